@@ -1,0 +1,124 @@
+//! Command-line arguments as typed by the user; no I/O happens here.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(name = "cuzk", version, about = "Groth16 over BLS12-381: setup, prove, verify")]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Worker threads for CPU work (default: all cores).
+    #[arg(long, global = true)]
+    pub threads: Option<usize>,
+    /// Print one JSON object on stdout instead of human-readable text; no progress bars.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Set up, prove and verify a built-in circuit in a temporary directory.
+    Demo(DemoArgs),
+    /// Generate random test parameters for a circuit (NOT a trusted setup).
+    Setup(SetupArgs),
+    /// Prove a circuit with existing parameters.
+    Prove(ProveArgs),
+    /// Verify a proof (exit 0 valid, 1 invalid, 2 unusable input).
+    Verify(VerifyArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum CircuitKind {
+    /// Product and boolean constraints, deterministic from --seed.
+    Synthetic,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CircuitArgs {
+    /// Which built-in circuit.
+    #[arg(long, value_enum, default_value_t = CircuitKind::Synthetic)]
+    pub circuit: CircuitKind,
+    /// Number of constraints (the prover adds one row per public input).
+    #[arg(long)]
+    pub constraints: usize,
+    /// Seed of the circuit's shape and witness.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Fraction of constraints whose witness is a bit (0..=1).
+    #[arg(long, default_value_t = 0.5)]
+    pub boolean_fraction: f64,
+    /// Number of public inputs.
+    #[arg(long, default_value_t = 2)]
+    pub public_inputs: usize,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// The GPU when one is usable, the CPU otherwise.
+    Auto,
+    Cpu,
+    Gpu,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Number of constraints of the synthetic circuit.
+    #[arg(long, default_value_t = 1 << 14)]
+    pub constraints: usize,
+    #[arg(long, default_value_t = 0.5)]
+    pub boolean_fraction: f64,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+}
+
+#[derive(Debug, Args)]
+pub struct SetupArgs {
+    #[command(flatten)]
+    pub circuit: CircuitArgs,
+    /// Where to write the parameters (bellperson's layout).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct ProveArgs {
+    /// Parameters file (bellperson's layout).
+    #[arg(long)]
+    pub params: PathBuf,
+    #[command(flatten)]
+    pub circuit: CircuitArgs,
+    /// Where to write the 192-byte proof.
+    #[arg(long)]
+    pub proof_out: PathBuf,
+    /// Where to write the public inputs (JSON array of 0x-hex scalars).
+    #[arg(long)]
+    pub inputs_out: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    /// Skip the curve and subgroup checks of the parameter points (trusted files only).
+    #[arg(long)]
+    pub unchecked_params: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Parameters file; only its verifying key is read.
+    #[arg(long)]
+    pub params: PathBuf,
+    /// Proof file: one or more concatenated 192-byte proofs.
+    #[arg(long)]
+    pub proof: PathBuf,
+    /// Public inputs (JSON array of 0x-hex scalars), shared by every proof in the file.
+    #[arg(long)]
+    pub inputs: PathBuf,
+}

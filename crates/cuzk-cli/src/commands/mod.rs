@@ -1,0 +1,17 @@
+//! One module per subcommand: each validates its arguments, then calls the libraries.
+
+pub mod demo;
+pub mod prove;
+pub mod setup;
+pub mod verify;
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+/// Writes a small output file atomically (temporary file, then rename).
+pub fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    cuzk_groth16::params_file::write_atomically(path, |out| out.write_all(bytes))
+        .with_context(|| format!("writing {}", path.display()))
+}

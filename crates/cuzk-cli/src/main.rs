@@ -1,0 +1,54 @@
+//! `cuzk`: set up, prove and verify Groth16 circuits. Glue only: the work lives in the library crates.
+#![forbid(unsafe_code)]
+
+mod args;
+mod backend;
+mod circuit;
+mod commands;
+mod inputs;
+mod progress;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use args::{Cli, Command};
+
+/// How a command ended, as the exit status says it.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Done (for `verify`: the proof is valid).
+    Success,
+    /// The command ran and the answer is "no" (for `verify`: the proof is invalid).
+    Rejected,
+}
+
+/// Exit status for unusable input (bad arguments, unreadable or malformed files).
+const EXIT_UNUSABLE: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Some(threads) = cli.global.threads {
+        if let Err(e) = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build_global()
+        {
+            eprintln!("cuzk: --threads {threads}: {e}");
+            return ExitCode::from(EXIT_UNUSABLE);
+        }
+    }
+    let result = match cli.command {
+        Command::Demo(args) => commands::demo::run(&cli.global, args),
+        Command::Setup(args) => commands::setup::run(&cli.global, args),
+        Command::Prove(args) => commands::prove::run(&cli.global, args),
+        Command::Verify(args) => commands::verify::run(&cli.global, args),
+    };
+    match result {
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::Rejected) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("cuzk: {e:#}");
+            ExitCode::from(EXIT_UNUSABLE)
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! The GPU layer: CUDA devices found through the driver loaded at run time (no link-time CUDA),
+//! and the kernels embedded in the binary.
+//!
+//! It knows BLS12-381 arithmetic and nothing of Groth16: it must not know what a proof, a query or
+//! a circuit is. Everything here is optional at run time: without kernels or a driver, [`probe`]
+//! says why and callers fall back to the CPU.
+
+mod probe;
+
+pub use probe::{probe, DeviceInfo, GpuUnavailable};
+
+/// The embedded kernel fatbin, when the build had one.
+pub fn fatbin() -> Option<&'static [u8]> {
+    #[cfg(cuzk_kernels)]
+    {
+        Some(include_bytes!(env!("CUZK_FATBIN_PATH")))
+    }
+    #[cfg(not(cuzk_kernels))]
+    {
+        None
+    }
+}

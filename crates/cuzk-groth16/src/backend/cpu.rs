@@ -1,0 +1,88 @@
+//! The CPU backend: rayon-parallel NTTs and Pippenger MSMs from `cuzk-math`.
+
+use cuzk_math::{msm, EvaluationDomain, Scalar};
+use cuzk_synth::ProvingAssignment;
+use ff::Field;
+use rayon::prelude::*;
+
+use crate::prover::check_params_fit;
+use crate::{Parameters, ProveError, ProverBackend, QuerySums};
+
+/// Proves on the CPU threads of the current rayon pool.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CpuBackend;
+
+/// The coefficients of H = (A·B − C)/Z, all but the top one (always zero): n − 1 of them.
+pub fn quotient_coefficients(
+    domain: &EvaluationDomain,
+    mut a: Vec<Scalar>,
+    mut b: Vec<Scalar>,
+    mut c: Vec<Scalar>,
+) -> Vec<Scalar> {
+    let n = domain.size();
+    let to_coset = |values: &mut Vec<Scalar>| {
+        values.resize(n, Scalar::ZERO);
+        domain.intt(values);
+        domain.coset_ntt(values);
+    };
+    rayon::join(
+        || to_coset(&mut a),
+        || rayon::join(|| to_coset(&mut b), || to_coset(&mut c)),
+    );
+    a.par_iter_mut()
+        .zip(b.par_iter())
+        .zip(c.par_iter())
+        .for_each(|((a, b), c)| *a = *a * b - c);
+    drop((b, c));
+    domain.divide_by_z_on_coset(&mut a);
+    domain.coset_intt(&mut a);
+    a.truncate(n - 1);
+    a
+}
+
+/// The scalars of the variables selected by a density bitmap, in order.
+fn select(values: &[Scalar], density: &cuzk_math::Bitmap) -> Vec<Scalar> {
+    density.iter_ones().map(|i| values[i]).collect()
+}
+
+impl ProverBackend for CpuBackend {
+    fn name(&self) -> &str {
+        "cpu"
+    }
+
+    fn prove_start(
+        &self,
+        params: &Parameters,
+        assignment: ProvingAssignment,
+    ) -> Result<QuerySums, ProveError> {
+        let domain = EvaluationDomain::new(assignment.num_rows())?;
+        check_params_fit(params, &assignment, domain.size())?;
+        let ProvingAssignment {
+            input_assignment: inputs,
+            aux_assignment: aux,
+            a,
+            b,
+            c,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+        } = assignment;
+
+        let h = quotient_coefficients(&domain, a, b, c);
+        let a_scalars: Vec<Scalar> = inputs
+            .iter()
+            .copied()
+            .chain(select(&aux, &a_aux_density))
+            .collect();
+        let mut b_scalars = select(&inputs, &b_input_density);
+        b_scalars.extend(select(&aux, &b_aux_density));
+
+        Ok(QuerySums {
+            h: msm(&params.h, &h),
+            l: msm(&params.l, &aux),
+            a: msm(&params.a, &a_scalars),
+            b_g1: msm(&params.b_g1, &b_scalars),
+            b_g2: msm(&params.b_g2, &b_scalars),
+        })
+    }
+}

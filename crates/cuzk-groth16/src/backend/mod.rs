@@ -1,0 +1,5 @@
+//! Implementations of [`crate::ProverBackend`].
+
+mod cpu;
+
+pub use cpu::CpuBackend;

@@ -1,0 +1,88 @@
+//! Error types: each names the file, field or quantity that is wrong.
+
+use std::io;
+
+use bellpepper_core::SynthesisError;
+use cuzk_math::DomainError;
+
+/// A parameters file (or byte stream) that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ParamsError {
+    #[error("{file}: {source}")]
+    Io {
+        file: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{file}: truncated: {field} needs {needed} bytes at offset {offset}, only {available} left")]
+    Truncated {
+        file: String,
+        field: String,
+        offset: usize,
+        needed: usize,
+        available: usize,
+    },
+    #[error("{file}: {field} (at byte {offset}) is not a usable {group} point: {reason}")]
+    InvalidPoint {
+        file: String,
+        field: String,
+        offset: usize,
+        group: &'static str,
+        reason: &'static str,
+    },
+    #[error("{file}: {extra} unexpected bytes after the last field (b_g2)")]
+    TrailingBytes { file: String, extra: usize },
+}
+
+/// Proof bytes that are not a proof.
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ProofError {
+    #[error("a proof is {expected} bytes, got {got}")]
+    Length { expected: usize, got: usize },
+    #[error("proof field {field} is not a valid compressed {group} point (or is the identity)")]
+    InvalidPoint {
+        field: &'static str,
+        group: &'static str,
+    },
+}
+
+/// Why parameters could not be generated.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("circuit synthesis failed: {0}")]
+    Synthesis(#[from] SynthesisError),
+    #[error(transparent)]
+    Domain(#[from] DomainError),
+    #[error("toxic waste {0} is zero")]
+    ZeroSecret(&'static str),
+    #[error("aux variable {0} occurs in no constraint, so its L query point would be the identity")]
+    UnconstrainedVariable(usize),
+}
+
+/// Why a proof could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ProveError {
+    #[error("circuit synthesis failed: {0}")]
+    Synthesis(#[from] SynthesisError),
+    #[error(transparent)]
+    Domain(#[from] DomainError),
+    /// The parameters were made for another circuit.
+    #[error("parameters do not fit the circuit: {query} has {params} points, the circuit needs {circuit}")]
+    ParamsMismatch {
+        query: &'static str,
+        params: usize,
+        circuit: usize,
+    },
+    #[error("{backend} backend: {reason}")]
+    Backend {
+        backend: &'static str,
+        reason: String,
+    },
+}
+
+/// Why a verification could not be carried out (an invalid proof is `Ok(false)`, not an error).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum VerifyError {
+    #[error("the verifying key takes {expected} public inputs, got {got}")]
+    InputCount { expected: usize, got: usize },
+}

@@ -1,0 +1,38 @@
+//! Parameters and verifying key: the group elements, named for what they hold.
+
+use cuzk_math::{G1Affine, G2Affine};
+
+/// What a verifier needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyingKey {
+    /// α·G1
+    pub alpha_g1: G1Affine,
+    /// β·G1
+    pub beta_g1: G1Affine,
+    /// β·G2
+    pub beta_g2: G2Affine,
+    /// γ·G2
+    pub gamma_g2: G2Affine,
+    /// δ·G1
+    pub delta_g1: G1Affine,
+    /// δ·G2
+    pub delta_g2: G2Affine,
+    /// (β·A_j(τ) + α·B_j(τ) + C_j(τ))/γ · G1 for each public input j, the constant one first.
+    pub ic: Vec<G1Affine>,
+}
+
+/// The proving key (bellperson's `Parameters`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Parameters {
+    pub vk: VerifyingKey,
+    /// τ^i·Z(τ)/δ · G1 for i in 0..n−1, n the domain size.
+    pub h: Vec<G1Affine>,
+    /// (β·A_j(τ) + α·B_j(τ) + C_j(τ))/δ · G1 for each aux variable j.
+    pub l: Vec<G1Affine>,
+    /// A_j(τ)·G1 for the inputs, then for the aux variables with a non-zero A_j(τ).
+    pub a: Vec<G1Affine>,
+    /// B_j(τ)·G1 for the inputs and aux variables with a non-zero B_j(τ).
+    pub b_g1: Vec<G1Affine>,
+    /// B_j(τ)·G2, same selection as `b_g1`.
+    pub b_g2: Vec<G2Affine>,
+}

@@ -1,0 +1,160 @@
+//! Random parameters for tests and benchmarks.
+//!
+//! **Not a trusted setup**: the toxic waste exists in this process's memory, so anyone who can read
+//! it can forge proofs. Use it to exercise and measure the prover, never for real proofs.
+//!
+//! Faster than bellperson's generator because every query point is a fixed-base multiplication of
+//! the generator by a window table, and the QAP evaluations at τ are one sparse pass over the
+//! recorded R1CS instead of per-variable lists.
+
+use bellpepper_core::Circuit;
+use cuzk_math::{
+    EvaluationDomain, FixedBaseTable, G1Projective, G2Projective, Scalar,
+};
+use cuzk_synth::{Column, R1csShape, Term};
+use ff::Field;
+use group::{Curve, Group};
+use rand_core::RngCore;
+use rayon::prelude::*;
+
+use crate::{Parameters, SetupError, VerifyingKey};
+
+/// The secrets of a setup. Whoever knows them can forge proofs.
+#[derive(Clone, Copy, Debug)]
+pub struct ToxicWaste {
+    pub tau: Scalar,
+    pub alpha: Scalar,
+    pub beta: Scalar,
+    pub gamma: Scalar,
+    pub delta: Scalar,
+}
+
+impl ToxicWaste {
+    pub fn random(rng: &mut impl RngCore) -> Self {
+        let mut nonzero = || loop {
+            let x = Scalar::random(&mut *rng);
+            if !bool::from(x.is_zero()) {
+                return x;
+            }
+        };
+        ToxicWaste {
+            tau: nonzero(),
+            alpha: nonzero(),
+            beta: nonzero(),
+            gamma: nonzero(),
+            delta: nonzero(),
+        }
+    }
+}
+
+/// Parameters for `circuit` from fresh toxic waste (for tests and benchmarks only).
+pub fn generate_random_parameters<C: Circuit<Scalar>>(
+    circuit: C,
+    rng: &mut impl RngCore,
+) -> Result<Parameters, SetupError> {
+    generate_parameters(circuit, &ToxicWaste::random(rng))
+}
+
+/// Parameters for `circuit` from the given toxic waste.
+pub fn generate_parameters<C: Circuit<Scalar>>(
+    circuit: C,
+    toxic: &ToxicWaste,
+) -> Result<Parameters, SetupError> {
+    parameters_for_shape(&R1csShape::record(circuit)?, toxic)
+}
+
+/// Window size of a fixed-base table that will serve `count` multiplications: larger tables cost
+/// more to build and fall out of cache, smaller ones cost more additions per multiplication.
+fn window_bits(count: usize) -> usize {
+    let log = (usize::BITS - count.leading_zeros()) as usize;
+    log.saturating_sub(3).clamp(2, 12)
+}
+
+/// Σ coeff·L_row(τ) for every column of one matrix.
+fn evaluate_columns(terms: &[Term], lagrange: &[Scalar], num_inputs: usize, columns: usize) -> Vec<Scalar> {
+    let mut out = vec![Scalar::ZERO; columns];
+    for term in terms {
+        let column = match term.column {
+            Column::Input(i) => i as usize,
+            Column::Aux(i) => num_inputs + i as usize,
+        };
+        out[column] += term.coeff * lagrange[term.row as usize];
+    }
+    out
+}
+
+/// τ^i · factor for i in 0..count, in parallel chunks.
+fn scaled_powers(tau: Scalar, factor: Scalar, count: usize) -> Vec<Scalar> {
+    const CHUNK: usize = 1 << 14;
+    let mut out = vec![Scalar::ZERO; count];
+    out.par_chunks_mut(CHUNK).enumerate().for_each(|(k, chunk)| {
+        let mut power = tau.pow_vartime([(k * CHUNK) as u64]) * factor;
+        for value in chunk {
+            *value = power;
+            power *= tau;
+        }
+    });
+    out
+}
+
+fn inverse(x: Scalar, name: &'static str) -> Result<Scalar, SetupError> {
+    Option::from(x.invert()).ok_or(SetupError::ZeroSecret(name))
+}
+
+/// Parameters for a recorded R1CS.
+pub fn parameters_for_shape(shape: &R1csShape, toxic: &ToxicWaste) -> Result<Parameters, SetupError> {
+    let &ToxicWaste { tau, alpha, beta, gamma, delta } = toxic;
+    let domain = EvaluationDomain::new(shape.num_rows)?;
+    let lagrange = domain.lagrange_coefficients_at(&tau);
+    let (num_inputs, columns) = (shape.num_inputs, shape.num_inputs + shape.num_aux);
+
+    let (at, (bt, ct)) = rayon::join(
+        || evaluate_columns(&shape.a, &lagrange, num_inputs, columns),
+        || {
+            rayon::join(
+                || evaluate_columns(&shape.b, &lagrange, num_inputs, columns),
+                || evaluate_columns(&shape.c, &lagrange, num_inputs, columns),
+            )
+        },
+    );
+    drop(lagrange);
+
+    let (gamma_inv, delta_inv) = (inverse(gamma, "gamma")?, inverse(delta, "delta")?);
+    let mut ic_l: Vec<Scalar> = (0..columns)
+        .into_par_iter()
+        .map(|j| beta * at[j] + alpha * bt[j] + ct[j])
+        .collect();
+    let (ic, l) = ic_l.split_at_mut(num_inputs);
+    ic.par_iter_mut().for_each(|x| *x *= gamma_inv);
+    l.par_iter_mut().for_each(|x| *x *= delta_inv);
+    if let Some(j) = l.iter().position(|x| bool::from(x.is_zero())) {
+        return Err(SetupError::UnconstrainedVariable(j));
+    }
+    let h = scaled_powers(tau, domain.z_at(&tau) * delta_inv, domain.size() - 1);
+    let nonzero = |values: &[Scalar]| -> Vec<Scalar> {
+        values.iter().copied().filter(|x| !bool::from(x.is_zero())).collect()
+    };
+    let (a, b) = (nonzero(&at), nonzero(&bt));
+    drop((at, bt, ct));
+
+    let g1_count = h.len() + columns + a.len() + b.len();
+    let g1 = FixedBaseTable::new(G1Projective::generator(), window_bits(g1_count));
+    let g2 = FixedBaseTable::new(G2Projective::generator(), window_bits(b.len()));
+    let vk = VerifyingKey {
+        alpha_g1: g1.mul(&alpha).to_affine(),
+        beta_g1: g1.mul(&beta).to_affine(),
+        beta_g2: g2.mul(&beta).to_affine(),
+        gamma_g2: g2.mul(&gamma).to_affine(),
+        delta_g1: g1.mul(&delta).to_affine(),
+        delta_g2: g2.mul(&delta).to_affine(),
+        ic: g1.mul_many(ic),
+    };
+    Ok(Parameters {
+        vk,
+        h: g1.mul_many(&h),
+        l: g1.mul_many(l),
+        a: g1.mul_many(&a),
+        b_g1: g1.mul_many(&b),
+        b_g2: g2.mul_many(&b),
+    })
+}

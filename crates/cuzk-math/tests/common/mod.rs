@@ -1,0 +1,15 @@
+//! Shared test helper: a seeded RNG whose seed changes per run but is printed
+//! (captured output is shown for failing tests) and can be pinned with
+//! `CUZK_TEST_SEED`.
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+pub fn rng() -> (u64, ChaCha8Rng) {
+    let seed = std::env::var("CUZK_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random);
+    eprintln!("CUZK_TEST_SEED={seed}");
+    (seed, ChaCha8Rng::seed_from_u64(seed))
+}

@@ -1,0 +1,5 @@
+//! Built-in circuits, for benchmarks, tests and the CLI.
+
+mod synthetic;
+
+pub use synthetic::SyntheticCircuit;
