@@ -16,12 +16,18 @@ fn ntt(c: &mut Criterion) {
         let Ok(domain) = EvaluationDomain::new(1 << log) else {
             continue;
         };
-        let values: Vec<Scalar> = (0..domain.size()).map(|_| Scalar::random(&mut rng)).collect();
+        let values: Vec<Scalar> = (0..domain.size())
+            .map(|_| Scalar::random(&mut rng))
+            .collect();
         group.bench_with_input(BenchmarkId::new("ntt", log), &values, |b, v| {
             b.iter_batched_ref(|| v.clone(), |v| domain.ntt(v), BatchSize::LargeInput)
         });
         group.bench_with_input(BenchmarkId::new("coset_intt", log), &values, |b, v| {
-            b.iter_batched_ref(|| v.clone(), |v| domain.coset_intt(v), BatchSize::LargeInput)
+            b.iter_batched_ref(
+                || v.clone(),
+                |v| domain.coset_intt(v),
+                BatchSize::LargeInput,
+            )
         });
     }
     group.finish();

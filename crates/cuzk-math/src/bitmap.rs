@@ -41,7 +41,7 @@ impl Bitmap {
 
     /// Appends one bit.
     pub fn push(&mut self, bit: bool) {
-        if self.len % 64 == 0 {
+        if self.len.is_multiple_of(64) {
             self.words.push(0);
         }
         if bit {
@@ -55,7 +55,11 @@ impl Bitmap {
     /// # Panics
     /// If `i >= self.len()`: callers size the bitmap first, so this is a bug.
     pub fn set(&mut self, i: usize) {
-        assert!(i < self.len, "bit {i} out of range for a bitmap of {}", self.len);
+        assert!(
+            i < self.len,
+            "bit {i} out of range for a bitmap of {}",
+            self.len
+        );
         self.words[i / 64] |= 1 << (i % 64);
     }
 

@@ -194,13 +194,15 @@ fn batch_invert(values: &mut [Scalar]) {
 /// `[first * base^i for i in 0..n]`, computed in parallel chunks.
 fn powers(base: Scalar, first: Scalar, n: usize) -> Vec<Scalar> {
     let mut out = vec![Scalar::ZERO; n];
-    out.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
-        let mut cur = first * base.pow_vartime([(c * CHUNK) as u64]);
-        for v in chunk {
-            *v = cur;
-            cur *= base;
-        }
-    });
+    out.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(c, chunk)| {
+            let mut cur = first * base.pow_vartime([(c * CHUNK) as u64]);
+            for v in chunk {
+                *v = cur;
+                cur *= base;
+            }
+        });
     out
 }
 

@@ -58,9 +58,24 @@ fn set_out_of_range_panics() {
 }
 
 fn check_bitmap_sum<A: PrimeCurveAffine>(rng: &mut impl Rng, seed: u64) {
-    for (n_bases, n_bits) in [(0, 0), (0, 100), (1, 1), (5, 3), (100, 100), (300, 5000), (9000, 9000)] {
+    for (n_bases, n_bits) in [
+        (0, 0),
+        (0, 100),
+        (1, 1),
+        (5, 3),
+        (100, 100),
+        (300, 5000),
+        (9000, 9000),
+    ] {
         let bases: Vec<A> = (0..n_bases)
-            .map(|i| if i % 17 == 3 { A::Curve::identity() } else { A::Curve::random(&mut *rng) }.to_affine())
+            .map(|i| {
+                if i % 17 == 3 {
+                    A::Curve::identity()
+                } else {
+                    A::Curve::random(&mut *rng)
+                }
+                .to_affine()
+            })
             .collect();
         for density in [0.0, 0.1, 0.5, 1.0] {
             let mut bits = Bitmap::new();

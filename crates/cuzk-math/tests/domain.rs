@@ -28,7 +28,15 @@ fn domain_points(d: &EvaluationDomain, shift: Scalar) -> Vec<Scalar> {
 
 #[test]
 fn sizes_and_errors() {
-    for (min, size) in [(0, 1), (1, 1), (2, 2), (3, 4), (5, 8), (1024, 1024), (1025, 2048)] {
+    for (min, size) in [
+        (0, 1),
+        (1, 1),
+        (2, 2),
+        (3, 4),
+        (5, 8),
+        (1024, 1024),
+        (1025, 2048),
+    ] {
         let d = EvaluationDomain::new(min).unwrap();
         assert_eq!(d.size(), size);
         assert_eq!(1usize << d.log_size(), size);
@@ -103,12 +111,20 @@ fn transforms_match_naive_evaluation() {
         let mut c = values.clone();
         d.intt(&mut c);
         for (x, y) in domain_points(&d, Scalar::ONE).iter().zip(&values) {
-            assert_eq!(eval(&c, x), *y, "intt interpolation, log {log}, seed {seed}");
+            assert_eq!(
+                eval(&c, x),
+                *y,
+                "intt interpolation, log {log}, seed {seed}"
+            );
         }
         let mut c = values.clone();
         d.coset_intt(&mut c);
         for (x, y) in domain_points(&d, g).iter().zip(&values) {
-            assert_eq!(eval(&c, x), *y, "coset_intt interpolation, log {log}, seed {seed}");
+            assert_eq!(
+                eval(&c, x),
+                *y,
+                "coset_intt interpolation, log {log}, seed {seed}"
+            );
         }
     }
 }
@@ -131,7 +147,11 @@ fn large_transforms() {
             let i = rng.gen_range(0..d.size());
             let x = d.omega().pow_vartime([i as u64]);
             assert_eq!(v[i], eval(&coeffs, &x), "ntt[{i}], log {log}, seed {seed}");
-            assert_eq!(c[i], eval(&coeffs, &(g * x)), "coset_ntt[{i}], log {log}, seed {seed}");
+            assert_eq!(
+                c[i],
+                eval(&coeffs, &(g * x)),
+                "coset_ntt[{i}], log {log}, seed {seed}"
+            );
         }
         d.intt(&mut v);
         assert_eq!(v, coeffs, "ntt round trip, log {log}, seed {seed}");
@@ -156,7 +176,11 @@ fn vanishing_polynomial() {
             assert_eq!(d.z_at(x), Scalar::ZERO);
         }
         let x = Scalar::random(&mut rng);
-        assert_eq!(d.z_at(&x), x.pow_vartime([d.size() as u64]) - Scalar::ONE, "seed {seed}");
+        assert_eq!(
+            d.z_at(&x),
+            x.pow_vartime([d.size() as u64]) - Scalar::ONE,
+            "seed {seed}"
+        );
 
         let g = Scalar::MULTIPLICATIVE_GENERATOR;
         let zg = d.z_at(&g);
@@ -194,7 +218,11 @@ fn lagrange_coefficients() {
                 .iter()
                 .zip(&evals)
                 .fold(Scalar::ZERO, |acc, (l, e)| acc + *l * e);
-            assert_eq!(combined, eval(&coeffs, &tau), "log {log}, tau {tau:?}, seed {seed}");
+            assert_eq!(
+                combined,
+                eval(&coeffs, &tau),
+                "log {log}, tau {tau:?}, seed {seed}"
+            );
         }
         // Inside the domain the basis is an indicator vector.
         let l = d.lagrange_coefficients_at(&taus[2]);

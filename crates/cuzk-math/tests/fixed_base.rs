@@ -37,7 +37,11 @@ fn check<G: PrimeCurve<Scalar = Scalar>>(window_bits: &[usize]) {
                 // Checking every point of the big batch naively is slow; a
                 // stride still covers every chunk.
                 if n < 100 || i % 7 == 0 || i < 8 {
-                    assert_eq!(*p, (base * s).to_affine(), "w {w}, n {n}, i {i}, seed {seed}");
+                    assert_eq!(
+                        *p,
+                        (base * s).to_affine(),
+                        "w {w}, n {n}, i {i}, seed {seed}"
+                    );
                 }
             }
         }

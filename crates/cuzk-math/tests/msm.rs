@@ -59,7 +59,10 @@ fn scalar_cases(rng: &mut ChaCha8Rng, n: usize) -> Vec<(&'static str, Vec<Scalar
                 }
             }),
         ),
-        ("small", gen(&mut |r, _| Scalar::from(r.gen_range(0u64..1 << 16)))),
+        (
+            "small",
+            gen(&mut |r, _| Scalar::from(r.gen_range(0u64..1 << 16))),
+        ),
         (
             "0/1/random mix",
             gen(&mut |r, _| match r.gen_range(0..10) {
@@ -79,7 +82,16 @@ fn scalar_cases(rng: &mut ChaCha8Rng, n: usize) -> Vec<(&'static str, Vec<Scalar
                 }
             }),
         ),
-        ("2 and -2", gen(&mut |_, i| if i % 2 == 0 { Scalar::from(2) } else { -Scalar::from(2) })),
+        (
+            "2 and -2",
+            gen(&mut |_, i| {
+                if i % 2 == 0 {
+                    Scalar::from(2)
+                } else {
+                    -Scalar::from(2)
+                }
+            }),
+        ),
     ]
 }
 
@@ -89,7 +101,11 @@ fn check<A: PrimeCurveAffine<Scalar = Scalar>>(sizes: &[usize], full_cases_up_to
         for identities in [false, true] {
             let b: Vec<A> = bases(&mut rng, n, identities);
             let cases = scalar_cases(&mut rng, n);
-            let cases = if n <= full_cases_up_to { &cases[..] } else { &cases[..1] };
+            let cases = if n <= full_cases_up_to {
+                &cases[..]
+            } else {
+                &cases[..1]
+            };
             for (name, scalars) in cases {
                 assert_eq!(
                     msm(&b, scalars),
@@ -101,7 +117,9 @@ fn check<A: PrimeCurveAffine<Scalar = Scalar>>(sizes: &[usize], full_cases_up_to
     }
 }
 
-const SIZES: &[usize] = &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 33, 63, 100, 255, 257, 1000];
+const SIZES: &[usize] = &[
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 33, 63, 100, 255, 257, 1000,
+];
 
 #[test]
 fn g1_matches_naive() {
@@ -122,7 +140,10 @@ fn thread_counts() {
     let b: Vec<G1Affine> = bases(&mut rng, 3000, true);
     let cases = scalar_cases(&mut rng, 3000);
     for threads in [1, 2, 3, 16] {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
         for (name, scalars) in &cases {
             assert_eq!(
                 pool.install(|| msm(&b, scalars)),
