@@ -39,6 +39,8 @@ pub enum ParamsError {
 pub enum ProofError {
     #[error("a proof is {expected} bytes, got {got}")]
     Length { expected: usize, got: usize },
+    #[error("proofs are 192 bytes each; {got} bytes is not a whole number (>0) of proofs")]
+    NotWholeProofs { got: usize },
     #[error("proof field {field} is not a valid compressed {group} point (or is the identity)")]
     InvalidPoint {
         field: &'static str,

@@ -43,10 +43,7 @@ impl Proof {
     /// Parses concatenated proofs (a multi-partition proof).
     pub fn many_from_bytes(bytes: &[u8]) -> Result<Vec<Self>, ProofError> {
         if bytes.is_empty() || bytes.len() % Self::SIZE != 0 {
-            return Err(ProofError::Length {
-                expected: Self::SIZE * bytes.len().div_ceil(Self::SIZE).max(1),
-                got: bytes.len(),
-            });
+            return Err(ProofError::NotWholeProofs { got: bytes.len() });
         }
         bytes.chunks_exact(Self::SIZE).map(Self::from_bytes).collect()
     }

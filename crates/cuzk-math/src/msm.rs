@@ -5,19 +5,61 @@
 //! go through Pippenger with signed window digits, with the work cut into
 //! (window, chunk of points) tasks so every thread has something to do.
 
+use blstrs::{Fp, Fp2};
+use ff::Field;
 use group::prime::PrimeCurveAffine;
-use group::Group;
+use group::{Curve, Group};
 use rayon::prelude::*;
 
 use crate::digits::{limbs, num_windows, signed_digit, Limbs};
-use crate::{Bitmap, Scalar};
+use crate::{Bitmap, G1Affine, G2Affine, Scalar};
 
 /// Largest window: beyond this the bucket arrays fall out of cache and their
 /// memory per thread gets large, for little saving.
 const MAX_WINDOW: usize = 16;
 
+/// Below this window width there are too few buckets to fill batches of
+/// affine additions without many collisions.
+const MIN_BATCHED_WINDOW: usize = 9;
+
+/// Batch sizes for affine additions: large enough to amortise the inversion,
+/// small enough (relative to the bucket count) that few points collide.
+const MIN_BATCH: usize = 32;
+const MAX_BATCH: usize = 512;
+
 /// Points summed per task in plain (bitmap) sums.
 const SUM_CHUNK_WORDS: usize = 64;
+
+/// Affine points whose coordinates can be read and rebuilt, so that MSM
+/// buckets can use batched affine additions. Implemented for G1 and G2.
+pub trait AffineCoordinates: PrimeCurveAffine {
+    /// The coordinate field.
+    type Base: Field;
+    /// `(x, y)` of a point that is not the identity.
+    fn coordinates(&self) -> (Self::Base, Self::Base);
+    /// The point `(x, y)`, which must be on the curve and in the subgroup.
+    fn from_coordinates(x: Self::Base, y: Self::Base) -> Self;
+}
+
+impl AffineCoordinates for G1Affine {
+    type Base = Fp;
+    fn coordinates(&self) -> (Fp, Fp) {
+        (self.x(), self.y())
+    }
+    fn from_coordinates(x: Fp, y: Fp) -> Self {
+        G1Affine::from_raw_unchecked(x, y, false)
+    }
+}
+
+impl AffineCoordinates for G2Affine {
+    type Base = Fp2;
+    fn coordinates(&self) -> (Fp2, Fp2) {
+        (self.x(), self.y())
+    }
+    fn from_coordinates(x: Fp2, y: Fp2) -> Self {
+        G2Affine::from_raw_unchecked(x, y, false)
+    }
+}
 
 /// `sum_i scalars[i] * bases[i]`.
 ///
@@ -25,7 +67,7 @@ const SUM_CHUNK_WORDS: usize = 64;
 /// If the slices differ in length (a caller bug).
 pub fn msm<A>(bases: &[A], scalars: &[Scalar]) -> A::Curve
 where
-    A: PrimeCurveAffine<Scalar = Scalar>,
+    A: AffineCoordinates<Scalar = Scalar>,
 {
     assert_eq!(
         bases.len(),
@@ -87,7 +129,7 @@ where
 /// Pippenger over the scalars `reprs[i]` for `i` in `indices`.
 fn pippenger<A>(bases: &[A], reprs: &[Limbs], indices: &[usize]) -> A::Curve
 where
-    A: PrimeCurveAffine,
+    A: AffineCoordinates,
 {
     if indices.is_empty() {
         return A::Curve::identity();
@@ -101,7 +143,11 @@ where
             let (w, k) = (task / chunks, task % chunks);
             let end = indices.len().min((k + 1) * chunk_len);
             let part = indices.get(k * chunk_len..end).unwrap_or(&[]);
-            window_sum(bases, reprs, part, w, c)
+            if c >= MIN_BATCHED_WINDOW {
+                window_sum_batched(bases, reprs, part, w, c)
+            } else {
+                window_sum_projective(bases, reprs, part, w, c)
+            }
         })
         .collect();
     // Horner over the windows, top first: acc = acc * 2^c + W_w.
@@ -117,8 +163,15 @@ where
     acc
 }
 
-/// `sum_i digit_w(i) * bases[i]` over `indices`, by buckets and running sums.
-fn window_sum<A>(bases: &[A], reprs: &[Limbs], indices: &[usize], w: usize, c: usize) -> A::Curve
+/// `sum_i digit_w(i) * bases[i]` over `indices`, by buckets and running sums,
+/// with projective buckets; cheaper than batching when there are few buckets.
+fn window_sum_projective<A>(
+    bases: &[A],
+    reprs: &[Limbs],
+    indices: &[usize],
+    w: usize,
+    c: usize,
+) -> A::Curve
 where
     A: PrimeCurveAffine,
 {
@@ -139,6 +192,136 @@ where
         sum += &running;
     }
     sum
+}
+
+/// Affine buckets filled by batched affine additions: each addition costs
+/// about six field multiplications once a batch shares one inversion, against
+/// eleven for a mixed projective addition. A point whose bucket already waits
+/// in the current batch goes to a projective overflow bucket instead, so
+/// skewed digits (all scalars equal, say) never degrade below the projective
+/// method.
+struct AffineBuckets<A: AffineCoordinates> {
+    xy: Vec<(A::Base, A::Base)>,
+    occupied: Vec<bool>,
+    in_batch: Vec<bool>,
+    overflow: Vec<A::Curve>,
+    /// `(bucket, x, y)` additions waiting for the shared inversion.
+    pending: Vec<(usize, A::Base, A::Base)>,
+    prefix: Vec<A::Base>,
+    batch: usize,
+}
+
+impl<A: AffineCoordinates> AffineBuckets<A> {
+    fn new(buckets: usize) -> Self {
+        let batch = (buckets / 8).clamp(MIN_BATCH, MAX_BATCH);
+        Self {
+            xy: vec![(A::Base::ZERO, A::Base::ZERO); buckets],
+            occupied: vec![false; buckets],
+            in_batch: vec![false; buckets],
+            overflow: vec![A::Curve::identity(); buckets],
+            pending: Vec::with_capacity(batch),
+            prefix: Vec::with_capacity(batch),
+            batch,
+        }
+    }
+
+    /// Adds `point` (not the identity), negated when `negate`, to bucket `b`.
+    fn add(&mut self, b: usize, point: &A, negate: bool) {
+        if self.in_batch[b] {
+            if negate {
+                self.overflow[b] += &-*point;
+            } else {
+                self.overflow[b] += point;
+            }
+            return;
+        }
+        let (x, y) = point.coordinates();
+        let y = if negate { -y } else { y };
+        if !self.occupied[b] {
+            self.xy[b] = (x, y);
+            self.occupied[b] = true;
+            return;
+        }
+        let (bx, by) = self.xy[b];
+        if bx == x {
+            // Same x: a doubling or a cancellation, too rare to batch.
+            if by == y {
+                let doubled = A::from_coordinates(x, y).to_curve().double().to_affine();
+                self.xy[b] = doubled.coordinates();
+            } else {
+                self.occupied[b] = false;
+            }
+            return;
+        }
+        self.in_batch[b] = true;
+        self.pending.push((b, x, y));
+        if self.pending.len() == self.batch {
+            self.flush();
+        }
+    }
+
+    /// Performs the pending additions with one inversion (Montgomery's trick).
+    fn flush(&mut self) {
+        self.prefix.clear();
+        let mut acc = A::Base::ONE;
+        for &(b, x, _) in &self.pending {
+            self.prefix.push(acc);
+            acc *= x - self.xy[b].0;
+        }
+        // Every factor is non-zero: equal x coordinates never enter a batch.
+        let mut inv = match Option::<A::Base>::from(acc.invert()) {
+            Some(inv) => inv,
+            None => panic!("batched affine addition with equal x coordinates"),
+        };
+        for (&(b, x, y), before) in self.pending.iter().zip(&self.prefix).rev() {
+            let (bx, by) = self.xy[b];
+            let dx = x - bx;
+            let lambda = (y - by) * inv * before;
+            inv *= dx;
+            let x3 = lambda.square() - bx - x;
+            let y3 = lambda * (bx - x3) - by;
+            self.xy[b] = (x3, y3);
+            self.in_batch[b] = false;
+        }
+        self.pending.clear();
+    }
+
+    /// `sum_b (b + 1) * bucket_b`, by running sums from the top bucket.
+    fn weighted_sum(mut self) -> A::Curve {
+        self.flush();
+        let mut running = A::Curve::identity();
+        let mut sum = A::Curve::identity();
+        for b in (0..self.xy.len()).rev() {
+            if self.occupied[b] {
+                let (x, y) = self.xy[b];
+                running += &A::from_coordinates(x, y);
+            }
+            running += &self.overflow[b];
+            sum += &running;
+        }
+        sum
+    }
+}
+
+/// [`window_sum_projective`] with batched affine buckets.
+fn window_sum_batched<A>(
+    bases: &[A],
+    reprs: &[Limbs],
+    indices: &[usize],
+    w: usize,
+    c: usize,
+) -> A::Curve
+where
+    A: AffineCoordinates,
+{
+    let mut buckets = AffineBuckets::<A>::new(1 << (c - 1));
+    for &i in indices {
+        let d = signed_digit(&reprs[i], w, c);
+        if d != 0 && !bool::from(bases[i].is_identity()) {
+            buckets.add(d.unsigned_abs() as usize - 1, &bases[i], d < 0);
+        }
+    }
+    buckets.weighted_sum()
 }
 
 /// Window width and number of point chunks for `m` scalars on `threads`

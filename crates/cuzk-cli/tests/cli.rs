@@ -1,0 +1,179 @@
+//! The `cuzk` binary as scripts use it: exit codes, files written or not, error messages.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use bellperson::groth16 as bp;
+use blstrs::{Bls12, Scalar};
+
+fn cuzk(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(args)
+        .output()
+        .expect("run cuzk")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+struct Files {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Files {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().to_path_buf();
+        Files { _dir: dir, root }
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.root.join(name).to_string_lossy().into_owned()
+    }
+}
+
+const CIRCUIT: [&str; 6] = ["--constraints", "600", "--seed", "7", "--boolean-fraction", "0.8"];
+
+fn setup(files: &Files, name: &str, circuit: &[&str]) {
+    let out = files.path(name);
+    let mut args = vec!["setup", "--circuit", "synthetic", "--out", &out];
+    args.extend_from_slice(circuit);
+    let output = cuzk(&args);
+    assert!(output.status.success(), "setup: {}", stderr(&output));
+}
+
+fn prove(files: &Files, params: &str, circuit: &[&str]) -> Output {
+    let (params, proof, inputs) = (files.path(params), files.path("proof"), files.path("inputs.json"));
+    let mut args = vec![
+        "prove", "--params", &params, "--circuit", "synthetic", "--proof-out", &proof,
+        "--inputs-out", &inputs,
+    ];
+    args.extend_from_slice(circuit);
+    cuzk(&args)
+}
+
+fn verify(files: &Files, params: &str, proof: &str, inputs: &str) -> Output {
+    cuzk(&[
+        "verify", "--params", &files.path(params), "--proof", &files.path(proof), "--inputs",
+        &files.path(inputs),
+    ])
+}
+
+#[test]
+fn setup_prove_verify_round_trip_and_exit_codes() {
+    let files = Files::new();
+    setup(&files, "p.params", &CIRCUIT);
+    let output = prove(&files, "p.params", &CIRCUIT);
+    assert!(output.status.success(), "prove: {}", stderr(&output));
+    assert_eq!(std::fs::metadata(files.path("proof")).expect("proof").len(), 192);
+
+    let output = verify(&files, "p.params", "proof", "inputs.json");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+
+    // A wrong public input: exit 1.
+    let inputs: Vec<String> =
+        serde_json::from_str(&std::fs::read_to_string(files.path("inputs.json")).expect("inputs"))
+            .expect("json");
+    assert_eq!(inputs.len(), 2);
+    let mut wrong = inputs.clone();
+    wrong[0] = format!("0x{}", "00".repeat(32));
+    std::fs::write(files.path("wrong.json"), serde_json::to_string(&wrong).expect("json"))
+        .expect("write");
+    assert_eq!(verify(&files, "p.params", "proof", "wrong.json").status.code(), Some(1));
+
+    // --json output.
+    let output = cuzk(&[
+        "--json", "verify", "--params", &files.path("p.params"), "--proof", &files.path("proof"),
+        "--inputs", &files.path("inputs.json"),
+    ]);
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json stdout");
+    assert_eq!(summary["valid"], true);
+}
+
+#[test]
+fn unusable_input_exits_2_with_a_named_cause_and_writes_nothing() {
+    let files = Files::new();
+    setup(&files, "p.params", &CIRCUIT);
+    let good = std::fs::read(files.path("p.params")).expect("params");
+
+    // Truncated params: prove fails, names the file, writes no proof.
+    std::fs::write(files.path("short.params"), &good[..good.len() - 10]).expect("write");
+    let output = prove(&files, "short.params", &CIRCUIT);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("short.params") && stderr(&output).contains("truncated"), "{}", stderr(&output));
+    assert!(!Path::new(&files.path("proof")).exists(), "no partial proof file");
+
+    // Params of another circuit.
+    let other = ["--constraints", "900", "--seed", "7", "--boolean-fraction", "0.8"];
+    let output = prove(&files, "p.params", &other);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("do not fit the circuit"), "{}", stderr(&output));
+    assert!(!Path::new(&files.path("proof")).exists());
+
+    // A good proof for the checks below.
+    assert!(prove(&files, "p.params", &CIRCUIT).status.success());
+
+    // Proof of the wrong length.
+    std::fs::write(files.path("long.proof"), [0u8; 193]).expect("write");
+    let output = verify(&files, "p.params", "long.proof", "inputs.json");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("long.proof") && stderr(&output).contains("192"), "{}", stderr(&output));
+
+    // Malformed inputs JSON, in several ways.
+    for (name, text, expect) in [
+        ("bad1.json", "{\"a\": 1}", "expected a JSON array"),
+        ("bad2.json", "[\"0x12\"", "not valid JSON"),
+        ("bad3.json", "[\"12\", \"0x00\"]", "does not start with 0x"),
+        ("bad4.json", &format!("[\"0x{}\"]", "ff".repeat(32)), "not a canonical scalar"),
+        ("bad5.json", "[1, 2]", "not a string"),
+    ] {
+        std::fs::write(files.path(name), text).expect("write");
+        let output = verify(&files, "p.params", "proof", name);
+        assert_eq!(output.status.code(), Some(2), "{name}");
+        assert!(stderr(&output).contains(name) && stderr(&output).contains(expect), "{name}: {}", stderr(&output));
+    }
+
+    // Wrong number of inputs.
+    std::fs::write(files.path("one.json"), format!("[\"0x{}\"]", "00".repeat(32))).expect("write");
+    let output = verify(&files, "p.params", "proof", "one.json");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("takes 2 public inputs, got 1"), "{}", stderr(&output));
+
+    // Bad arguments.
+    let output = cuzk(&["setup", "--constraints", "10", "--boolean-fraction", "1.5", "--out", &files.path("x")]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(!Path::new(&files.path("x")).exists());
+}
+
+/// `verify` needs only the verifying key, so it works for params bellperson made for any circuit.
+#[test]
+fn verify_accepts_bellperson_params_and_proofs() {
+    let files = Files::new();
+    let circuit = cuzk_synth::circuits::SyntheticCircuit {
+        constraints: 300,
+        boolean_fraction: 0.3,
+        public_inputs: 4,
+        seed: 11,
+    };
+    let mut rng = rand::thread_rng();
+    let params = bp::generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).expect("setup");
+    let mut bytes = Vec::new();
+    params.write(&mut bytes).expect("write");
+    std::fs::write(files.path("bp.params"), bytes).expect("write");
+    let proof = bp::create_random_proof(circuit.clone(), &params, &mut rng).expect("prove");
+    let mut proof_bytes = Vec::new();
+    proof.write(&mut proof_bytes).expect("write");
+    // Two copies: a multi-proof file with one inputs list for both.
+    proof_bytes.extend_from_slice(&proof_bytes.clone());
+    std::fs::write(files.path("bp.proof"), proof_bytes).expect("write");
+    let inputs: Vec<String> = circuit
+        .public_input_values()
+        .iter()
+        .map(|x: &Scalar| format!("0x{}", hex::encode(x.to_bytes_le())))
+        .collect();
+    std::fs::write(files.path("bp.json"), serde_json::to_string(&inputs).expect("json")).expect("write");
+    let output = verify(&files, "bp.params", "bp.proof", "bp.json");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
