@@ -143,7 +143,7 @@ where
             let (w, k) = (task / chunks, task % chunks);
             let end = indices.len().min((k + 1) * chunk_len);
             let part = indices.get(k * chunk_len..end).unwrap_or(&[]);
-            if c >= MIN_BATCHED_WINDOW {
+            if c >= MIN_BATCHED_WINDOW && std::env::var_os("NOBATCH").is_none() {
                 window_sum_batched(bases, reprs, part, w, c)
             } else {
                 window_sum_projective(bases, reprs, part, w, c)

@@ -2,6 +2,7 @@
 
 mod common;
 
+use cuzk_math::msm::AffineCoordinates;
 use cuzk_math::{msm, G1Affine, G2Affine, Scalar};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
@@ -95,7 +96,7 @@ fn scalar_cases(rng: &mut ChaCha8Rng, n: usize) -> Vec<(&'static str, Vec<Scalar
     ]
 }
 
-fn check<A: PrimeCurveAffine<Scalar = Scalar>>(sizes: &[usize], full_cases_up_to: usize) {
+fn check<A: AffineCoordinates<Scalar = Scalar>>(sizes: &[usize], full_cases_up_to: usize) {
     let (seed, mut rng) = common::rng();
     for &n in sizes {
         for identities in [false, true] {
