@@ -1,1 +1,49 @@
-fn main() {}
+//! Project tasks that cargo alone does not cover: `cargo xtask <task>`.
+//!
+//! - `bench [NAME]`: runs the criterion benchmarks (all, or one of `prover`, `math`) in release mode
+//!   and prints where the reports are.
+
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("bench") => bench(args.get(1).map(String::as_str)),
+        _ => bail!("usage: cargo xtask bench [prover|math]"),
+    }
+}
+
+fn cargo(args: &[&str]) -> Result<()> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(&cargo)
+        .args(args)
+        .status()
+        .with_context(|| format!("running {cargo} {}", args.join(" ")))?;
+    if !status.success() {
+        bail!("{cargo} {} failed: {status}", args.join(" "));
+    }
+    Ok(())
+}
+
+/// Benches and the crate that owns each.
+const BENCHES: [(&str, &str); 2] = [("prover", "cuzk-groth16"), ("math", "cuzk-math")];
+
+fn bench(only: Option<&str>) -> Result<()> {
+    let selected: Vec<_> = BENCHES
+        .iter()
+        .filter(|(name, _)| only.is_none_or(|o| o == *name))
+        .collect();
+    if selected.is_empty() {
+        bail!(
+            "unknown bench {:?}; known: prover, math",
+            only.unwrap_or_default()
+        );
+    }
+    for (name, package) in selected {
+        cargo(&["bench", "-p", package, "--bench", name])?;
+    }
+    println!("criterion reports: target/criterion/report/index.html");
+    Ok(())
+}

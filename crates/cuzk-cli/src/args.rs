@@ -5,7 +5,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
-#[command(name = "cuzk", version, about = "Groth16 over BLS12-381: setup, prove, verify")]
+#[command(
+    name = "cuzk",
+    version,
+    about = "Groth16 over BLS12-381: setup, prove, verify"
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,

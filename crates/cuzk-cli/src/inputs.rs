@@ -19,13 +19,17 @@ pub fn scalar_from_hex(text: &str) -> Result<Scalar> {
     let mut bytes = [0u8; 32];
     hex::decode_to_slice(digits, &mut bytes)
         .map_err(|e| anyhow!("{text:?} is not 64 hex digits: {e}"))?;
-    Option::from(Scalar::from_repr(bytes.into()))
-        .ok_or_else(|| anyhow!("{text:?} is not a canonical scalar (it is not below the field modulus)"))
+    Option::from(Scalar::from_repr(bytes)).ok_or_else(|| {
+        anyhow!("{text:?} is not a canonical scalar (it is not below the field modulus)")
+    })
 }
 
 /// The JSON text of one proof's inputs.
 pub fn to_json(inputs: &[Scalar]) -> String {
-    let list: Vec<Value> = inputs.iter().map(|x| Value::String(scalar_to_hex(x))).collect();
+    let list: Vec<Value> = inputs
+        .iter()
+        .map(|x| Value::String(scalar_to_hex(x)))
+        .collect();
     Value::Array(list).to_string()
 }
 
@@ -43,11 +47,15 @@ fn parse_list(list: &[Value], path: &Path, at: &str) -> Result<Vec<Scalar>> {
 
 /// Reads an inputs file: one list (one proof) or a list of lists (one per proof).
 pub fn read(path: &Path) -> Result<Vec<Vec<Scalar>>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let value: Value = serde_json::from_str(&text)
         .with_context(|| format!("{}: not valid JSON", path.display()))?;
     let Value::Array(items) = value else {
-        bail!("{}: expected a JSON array of 0x-hex scalars", path.display());
+        bail!(
+            "{}: expected a JSON array of 0x-hex scalars",
+            path.display()
+        );
     };
     let lists: Option<Vec<&Vec<Value>>> = items.iter().map(Value::as_array).collect();
     match lists {

@@ -1,5 +1,7 @@
 //! The `cuzk` binary as scripts use it: exit codes, files written or not, error messages.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed test or bench should stop loudly
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -34,7 +36,14 @@ impl Files {
     }
 }
 
-const CIRCUIT: [&str; 6] = ["--constraints", "600", "--seed", "7", "--boolean-fraction", "0.8"];
+const CIRCUIT: [&str; 6] = [
+    "--constraints",
+    "600",
+    "--seed",
+    "7",
+    "--boolean-fraction",
+    "0.8",
+];
 
 fn setup(files: &Files, name: &str, circuit: &[&str]) {
     let out = files.path(name);
@@ -45,10 +54,21 @@ fn setup(files: &Files, name: &str, circuit: &[&str]) {
 }
 
 fn prove(files: &Files, params: &str, circuit: &[&str]) -> Output {
-    let (params, proof, inputs) = (files.path(params), files.path("proof"), files.path("inputs.json"));
+    let (params, proof, inputs) = (
+        files.path(params),
+        files.path("proof"),
+        files.path("inputs.json"),
+    );
     let mut args = vec![
-        "prove", "--params", &params, "--circuit", "synthetic", "--proof-out", &proof,
-        "--inputs-out", &inputs,
+        "prove",
+        "--params",
+        &params,
+        "--circuit",
+        "synthetic",
+        "--proof-out",
+        &proof,
+        "--inputs-out",
+        &inputs,
     ];
     args.extend_from_slice(circuit);
     cuzk(&args)
@@ -56,7 +76,12 @@ fn prove(files: &Files, params: &str, circuit: &[&str]) -> Output {
 
 fn verify(files: &Files, params: &str, proof: &str, inputs: &str) -> Output {
     cuzk(&[
-        "verify", "--params", &files.path(params), "--proof", &files.path(proof), "--inputs",
+        "verify",
+        "--params",
+        &files.path(params),
+        "--proof",
+        &files.path(proof),
+        "--inputs",
         &files.path(inputs),
     ])
 }
@@ -67,7 +92,10 @@ fn setup_prove_verify_round_trip_and_exit_codes() {
     setup(&files, "p.params", &CIRCUIT);
     let output = prove(&files, "p.params", &CIRCUIT);
     assert!(output.status.success(), "prove: {}", stderr(&output));
-    assert_eq!(std::fs::metadata(files.path("proof")).expect("proof").len(), 192);
+    assert_eq!(
+        std::fs::metadata(files.path("proof")).expect("proof").len(),
+        192
+    );
 
     let output = verify(&files, "p.params", "proof", "inputs.json");
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
@@ -79,14 +107,28 @@ fn setup_prove_verify_round_trip_and_exit_codes() {
     assert_eq!(inputs.len(), 2);
     let mut wrong = inputs.clone();
     wrong[0] = format!("0x{}", "00".repeat(32));
-    std::fs::write(files.path("wrong.json"), serde_json::to_string(&wrong).expect("json"))
-        .expect("write");
-    assert_eq!(verify(&files, "p.params", "proof", "wrong.json").status.code(), Some(1));
+    std::fs::write(
+        files.path("wrong.json"),
+        serde_json::to_string(&wrong).expect("json"),
+    )
+    .expect("write");
+    assert_eq!(
+        verify(&files, "p.params", "proof", "wrong.json")
+            .status
+            .code(),
+        Some(1)
+    );
 
     // --json output.
     let output = cuzk(&[
-        "--json", "verify", "--params", &files.path("p.params"), "--proof", &files.path("proof"),
-        "--inputs", &files.path("inputs.json"),
+        "--json",
+        "verify",
+        "--params",
+        &files.path("p.params"),
+        "--proof",
+        &files.path("proof"),
+        "--inputs",
+        &files.path("inputs.json"),
     ]);
     let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json stdout");
     assert_eq!(summary["valid"], true);
@@ -102,14 +144,32 @@ fn unusable_input_exits_2_with_a_named_cause_and_writes_nothing() {
     std::fs::write(files.path("short.params"), &good[..good.len() - 10]).expect("write");
     let output = prove(&files, "short.params", &CIRCUIT);
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("short.params") && stderr(&output).contains("truncated"), "{}", stderr(&output));
-    assert!(!Path::new(&files.path("proof")).exists(), "no partial proof file");
+    assert!(
+        stderr(&output).contains("short.params") && stderr(&output).contains("truncated"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(
+        !Path::new(&files.path("proof")).exists(),
+        "no partial proof file"
+    );
 
     // Params of another circuit.
-    let other = ["--constraints", "900", "--seed", "7", "--boolean-fraction", "0.8"];
+    let other = [
+        "--constraints",
+        "900",
+        "--seed",
+        "7",
+        "--boolean-fraction",
+        "0.8",
+    ];
     let output = prove(&files, "p.params", &other);
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("do not fit the circuit"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("do not fit the circuit"),
+        "{}",
+        stderr(&output)
+    );
     assert!(!Path::new(&files.path("proof")).exists());
 
     // A good proof for the checks below.
@@ -119,30 +179,58 @@ fn unusable_input_exits_2_with_a_named_cause_and_writes_nothing() {
     std::fs::write(files.path("long.proof"), [0u8; 193]).expect("write");
     let output = verify(&files, "p.params", "long.proof", "inputs.json");
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("long.proof") && stderr(&output).contains("192"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("long.proof") && stderr(&output).contains("192"),
+        "{}",
+        stderr(&output)
+    );
 
     // Malformed inputs JSON, in several ways.
     for (name, text, expect) in [
         ("bad1.json", "{\"a\": 1}", "expected a JSON array"),
         ("bad2.json", "[\"0x12\"", "not valid JSON"),
         ("bad3.json", "[\"12\", \"0x00\"]", "does not start with 0x"),
-        ("bad4.json", &format!("[\"0x{}\"]", "ff".repeat(32)), "not a canonical scalar"),
+        (
+            "bad4.json",
+            &format!("[\"0x{}\"]", "ff".repeat(32)),
+            "not a canonical scalar",
+        ),
         ("bad5.json", "[1, 2]", "not a string"),
     ] {
         std::fs::write(files.path(name), text).expect("write");
         let output = verify(&files, "p.params", "proof", name);
         assert_eq!(output.status.code(), Some(2), "{name}");
-        assert!(stderr(&output).contains(name) && stderr(&output).contains(expect), "{name}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains(name) && stderr(&output).contains(expect),
+            "{name}: {}",
+            stderr(&output)
+        );
     }
 
     // Wrong number of inputs.
-    std::fs::write(files.path("one.json"), format!("[\"0x{}\"]", "00".repeat(32))).expect("write");
+    std::fs::write(
+        files.path("one.json"),
+        format!("[\"0x{}\"]", "00".repeat(32)),
+    )
+    .expect("write");
     let output = verify(&files, "p.params", "proof", "one.json");
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("takes 2 public inputs, got 1"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("takes 2 public inputs, got 1"),
+        "{}",
+        stderr(&output)
+    );
 
     // Bad arguments.
-    let output = cuzk(&["setup", "--constraints", "10", "--boolean-fraction", "1.5", "--out", &files.path("x")]);
+    let output = cuzk(&[
+        "setup",
+        "--constraints",
+        "10",
+        "--boolean-fraction",
+        "1.5",
+        "--out",
+        &files.path("x"),
+    ]);
     assert_eq!(output.status.code(), Some(2));
     assert!(!Path::new(&files.path("x")).exists());
 }
@@ -158,7 +246,8 @@ fn verify_accepts_bellperson_params_and_proofs() {
         seed: 11,
     };
     let mut rng = rand::thread_rng();
-    let params = bp::generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).expect("setup");
+    let params =
+        bp::generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).expect("setup");
     let mut bytes = Vec::new();
     params.write(&mut bytes).expect("write");
     std::fs::write(files.path("bp.params"), bytes).expect("write");
@@ -173,7 +262,11 @@ fn verify_accepts_bellperson_params_and_proofs() {
         .iter()
         .map(|x: &Scalar| format!("0x{}", hex::encode(x.to_bytes_le())))
         .collect();
-    std::fs::write(files.path("bp.json"), serde_json::to_string(&inputs).expect("json")).expect("write");
+    std::fs::write(
+        files.path("bp.json"),
+        serde_json::to_string(&inputs).expect("json"),
+    )
+    .expect("write");
     let output = verify(&files, "bp.params", "bp.proof", "bp.json");
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }

@@ -14,7 +14,9 @@ pub enum ParamsError {
         #[source]
         source: io::Error,
     },
-    #[error("{file}: truncated: {field} needs {needed} bytes at offset {offset}, only {available} left")]
+    #[error(
+        "{file}: truncated: {field} needs {needed} bytes at offset {offset}, only {available} left"
+    )]
     Truncated {
         file: String,
         field: String,
@@ -57,7 +59,9 @@ pub enum SetupError {
     Domain(#[from] DomainError),
     #[error("toxic waste {0} is zero")]
     ZeroSecret(&'static str),
-    #[error("aux variable {0} occurs in no constraint, so its L query point would be the identity")]
+    #[error(
+        "aux variable {0} occurs in no constraint, so its L query point would be the identity"
+    )]
     UnconstrainedVariable(usize),
 }
 

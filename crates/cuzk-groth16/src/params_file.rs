@@ -62,7 +62,8 @@ impl<'a> Reader<'a> {
     fn point<P: UncompressedPoint>(&mut self, field: &str) -> Result<P, ParamsError> {
         let offset = self.offset;
         let raw = self.take(field, P::SIZE)?;
-        P::decode(raw, self.checked).map_err(|reason| self.invalid::<P>(field.to_owned(), offset, reason))
+        P::decode(raw, self.checked)
+            .map_err(|reason| self.invalid::<P>(field.to_owned(), offset, reason))
     }
 
     /// A length-prefixed list of points, decoded in parallel.
@@ -80,7 +81,12 @@ impl<'a> Reader<'a> {
             .collect()
     }
 
-    fn invalid<P: UncompressedPoint>(&self, field: String, offset: usize, reason: &'static str) -> ParamsError {
+    fn invalid<P: UncompressedPoint>(
+        &self,
+        field: String,
+        offset: usize,
+        reason: &'static str,
+    ) -> ParamsError {
         ParamsError::InvalidPoint {
             file: self.file.to_owned(),
             field,
@@ -179,7 +185,9 @@ impl Parameters {
     pub fn file_size(&self) -> usize {
         let g1 = G1Affine::SIZE;
         let g2 = G2Affine::SIZE;
-        3 * g1 + 3 * g2 + 6 * 4
+        3 * g1
+            + 3 * g2
+            + 6 * 4
             + g1 * (self.vk.ic.len() + self.h.len() + self.l.len() + self.a.len() + self.b_g1.len())
             + g2 * self.b_g2.len()
     }
@@ -217,12 +225,18 @@ impl Parameters {
     }
 
     /// Reads the layout from a stream.
-    pub fn read<R: Read>(mut reader: R, check: PointCheck, source: &str) -> Result<Self, ParamsError> {
+    pub fn read<R: Read>(
+        mut reader: R,
+        check: PointCheck,
+        source: &str,
+    ) -> Result<Self, ParamsError> {
         let mut bytes = Vec::new();
-        reader.read_to_end(&mut bytes).map_err(|e| ParamsError::Io {
-            file: source.to_owned(),
-            source: e,
-        })?;
+        reader
+            .read_to_end(&mut bytes)
+            .map_err(|e| ParamsError::Io {
+                file: source.to_owned(),
+                source: e,
+            })?;
         Self::from_bytes(&bytes, check, source)
     }
 

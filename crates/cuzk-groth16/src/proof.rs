@@ -42,10 +42,13 @@ impl Proof {
 
     /// Parses concatenated proofs (a multi-partition proof).
     pub fn many_from_bytes(bytes: &[u8]) -> Result<Vec<Self>, ProofError> {
-        if bytes.is_empty() || bytes.len() % Self::SIZE != 0 {
+        if bytes.is_empty() || !bytes.len().is_multiple_of(Self::SIZE) {
             return Err(ProofError::NotWholeProofs { got: bytes.len() });
         }
-        bytes.chunks_exact(Self::SIZE).map(Self::from_bytes).collect()
+        bytes
+            .chunks_exact(Self::SIZE)
+            .map(Self::from_bytes)
+            .collect()
     }
 }
 

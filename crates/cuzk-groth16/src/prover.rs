@@ -94,13 +94,16 @@ pub fn check_params_fit(
     domain_size: usize,
 ) -> Result<(), ProveError> {
     let inputs = assignment.input_assignment.len();
-    let b_dense =
-        assignment.b_input_density.count_ones() + assignment.b_aux_density.count_ones();
+    let b_dense = assignment.b_input_density.count_ones() + assignment.b_aux_density.count_ones();
     let checks = [
         ("vk.ic", params.vk.ic.len(), inputs),
         ("h", params.h.len(), domain_size - 1),
         ("l", params.l.len(), assignment.aux_assignment.len()),
-        ("a", params.a.len(), inputs + assignment.a_aux_density.count_ones()),
+        (
+            "a",
+            params.a.len(),
+            inputs + assignment.a_aux_density.count_ones(),
+        ),
         ("b_g1", params.b_g1.len(), b_dense),
         ("b_g2", params.b_g2.len(), b_dense),
     ];

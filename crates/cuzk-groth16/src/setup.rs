@@ -8,9 +8,7 @@
 //! recorded R1CS instead of per-variable lists.
 
 use bellpepper_core::Circuit;
-use cuzk_math::{
-    EvaluationDomain, FixedBaseTable, G1Projective, G2Projective, Scalar,
-};
+use cuzk_math::{EvaluationDomain, FixedBaseTable, G1Projective, G2Projective, Scalar};
 use cuzk_synth::{Column, R1csShape, Term};
 use ff::Field;
 use group::{Curve, Group};
@@ -71,7 +69,12 @@ fn window_bits(count: usize) -> usize {
 }
 
 /// Σ coeff·L_row(τ) for every column of one matrix.
-fn evaluate_columns(terms: &[Term], lagrange: &[Scalar], num_inputs: usize, columns: usize) -> Vec<Scalar> {
+fn evaluate_columns(
+    terms: &[Term],
+    lagrange: &[Scalar],
+    num_inputs: usize,
+    columns: usize,
+) -> Vec<Scalar> {
     let mut out = vec![Scalar::ZERO; columns];
     for term in terms {
         let column = match term.column {
@@ -87,13 +90,15 @@ fn evaluate_columns(terms: &[Term], lagrange: &[Scalar], num_inputs: usize, colu
 fn scaled_powers(tau: Scalar, factor: Scalar, count: usize) -> Vec<Scalar> {
     const CHUNK: usize = 1 << 14;
     let mut out = vec![Scalar::ZERO; count];
-    out.par_chunks_mut(CHUNK).enumerate().for_each(|(k, chunk)| {
-        let mut power = tau.pow_vartime([(k * CHUNK) as u64]) * factor;
-        for value in chunk {
-            *value = power;
-            power *= tau;
-        }
-    });
+    out.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(k, chunk)| {
+            let mut power = tau.pow_vartime([(k * CHUNK) as u64]) * factor;
+            for value in chunk {
+                *value = power;
+                power *= tau;
+            }
+        });
     out
 }
 
@@ -102,8 +107,17 @@ fn inverse(x: Scalar, name: &'static str) -> Result<Scalar, SetupError> {
 }
 
 /// Parameters for a recorded R1CS.
-pub fn parameters_for_shape(shape: &R1csShape, toxic: &ToxicWaste) -> Result<Parameters, SetupError> {
-    let &ToxicWaste { tau, alpha, beta, gamma, delta } = toxic;
+pub fn parameters_for_shape(
+    shape: &R1csShape,
+    toxic: &ToxicWaste,
+) -> Result<Parameters, SetupError> {
+    let &ToxicWaste {
+        tau,
+        alpha,
+        beta,
+        gamma,
+        delta,
+    } = toxic;
     let domain = EvaluationDomain::new(shape.num_rows)?;
     let lagrange = domain.lagrange_coefficients_at(&tau);
     let (num_inputs, columns) = (shape.num_inputs, shape.num_inputs + shape.num_aux);
@@ -132,7 +146,11 @@ pub fn parameters_for_shape(shape: &R1csShape, toxic: &ToxicWaste) -> Result<Par
     }
     let h = scaled_powers(tau, domain.z_at(&tau) * delta_inv, domain.size() - 1);
     let nonzero = |values: &[Scalar]| -> Vec<Scalar> {
-        values.iter().copied().filter(|x| !bool::from(x.is_zero())).collect()
+        values
+            .iter()
+            .copied()
+            .filter(|x| !bool::from(x.is_zero()))
+            .collect()
     };
     let (a, b) = (nonzero(&at), nonzero(&bt));
     drop((at, bt, ct));

@@ -1,5 +1,7 @@
 //! Unusable parameters and proofs give errors that name what is wrong, never a panic.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed test or bench should stop loudly
+
 mod common;
 
 use common::{rng, synthetic, CubicCircuit};
@@ -33,7 +35,10 @@ fn every_truncation_of_a_params_file_is_an_error_naming_the_field() {
     let message = Parameters::from_bytes(&bytes[..500], PointCheck::Checked, "p.params")
         .expect_err("truncated")
         .to_string();
-    assert!(message.contains("p.params") && message.contains("vk.gamma_g2"), "{message}");
+    assert!(
+        message.contains("p.params") && message.contains("vk.gamma_g2"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -45,7 +50,8 @@ fn corrupted_points_are_rejected_when_checked() {
     // Flip a coordinate bit of h[0]: almost surely off the curve.
     let mut corrupt = bytes.clone();
     corrupt[vk_len + 4 + 50] ^= 0x01;
-    let err = Parameters::from_bytes(&corrupt, PointCheck::Checked, "c.params").expect_err("corrupt");
+    let err =
+        Parameters::from_bytes(&corrupt, PointCheck::Checked, "c.params").expect_err("corrupt");
     match &err {
         ParamsError::InvalidPoint { field, group, .. } => {
             assert_eq!(field, "h[0]");
@@ -79,13 +85,23 @@ fn files_are_read_through_mmap_and_missing_files_are_named() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("cubic.params");
     params.write_file(&path).expect("write");
-    assert_eq!(Parameters::read_file(&path, PointCheck::Checked).expect("read"), params);
     assert_eq!(
-        Parameters::read(std::fs::File::open(&path).expect("open"), PointCheck::Unchecked, "stream")
-            .expect("read"),
+        Parameters::read_file(&path, PointCheck::Checked).expect("read"),
         params
     );
-    assert_eq!(VerifyingKey::read_params_file(&path).expect("vk"), params.vk);
+    assert_eq!(
+        Parameters::read(
+            std::fs::File::open(&path).expect("open"),
+            PointCheck::Unchecked,
+            "stream"
+        )
+        .expect("read"),
+        params
+    );
+    assert_eq!(
+        VerifyingKey::read_params_file(&path).expect("vk"),
+        params.vk
+    );
     let only_file: Vec<_> = std::fs::read_dir(dir.path()).expect("dir").collect();
     assert_eq!(only_file.len(), 1, "no temporary file left behind");
 
@@ -98,7 +114,10 @@ fn files_are_read_through_mmap_and_missing_files_are_named() {
 fn malformed_proofs_are_rejected() {
     assert_eq!(
         Proof::from_bytes(&[0u8; 191]),
-        Err(ProofError::Length { expected: 192, got: 191 })
+        Err(ProofError::Length {
+            expected: 192,
+            got: 191
+        })
     );
     assert!(matches!(
         Proof::from_bytes(&[0u8; 192]),
@@ -122,6 +141,9 @@ fn params_of_another_circuit_are_refused_before_proving() {
     let proof = prove(&CpuBackend, &params, synthetic(100, 0.5, 1), &mut rng).expect("prove");
     assert_eq!(
         verify_proof(&pvk, &proof, &[Scalar::ONE]),
-        Err(VerifyError::InputCount { expected: 3, got: 1 })
+        Err(VerifyError::InputCount {
+            expected: 3,
+            got: 1
+        })
     );
 }

@@ -7,6 +7,7 @@ use group::Curve;
 use rayon::prelude::*;
 
 use crate::digits::{limbs, num_windows, signed_digit};
+use crate::msm::{batch_to_affine, AffineCoordinates};
 use crate::Scalar;
 
 /// Widths above this make tables of hundreds of megabytes.
@@ -28,6 +29,7 @@ pub struct FixedBaseTable<G: Curve> {
 impl<G> FixedBaseTable<G>
 where
     G: PrimeCurve<Scalar = Scalar>,
+    G::Affine: AffineCoordinates,
 {
     /// Tables for `base` with `window_bits`-wide windows (clamped to
     /// `1..=20`); memory is about `2^(w-1) * 256 / w` affine points.
@@ -52,7 +54,7 @@ where
                     acc += b;
                 }
                 let mut affine = vec![G::Affine::identity(); half];
-                G::batch_normalize(&multiples, &mut affine);
+                batch_to_affine(&multiples, &mut affine);
                 affine
             })
             .collect();
@@ -85,7 +87,7 @@ where
             .zip(scalars.par_chunks(MUL_CHUNK))
             .for_each(|(out, scalars)| {
                 let projective: Vec<G> = scalars.iter().map(|s| self.mul(s)).collect();
-                G::batch_normalize(&projective, out);
+                batch_to_affine(&projective, out);
             });
         out
     }

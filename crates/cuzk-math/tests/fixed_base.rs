@@ -2,9 +2,11 @@
 
 mod common;
 
+use cuzk_math::msm::AffineCoordinates;
 use cuzk_math::{FixedBaseTable, G1Projective, G2Projective, Scalar};
 use ff::Field;
-use group::prime::PrimeCurve;
+use group::prime::{PrimeCurve, PrimeCurveAffine};
+use group::Group;
 use rand_chacha::ChaCha8Rng;
 
 fn scalars(rng: &mut ChaCha8Rng, n: usize) -> Vec<Scalar> {
@@ -21,7 +23,11 @@ fn scalars(rng: &mut ChaCha8Rng, n: usize) -> Vec<Scalar> {
     out
 }
 
-fn check<G: PrimeCurve<Scalar = Scalar>>(window_bits: &[usize]) {
+fn check<G>(window_bits: &[usize])
+where
+    G: PrimeCurve<Scalar = Scalar>,
+    G::Affine: AffineCoordinates,
+{
     let (seed, mut rng) = common::rng();
     let base = G::random(&mut rng);
     for &w in window_bits {
@@ -46,6 +52,21 @@ fn check<G: PrimeCurve<Scalar = Scalar>>(window_bits: &[usize]) {
             }
         }
     }
+}
+
+#[test]
+fn identity_base() {
+    let (seed, mut rng) = common::rng();
+    let table = FixedBaseTable::new(G1Projective::identity(), 4);
+    let s = scalars(&mut rng, 20);
+    assert!(
+        table
+            .mul_many(&s)
+            .iter()
+            .all(|p| bool::from(p.is_identity())),
+        "seed {seed}"
+    );
+    assert_eq!(table.mul(&s[10]), G1Projective::identity());
 }
 
 #[test]

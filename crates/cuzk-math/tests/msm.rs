@@ -3,7 +3,7 @@
 mod common;
 
 use cuzk_math::msm::AffineCoordinates;
-use cuzk_math::{msm, G1Affine, G2Affine, Scalar};
+use cuzk_math::{msm, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
@@ -159,4 +159,34 @@ fn thread_counts() {
 #[should_panic]
 fn length_mismatch_panics() {
     let _ = msm(&[G1Affine::generator()], &[]);
+}
+
+/// Repeated and opposite bases make buckets meet their own points, the
+/// doubling and cancellation cases of affine bucket additions.
+#[test]
+fn repeated_and_opposite_bases() {
+    let (seed, mut rng) = common::rng();
+    let p = G1Affine::from(G1Projective::random(&mut rng));
+    let q = G2Affine::from(G2Projective::random(&mut rng));
+    for n in [2, 3, 100, 4099] {
+        let same = Scalar::random(&mut rng);
+        let scalar_sets = [
+            vec![same; n],
+            (0..n).map(|_| Scalar::random(&mut rng)).collect::<Vec<_>>(),
+            (0..n).map(|i| Scalar::from(2 + (i % 3) as u64)).collect(),
+        ];
+        for scalars in &scalar_sets {
+            let repeated = vec![p; n];
+            let opposite: Vec<G1Affine> = (0..n).map(|i| if i % 2 == 0 { p } else { -p }).collect();
+            for b in [&repeated, &opposite] {
+                assert_eq!(msm(b, scalars), naive(b, scalars), "n {n}, seed {seed}");
+            }
+            let g2: Vec<G2Affine> = (0..n).map(|i| if i % 3 == 0 { -q } else { q }).collect();
+            assert_eq!(
+                msm(&g2, scalars),
+                naive(&g2, scalars),
+                "g2 n {n}, seed {seed}"
+            );
+        }
+    }
 }

@@ -1,6 +1,8 @@
 //! The proving assignment and the recorded shape describe the same R1CS, and the synthetic circuit
 //! is satisfiable, deterministic and as boolean as asked.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed test or bench should stop loudly
+
 use cuzk_math::Scalar;
 use cuzk_synth::circuits::SyntheticCircuit;
 use cuzk_synth::{Column, ProvingAssignment, R1csShape, Term};
@@ -48,15 +50,35 @@ fn assignment_and_shape_agree_and_the_circuit_is_satisfied() {
         assert_eq!(shape.num_inputs, assignment.input_assignment.len());
         assert_eq!(shape.num_aux, assignment.aux_assignment.len());
         assert_eq!(shape.num_rows, assignment.num_rows());
-        assert_eq!(shape.num_rows, 2000 + 5, "constraints plus one row per input");
+        assert_eq!(
+            shape.num_rows,
+            2000 + 5,
+            "constraints plus one row per input"
+        );
         assert_eq!(assignment.input_assignment[0], Scalar::ONE);
-        assert_eq!(&assignment.input_assignment[1..], &c.public_input_values()[..]);
+        assert_eq!(
+            &assignment.input_assignment[1..],
+            &c.public_input_values()[..]
+        );
 
-        assert_eq!(multiply(&shape.a, shape.num_rows, &assignment), assignment.a);
-        assert_eq!(multiply(&shape.b, shape.num_rows, &assignment), assignment.b);
-        assert_eq!(multiply(&shape.c, shape.num_rows, &assignment), assignment.c);
+        assert_eq!(
+            multiply(&shape.a, shape.num_rows, &assignment),
+            assignment.a
+        );
+        assert_eq!(
+            multiply(&shape.b, shape.num_rows, &assignment),
+            assignment.b
+        );
+        assert_eq!(
+            multiply(&shape.c, shape.num_rows, &assignment),
+            assignment.c
+        );
         for row in 0..assignment.num_rows() {
-            assert_eq!(assignment.a[row] * assignment.b[row], assignment.c[row], "row {row}");
+            assert_eq!(
+                assignment.a[row] * assignment.b[row],
+                assignment.c[row],
+                "row {row}"
+            );
         }
 
         // Densities: exactly the columns with a non-zero coefficient.
@@ -84,7 +106,10 @@ fn assignment_and_shape_agree_and_the_circuit_is_satisfied() {
             .filter(|x| **x == Scalar::ZERO || **x == Scalar::ONE)
             .count() as f64
             / assignment.aux_assignment.len() as f64;
-        assert!((booleans - fraction).abs() < 0.05, "fraction {fraction}: {booleans} boolean");
+        assert!(
+            (booleans - fraction).abs() < 0.05,
+            "fraction {fraction}: {booleans} boolean"
+        );
     }
 }
 
@@ -93,7 +118,8 @@ fn synthetic_circuits_are_deterministic_in_their_seed() {
     let seed = seed();
     let a = ProvingAssignment::synthesize(circuit(500, 0.5, seed)).expect("synthesis");
     let b = ProvingAssignment::synthesize(circuit(500, 0.5, seed)).expect("synthesis");
-    let c = ProvingAssignment::synthesize(circuit(500, 0.5, seed.wrapping_add(1))).expect("synthesis");
+    let c =
+        ProvingAssignment::synthesize(circuit(500, 0.5, seed.wrapping_add(1))).expect("synthesis");
     assert_eq!(a, b);
     assert_ne!(a.aux_assignment, c.aux_assignment);
 }

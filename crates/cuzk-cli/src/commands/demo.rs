@@ -31,7 +31,11 @@ pub fn run(global: &GlobalArgs, args: DemoArgs) -> Result<Outcome> {
     let proven = prove::prove_circuit(&spec, &params, backend.as_ref(), progress)?;
     let pvk = PreparedVerifyingKey::new(&params.vk);
     let (valid, verify_time) = progress.stage("verifying", || {
-        verify::check(&pvk, &[proven.proof], &[proven.public_inputs.clone()])
+        verify::check(
+            &pvk,
+            &[proven.proof],
+            std::slice::from_ref(&proven.public_inputs),
+        )
     });
     let valid = valid?;
     if global.json {

@@ -38,7 +38,11 @@ pub fn prove_circuit(
     });
     let sums = sums?;
     let (proof, finish) = progress.stage("prove_finish", || {
-        prove_finish(&params.vk, &sums, Randomness::random(&mut rand::rngs::OsRng))
+        prove_finish(
+            &params.vk,
+            &sums,
+            Randomness::random(&mut rand::rngs::OsRng),
+        )
     });
     Ok(Proven {
         proof,

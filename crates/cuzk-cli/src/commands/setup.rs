@@ -15,11 +15,12 @@ use crate::Outcome;
 /// Generates and writes parameters; returns them for callers that go on to prove.
 pub fn generate(spec: &CircuitSpec, out: &Path, progress: Progress) -> Result<(Parameters, f64)> {
     let mut rng = rand::rngs::OsRng;
-    let (params, elapsed) = progress.stage("generating parameters (random, NOT a trusted setup)", || {
-        match spec {
+    let (params, elapsed) = progress.stage(
+        "generating parameters (random, NOT a trusted setup)",
+        || match spec {
             CircuitSpec::Synthetic(c) => generate_random_parameters(c.clone(), &mut rng),
-        }
-    });
+        },
+    );
     let params = params.context("setup failed")?;
     let (written, _) = progress.stage("writing parameters", || params.write_file(out));
     written?;

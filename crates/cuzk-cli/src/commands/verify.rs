@@ -42,8 +42,13 @@ pub fn run(global: &GlobalArgs, args: VerifyArgs) -> Result<Outcome> {
         );
     }
     let pvk = PreparedVerifyingKey::new(&vk);
-    let valid = check(&pvk, &proofs, &public_inputs)
-        .with_context(|| format!("{} against {}", args.inputs.display(), args.params.display()))?;
+    let valid = check(&pvk, &proofs, &public_inputs).with_context(|| {
+        format!(
+            "{} against {}",
+            args.inputs.display(),
+            args.params.display()
+        )
+    })?;
     if global.json {
         println!("{}", json!({ "valid": valid, "proofs": proofs.len() }));
     } else {
