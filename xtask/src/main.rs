@@ -1,6 +1,6 @@
 //! Project tasks that cargo alone does not cover: `cargo xtask <task>`.
 //!
-//! - `bench [NAME]`: runs the criterion benchmarks (all, or one of `prover`, `math`) in release mode
+//! - `bench [NAME]`: runs the criterion benchmarks (all, or one of `prover`, `setup`, `math`) in release mode
 //!   and prints where the reports are.
 
 use std::process::Command;
@@ -11,7 +11,7 @@ fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("bench") => bench(args.get(1).map(String::as_str)),
-        _ => bail!("usage: cargo xtask bench [prover|math]"),
+        _ => bail!("usage: cargo xtask bench [prover|setup|math]"),
     }
 }
 
@@ -28,7 +28,11 @@ fn cargo(args: &[&str]) -> Result<()> {
 }
 
 /// Benches and the crate that owns each.
-const BENCHES: [(&str, &str); 2] = [("prover", "cuzk-groth16"), ("math", "cuzk-math")];
+const BENCHES: [(&str, &str); 3] = [
+    ("prover", "cuzk-groth16"),
+    ("setup", "cuzk-groth16"),
+    ("math", "cuzk-math"),
+];
 
 fn bench(only: Option<&str>) -> Result<()> {
     let selected: Vec<_> = BENCHES
@@ -37,7 +41,7 @@ fn bench(only: Option<&str>) -> Result<()> {
         .collect();
     if selected.is_empty() {
         bail!(
-            "unknown bench {:?}; known: prover, math",
+            "unknown bench {:?}; known: prover, setup, math",
             only.unwrap_or_default()
         );
     }
