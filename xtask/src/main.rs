@@ -1,53 +1,26 @@
-//! Project tasks that cargo alone does not cover: `cargo xtask <task>`.
+//! Project tasks that cargo alone does not cover: `cargo xtask <task>`, one module per task.
 //!
 //! - `bench [NAME]`: runs the criterion benchmarks (all, or one of `prover`, `setup`, `math`) in release mode
 //!   and prints where the reports are.
+//! - `kernels [--archs 80,90] [--verbose]`: compiles `cuda/` into `target/cuda/cuzk.fatbin`, first
+//!   installing nvcc from PyPI into `target/cuda-toolchain` when none is found.
+//!
+//! Tasks are glue: how to find nvcc and which flags to give it belong to `cuzk-nvcc`, which
+//! `cuzk-gpu`'s build script shares, and must not be decided here.
 
-use std::process::Command;
+mod bench;
+mod kernels;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
+
+const USAGE: &str =
+    "usage: cargo xtask bench [prover|setup|math]\n       cargo xtask kernels [--archs 80,90] [--verbose]";
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("bench") => bench(args.get(1).map(String::as_str)),
-        _ => bail!("usage: cargo xtask bench [prover|setup|math]"),
+        Some("bench") => bench::run(args.get(1).map(String::as_str)),
+        Some("kernels") => kernels::run(&args[1..]),
+        _ => bail!("{USAGE}"),
     }
-}
-
-fn cargo(args: &[&str]) -> Result<()> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(&cargo)
-        .args(args)
-        .status()
-        .with_context(|| format!("running {cargo} {}", args.join(" ")))?;
-    if !status.success() {
-        bail!("{cargo} {} failed: {status}", args.join(" "));
-    }
-    Ok(())
-}
-
-/// Benches and the crate that owns each.
-const BENCHES: [(&str, &str); 3] = [
-    ("prover", "cuzk-groth16"),
-    ("setup", "cuzk-groth16"),
-    ("math", "cuzk-math"),
-];
-
-fn bench(only: Option<&str>) -> Result<()> {
-    let selected: Vec<_> = BENCHES
-        .iter()
-        .filter(|(name, _)| only.is_none_or(|o| o == *name))
-        .collect();
-    if selected.is_empty() {
-        bail!(
-            "unknown bench {:?}; known: prover, setup, math",
-            only.unwrap_or_default()
-        );
-    }
-    for (name, package) in selected {
-        cargo(&["bench", "-p", package, "--bench", name])?;
-    }
-    println!("criterion reports: target/criterion/report/index.html");
-    Ok(())
 }

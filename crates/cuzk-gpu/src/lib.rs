@@ -1,12 +1,23 @@
 //! The GPU layer: CUDA devices found through the driver loaded at run time (no link-time CUDA),
-//! and the kernels embedded in the binary.
+//! the kernels embedded in the binary, and typed launchers for them.
+//!
+//! - [`probe`]: which devices are usable, or why none is.
+//! - [`Gpu`]: one device with the kernel module loaded.
+//! - [`layout`]: how blstrs values are laid out for the device (uploads are byte copies).
+//! - [`msm`]: multi-scalar multiplication in G1 and G2 over resident bases.
 //!
 //! It knows BLS12-381 arithmetic and nothing of Groth16: it must not know what a proof, a query or
 //! a circuit is. Everything here is optional at run time: without kernels or a driver, [`probe`]
 //! says why and callers fall back to the CPU.
 
+mod device;
+mod error;
+pub mod layout;
+pub mod msm;
 mod probe;
 
+pub use device::Gpu;
+pub use error::GpuError;
 pub use probe::{probe, DeviceInfo, GpuUnavailable};
 
 /// The embedded kernel fatbin, when the build had one.

@@ -1,0 +1,98 @@
+//! One CUDA device: its context, the embedded kernel module, and its resources.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::sys::CUdevice_attribute;
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::nvrtc::Ptx;
+
+use crate::error::{DriverContext, GpuError};
+use crate::{fatbin, GpuUnavailable};
+
+/// A device with the kernels loaded. Cheap to share (`Arc`); kernels are looked up once.
+#[derive(Debug)]
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    module: Arc<CudaModule>,
+    kernels: Mutex<HashMap<&'static str, CudaFunction>>,
+    stream: Arc<CudaStream>,
+    name: String,
+    multiprocessors: u32,
+}
+
+impl Gpu {
+    /// Opens device `ordinal` and loads the embedded kernels into it.
+    pub fn new(ordinal: usize) -> Result<Arc<Self>, GpuError> {
+        let image = fatbin().ok_or(GpuUnavailable::KernelsNotBuilt)?;
+        crate::probe()?;
+        let ctx = CudaContext::new(ordinal).call("cuCtxCreate")?;
+        let module = ctx
+            .load_module(Ptx::from_binary(image.to_vec()))
+            .call("cuModuleLoadData")?;
+        let stream = ctx.new_stream().call("cuStreamCreate")?;
+        let name = ctx.name().call("cuDeviceGetName")?;
+        let multiprocessors = ctx
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .call("cuDeviceGetAttribute")? as u32;
+        Ok(Arc::new(Gpu {
+            ctx,
+            module,
+            kernels: Mutex::new(HashMap::new()),
+            stream,
+            name,
+            multiprocessors,
+        }))
+    }
+
+    /// The first device, or why there is none (for tests and simple callers).
+    pub fn first() -> Result<Arc<Self>, GpuError> {
+        Self::new(0)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn multiprocessors(&self) -> u32 {
+        self.multiprocessors
+    }
+
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The stream the layer's operations run on unless given another.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// A kernel of the embedded module by its `extern "C"` name.
+    pub fn kernel(&self, name: &'static str) -> Result<CudaFunction, GpuError> {
+        let mut kernels = self.kernels.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(function) = kernels.get(name) {
+            return Ok(function.clone());
+        }
+        let function = self
+            .module
+            .load_function(name)
+            .map_err(|source| GpuError::MissingKernel { name, source })?;
+        kernels.insert(name, function.clone());
+        Ok(function)
+    }
+
+    /// (free, total) bytes of device memory now.
+    pub fn memory(&self) -> Result<(usize, usize), GpuError> {
+        self.ctx.mem_get_info().call("cuMemGetInfo")
+    }
+
+    /// Refuses an allocation of `needed` bytes that cannot fit, with a clear error instead of an
+    /// out-of-memory failure half-way through a computation.
+    pub fn ensure_fits(&self, what: &'static str, needed: usize) -> Result<(), GpuError> {
+        let (free, _) = self.memory()?;
+        if needed > free {
+            return Err(GpuError::OutOfMemory { what, needed, free });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,134 @@
+//! Host↔device layout of blstrs values.
+//!
+//! The kernels keep values exactly as blst does in memory: field elements in Montgomery form as
+//! little-endian limbs (read as 32-bit words on the device), affine points as (x, y) with (0, 0)
+//! for the identity. So uploads are plain byte copies of the caller's slices, with no per-element
+//! conversion on the CPU. Results come back as XYZZ points and are made affine here.
+
+use std::mem::{align_of, size_of};
+
+use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use ff::Field;
+
+use crate::GpuError;
+
+/// 32-bit words of one scalar.
+pub const SCALAR_WORDS: usize = 8;
+/// 32-bit words of one base-field element.
+pub const FP_WORDS: usize = 12;
+
+// blstrs documents `Scalar` as `#[repr(transparent)]` over blst_fr ([u64; 4], Montgomery form) and
+// the affine points as `#[repr(transparent)]` over blst's `#[repr(C)]` {x, y} structs; these
+// checks catch a future layout change at compile time.
+const _: () = assert!(size_of::<Scalar>() == 4 * SCALAR_WORDS);
+const _: () = assert!(size_of::<Fp>() == 4 * FP_WORDS);
+const _: () = assert!(size_of::<G1Affine>() == 2 * 4 * FP_WORDS);
+const _: () = assert!(size_of::<G2Affine>() == 4 * 4 * FP_WORDS);
+const _: () = assert!(align_of::<Scalar>() >= align_of::<u32>());
+const _: () = assert!(align_of::<G1Affine>() >= align_of::<u32>());
+const _: () = assert!(align_of::<G2Affine>() >= align_of::<u32>());
+
+/// Plain-old-data blstrs types: fixed-size arrays of u64 limbs with no padding, any of whose
+/// values the device may read.
+///
+/// # Safety
+/// Implementors must be `#[repr(transparent)]`/`#[repr(C)]` over u64 limbs only (no padding, no
+/// pointers), with the size asserted above.
+pub unsafe trait DeviceWords: Copy + Sized {
+    /// 32-bit words per value.
+    const WORDS: usize;
+}
+
+// SAFETY: Scalar is repr(transparent) over blst_fr { l: [u64; 4] } (size asserted above).
+unsafe impl DeviceWords for Scalar {
+    const WORDS: usize = SCALAR_WORDS;
+}
+// SAFETY: G1Affine is repr(transparent) over blst_p1_affine { x: [u64; 6], y: [u64; 6] }, repr(C).
+unsafe impl DeviceWords for G1Affine {
+    const WORDS: usize = 2 * FP_WORDS;
+}
+// SAFETY: G2Affine is repr(transparent) over blst_p2_affine of two blst_fp2 ([[u64; 6]; 2]), repr(C).
+unsafe impl DeviceWords for G2Affine {
+    const WORDS: usize = 4 * FP_WORDS;
+}
+
+/// The values as the 32-bit words the device reads.
+pub fn as_words<T: DeviceWords>(values: &[T]) -> &[u32] {
+    // SAFETY: `T: DeviceWords` is padding-free u64 limbs of size WORDS·4 and alignment ≥ 4, so the
+    // same memory is `len·WORDS` initialised u32s, little-endian as on every CUDA host.
+    unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u32>(), values.len() * T::WORDS) }
+}
+
+/// Writable words over scalars, for results the device computed in the same layout.
+pub fn scalars_as_words_mut(values: &mut [Scalar]) -> &mut [u32] {
+    // SAFETY: as in `as_words`; every word pattern the kernels write is a reduced Montgomery
+    // element (< r), which is exactly the invariant blstrs keeps for `Scalar`.
+    unsafe {
+        std::slice::from_raw_parts_mut(
+            values.as_mut_ptr().cast::<u32>(),
+            values.len() * SCALAR_WORDS,
+        )
+    }
+}
+
+fn fp_from_words(words: &[u32]) -> Fp {
+    let mut limbs = [0u64; 6];
+    for (i, limb) in limbs.iter_mut().enumerate() {
+        *limb = u64::from(words[2 * i]) | (u64::from(words[2 * i + 1]) << 32);
+    }
+    Fp::from_raw_unchecked(limbs)
+}
+
+fn fp2_from_words(words: &[u32]) -> Fp2 {
+    Fp2::new(
+        fp_from_words(&words[..FP_WORDS]),
+        fp_from_words(&words[FP_WORDS..]),
+    )
+}
+
+/// A group whose points the kernels return in XYZZ form.
+pub trait XyzzPoint: Sized {
+    /// 32-bit words of one XYZZ point.
+    const XYZZ_WORDS: usize;
+    /// The point (X, Y, ZZ, ZZZ) = (x·ZZ, y·ZZZ, ZZ, ZZZ); checked to be on the curve, so a kernel
+    /// bug surfaces as an error rather than a wrong proof.
+    fn from_xyzz(words: &[u32]) -> Result<Self, GpuError>;
+}
+
+fn off_curve() -> GpuError {
+    GpuError::InvalidInput {
+        what: "device result",
+        reason: "the kernel returned a point that is not on the curve".into(),
+    }
+}
+
+macro_rules! xyzz_point {
+    ($projective:ty, $affine:ty, $field:ty, $coord:ident, $coord_words:expr) => {
+        impl XyzzPoint for $projective {
+            const XYZZ_WORDS: usize = 4 * $coord_words;
+
+            fn from_xyzz(words: &[u32]) -> Result<Self, GpuError> {
+                let w = $coord_words;
+                let (x, y) = ($coord(&words[..w]), $coord(&words[w..2 * w]));
+                let (zz, zzz) = ($coord(&words[2 * w..3 * w]), $coord(&words[3 * w..4 * w]));
+                if bool::from(zz.is_zero()) {
+                    return Ok(<$projective as group::Group>::identity());
+                }
+                let (Some(zz_inv), Some(zzz_inv)) = (
+                    Option::<$field>::from(zz.invert()),
+                    Option::<$field>::from(zzz.invert()),
+                ) else {
+                    return Err(off_curve());
+                };
+                let affine = <$affine>::from_raw_unchecked(x * zz_inv, y * zzz_inv, false);
+                if !bool::from(affine.is_on_curve()) {
+                    return Err(off_curve());
+                }
+                Ok(affine.into())
+            }
+        }
+    };
+}
+
+xyzz_point!(G1Projective, G1Affine, Fp, fp_from_words, FP_WORDS);
+xyzz_point!(G2Projective, G2Affine, Fp2, fp2_from_words, 2 * FP_WORDS);

@@ -1,0 +1,329 @@
+//! Multi-scalar multiplication on the device (Pippenger, every stage on the GPU; see
+//! `cuda/msm/pippenger.cuh`), for G1 and G2, with bases resident in device memory.
+
+use std::marker::PhantomData;
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
+use group::Group;
+
+use crate::error::DriverContext;
+use crate::layout::{as_words, DeviceWords, XyzzPoint, SCALAR_WORDS};
+use crate::{Gpu, GpuError};
+
+/// Launch parameters, mirrored by `msm_params` in `cuda/msm/pippenger.cuh`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct MsmParams {
+    n: u32,
+    window_bits: u32,
+    windows: u32,
+    buckets: u32,
+    segments: u32,
+}
+
+// SAFETY: #[repr(C)] of five u32 with no padding, passed by value, field for field as the kernels'
+// `msm_params`.
+unsafe impl DeviceRepr for MsmParams {}
+const _: () = assert!(std::mem::size_of::<MsmParams>() == 20);
+
+impl MsmParams {
+    fn new(n: usize) -> Self {
+        let log = usize::BITS - n.max(1).leading_zeros();
+        let window_bits = log.saturating_sub(3).clamp(4, 16);
+        let buckets = 1u32 << (window_bits - 1);
+        MsmParams {
+            n: n as u32,
+            window_bits,
+            windows: 256u32.div_ceil(window_bits),
+            buckets,
+            segments: buckets.min(512),
+        }
+    }
+
+    fn total_buckets(&self) -> usize {
+        self.windows as usize * self.buckets as usize
+    }
+}
+
+/// The names of one group's MSM kernels (`msm_<stage>_<group>`).
+#[derive(Debug)]
+pub struct MsmKernels {
+    pub buckets: &'static str,
+    pub reduce: &'static str,
+    pub window_sum: &'static str,
+    pub combine: &'static str,
+}
+
+/// An affine point type the MSM kernels take as bases.
+pub trait MsmAffine: DeviceWords {
+    type Projective: XyzzPoint + Group + Send;
+    const KERNELS: MsmKernels;
+}
+
+impl MsmAffine for G1Affine {
+    type Projective = G1Projective;
+    const KERNELS: MsmKernels = MsmKernels {
+        buckets: "msm_buckets_g1",
+        reduce: "msm_reduce_g1",
+        window_sum: "msm_window_sum_g1",
+        combine: "msm_combine_g1",
+    };
+}
+
+impl MsmAffine for G2Affine {
+    type Projective = G2Projective;
+    const KERNELS: MsmKernels = MsmKernels {
+        buckets: "msm_buckets_g2",
+        reduce: "msm_reduce_g2",
+        window_sum: "msm_window_sum_g2",
+        combine: "msm_combine_g2",
+    };
+}
+
+/// Bases uploaded once and reused by every MSM over them.
+#[derive(Debug)]
+pub struct DeviceBases<A> {
+    words: CudaSlice<u32>,
+    len: usize,
+    _points: PhantomData<A>,
+}
+
+impl<A: MsmAffine> DeviceBases<A> {
+    pub fn upload(gpu: &Gpu, points: &[A]) -> Result<Self, GpuError> {
+        gpu.ensure_fits("MSM bases", points.len() * A::WORDS * 4)?;
+        let words = gpu
+            .stream()
+            .clone_htod(as_words(points))
+            .call("cuMemcpyHtoD (bases)")?;
+        Ok(DeviceBases {
+            words,
+            len: points.len(),
+            _points: PhantomData,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+fn grid(threads: usize, block: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (
+            (threads as u64).div_ceil(u64::from(block)).max(1) as u32,
+            1,
+            1,
+        ),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// Exclusive prefix sum of `values` in place; `values` has one extra slot that receives the total.
+fn exclusive_scan(gpu: &Gpu, values: &mut CudaSlice<u32>) -> Result<(), GpuError> {
+    const BLOCK: usize = 1024;
+    let n = values.len();
+    let blocks = n.div_ceil(BLOCK);
+    if blocks > BLOCK {
+        return Err(GpuError::InvalidInput {
+            what: "prefix sum",
+            reason: format!(
+                "{n} values exceed the two-level scan's {} limit",
+                BLOCK * BLOCK
+            ),
+        });
+    }
+    let stream = gpu.stream();
+    let mut totals = stream
+        .alloc_zeros::<u32>(blocks + 1)
+        .call("cuMemAlloc (scan)")?;
+    let (scan_blocks, scan_totals, add) = (
+        gpu.kernel("scan_blocks_u32")?,
+        gpu.kernel("scan_totals_u32")?,
+        gpu.kernel("scan_add_u32")?,
+    );
+    let (n32, blocks32) = (n as u32, blocks as u32);
+    // SAFETY: `values` holds n u32 and `totals` blocks + 1; each kernel touches indices below
+    // those bounds (checked against n inside, blockDim = 1024 = SCAN_BLOCK as they require).
+    unsafe {
+        stream
+            .launch_builder(&scan_blocks)
+            .arg(&mut *values)
+            .arg(&n32)
+            .arg(&mut totals)
+            .launch(grid(n, BLOCK as u32))
+            .call("scan_blocks_u32")?;
+        stream
+            .launch_builder(&scan_totals)
+            .arg(&mut totals)
+            .arg(&blocks32)
+            .launch(grid(1, BLOCK as u32))
+            .call("scan_totals_u32")?;
+        stream
+            .launch_builder(&add)
+            .arg(&mut *values)
+            .arg(&n32)
+            .arg(&totals)
+            .launch(grid(n, BLOCK as u32))
+            .call("scan_add_u32")?;
+    }
+    Ok(())
+}
+
+/// Σ scalars[i]·bases[i] over the first `scalars.len()` bases.
+pub fn msm<A: MsmAffine>(
+    gpu: &Gpu,
+    bases: &DeviceBases<A>,
+    scalars: &[Scalar],
+) -> Result<A::Projective, GpuError> {
+    let n = scalars.len();
+    if n > bases.len() {
+        return Err(GpuError::InvalidInput {
+            what: "MSM",
+            reason: format!("{n} scalars but only {} bases", bases.len()),
+        });
+    }
+    if n >= 1 << 31 {
+        return Err(GpuError::InvalidInput {
+            what: "MSM",
+            reason: format!("{n} points exceed the 2^31 a single MSM call takes"),
+        });
+    }
+    if n == 0 {
+        return Ok(A::Projective::identity());
+    }
+    let p = MsmParams::new(n);
+    let stream = gpu.stream();
+    let total_buckets = p.total_buckets();
+    let xyzz_words = <A::Projective as XyzzPoint>::XYZZ_WORDS;
+    let entries_len = n * p.windows as usize;
+    gpu.ensure_fits(
+        "MSM working memory",
+        4 * (2 * n * SCALAR_WORDS + entries_len + 3 * total_buckets)
+            + 4 * xyzz_words * (total_buckets + p.windows as usize * p.segments as usize),
+    )?;
+
+    let raw = stream
+        .clone_htod(as_words(scalars))
+        .call("cuMemcpyHtoD (scalars)")?;
+    let mut canonical = stream
+        .alloc_zeros::<u32>(n * SCALAR_WORDS)
+        .call("cuMemAlloc")?;
+    let mut offsets = stream
+        .alloc_zeros::<u32>(total_buckets + 1)
+        .call("cuMemAlloc")?;
+    let mut cursors = stream
+        .alloc_zeros::<u32>(total_buckets)
+        .call("cuMemAlloc")?;
+    let mut entries = stream.alloc_zeros::<u32>(entries_len).call("cuMemAlloc")?;
+    let mut buckets = stream
+        .alloc_zeros::<u32>(total_buckets * xyzz_words)
+        .call("cuMemAlloc")?;
+    let partial_len = p.windows as usize * p.segments as usize;
+    let mut partial = stream
+        .alloc_zeros::<u32>(partial_len * xyzz_words)
+        .call("cuMemAlloc")?;
+    let mut sums = stream
+        .alloc_zeros::<u32>(p.windows as usize * xyzz_words)
+        .call("cuMemAlloc")?;
+    let mut out = stream.alloc_zeros::<u32>(xyzz_words).call("cuMemAlloc")?;
+
+    let n32 = n as u32;
+    let canonical_kernel = gpu.kernel("msm_scalars_canonical")?;
+    let histogram = gpu.kernel("msm_histogram")?;
+    let scatter = gpu.kernel("msm_scatter")?;
+    let (bucket_kernel, reduce, window_sum, combine) = (
+        gpu.kernel(A::KERNELS.buckets)?,
+        gpu.kernel(A::KERNELS.reduce)?,
+        gpu.kernel(A::KERNELS.window_sum)?,
+        gpu.kernel(A::KERNELS.combine)?,
+    );
+    const SUM_BLOCK: u32 = 64;
+    // SAFETY: every buffer is sized above for the index ranges the kernels use with these params:
+    // scalars n·8 words; offsets W·K + 1; cursors W·K; entries n·W (each (point, window) writes at
+    // most one entry, at a distinct position below the total count); buckets W·K points; partial
+    // W·S points; sums W points; out one point. Bases hold ≥ n points. The window-sum kernel gets
+    // SUM_BLOCK threads (a power of two) and SUM_BLOCK points of shared memory.
+    unsafe {
+        stream
+            .launch_builder(&canonical_kernel)
+            .arg(&raw)
+            .arg(&mut canonical)
+            .arg(&n32)
+            .launch(grid(n, 256))
+            .call("msm_scalars_canonical")?;
+        stream
+            .launch_builder(&histogram)
+            .arg(&canonical)
+            .arg(&p)
+            .arg(&mut offsets)
+            .launch(grid(entries_len, 256))
+            .call("msm_histogram")?;
+        exclusive_scan(gpu, &mut offsets)?;
+        stream
+            .launch_builder(&scatter)
+            .arg(&canonical)
+            .arg(&p)
+            .arg(&offsets)
+            .arg(&mut cursors)
+            .arg(&mut entries)
+            .launch(grid(entries_len, 256))
+            .call("msm_scatter")?;
+        stream
+            .launch_builder(&bucket_kernel)
+            .arg(&bases.words)
+            .arg(&offsets)
+            .arg(&entries)
+            .arg(&p)
+            .arg(&mut buckets)
+            .launch(grid(total_buckets, 128))
+            .call(A::KERNELS.buckets)?;
+        stream
+            .launch_builder(&reduce)
+            .arg(&buckets)
+            .arg(&p)
+            .arg(&mut partial)
+            .launch(grid(partial_len, 64))
+            .call(A::KERNELS.reduce)?;
+        stream
+            .launch_builder(&window_sum)
+            .arg(&partial)
+            .arg(&p)
+            .arg(&mut sums)
+            .launch(LaunchConfig {
+                grid_dim: (p.windows, 1, 1),
+                block_dim: (SUM_BLOCK, 1, 1),
+                shared_mem_bytes: SUM_BLOCK * 4 * xyzz_words as u32,
+            })
+            .call(A::KERNELS.window_sum)?;
+        stream
+            .launch_builder(&combine)
+            .arg(&sums)
+            .arg(&p)
+            .arg(&mut out)
+            .launch(grid(1, 1))
+            .call(A::KERNELS.combine)?;
+    }
+    let words = stream.clone_dtoh(&out).call("cuMemcpyDtoH (MSM result)")?;
+    A::Projective::from_xyzz(&words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_choice_stays_in_range() {
+        for n in [0usize, 1, 2, 100, 1 << 16, 1 << 20, 1 << 26] {
+            let p = MsmParams::new(n);
+            assert!((4..=16).contains(&p.window_bits));
+            assert!(p.windows * p.window_bits >= 256);
+            assert!(p.segments >= 1 && p.segments <= p.buckets);
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! Field and curve kernels agree with blstrs element by element, which also pins down the
+//! host↔device layout (uploads are byte copies of blstrs values).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed test should stop loudly
+
+mod common;
+
+use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cuzk_gpu::layout::{as_words, XyzzPoint, FP_WORDS, SCALAR_WORDS};
+use cuzk_gpu::Gpu;
+use ff::{Field, PrimeField};
+use group::{Curve, Group};
+use rand_core::RngCore;
+
+/// 128 threads per block: the curve kernels use too many registers for 1024.
+fn blocks_of_128(n: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (n.div_ceil(128) as u32, 1, 1),
+        block_dim: (128, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+fn words_of<T: Copy>(values: &[T]) -> Vec<u32> {
+    let bytes = std::mem::size_of_val(values);
+    // Test-only reinterpretation of blstrs field values (u64 limbs) as u32 words.
+    let ptr = values.as_ptr().cast::<u32>();
+    // SAFETY: T is a blstrs field type: plain u64 limbs, no padding, alignment ≥ 4.
+    unsafe { std::slice::from_raw_parts(ptr, bytes / 4) }.to_vec()
+}
+
+/// Runs `kernel(a, b, out, n)` and returns `out` (`out_words` u32 per element).
+fn launch(
+    gpu: &Gpu,
+    kernel: &'static str,
+    a: &[u32],
+    b: &[u32],
+    n: usize,
+    out_words: usize,
+) -> Vec<u32> {
+    let stream = gpu.stream();
+    let (da, db) = (stream.clone_htod(a).unwrap(), stream.clone_htod(b).unwrap());
+    // Poison the output so an unwritten element cannot pass.
+    let mut out = stream
+        .clone_htod(&vec![0xdeadbeefu32; n * out_words])
+        .unwrap();
+    let f = gpu.kernel(kernel).unwrap();
+    let n32 = n as u32;
+    // SAFETY: a and b hold n elements, out n·out_words words, as the kernel expects.
+    unsafe {
+        stream
+            .launch_builder(&f)
+            .arg(&da)
+            .arg(&db)
+            .arg(&mut out)
+            .arg(&n32)
+            .launch(blocks_of_128(n))
+            .unwrap();
+    }
+    stream.clone_dtoh(&out).unwrap()
+}
+
+fn edge_and_random<F: Field>(rng: &mut impl RngCore, n: usize) -> Vec<F> {
+    let mut v = vec![F::ZERO, F::ONE, -F::ONE, F::ONE.double(), -F::ONE.double()];
+    v.extend((v.len()..n).map(|_| F::random(&mut *rng)));
+    v
+}
+
+fn check_field<F: Field>(gpu: &Gpu, kernel: &'static str, words: usize, rng: &mut impl RngCore) {
+    let n = 4099;
+    let a: Vec<F> = edge_and_random(rng, n);
+    let mut b: Vec<F> = edge_and_random(rng, n);
+    b.rotate_left(2);
+    let out = launch(gpu, kernel, &words_of(&a), &words_of(&b), n, 5 * words);
+    for i in 0..n {
+        let (x, y) = (a[i], b[i]);
+        let expect = [
+            x + y,
+            x - y,
+            x * y,
+            x.square(),
+            x.invert().unwrap_or(F::ZERO),
+        ];
+        assert_eq!(
+            &out[5 * i * words..5 * (i + 1) * words],
+            &words_of(&expect)[..],
+            "{kernel} element {i}"
+        );
+    }
+}
+
+#[test]
+fn field_arithmetic_matches_blstrs() {
+    let Some(gpu) = common::gpu("field_arithmetic_matches_blstrs") else {
+        return;
+    };
+    let mut rng = common::rng("field_arithmetic_matches_blstrs");
+    check_field::<Scalar>(&gpu, "arith_field_fr", SCALAR_WORDS, &mut rng);
+    check_field::<Fp>(&gpu, "arith_field_fp", FP_WORDS, &mut rng);
+    check_field::<Fp2>(&gpu, "arith_field_fp2", 2 * FP_WORDS, &mut rng);
+}
+
+#[test]
+fn scalars_convert_between_montgomery_and_canonical_form() {
+    let Some(gpu) = common::gpu("scalars_convert") else {
+        return;
+    };
+    let mut rng = common::rng("scalars_convert");
+    let n = 1000;
+    let scalars: Vec<Scalar> = edge_and_random(&mut rng, n);
+    let stream = gpu.stream();
+    let input = stream.clone_htod(as_words(&scalars)).unwrap();
+    let mut canonical = stream.alloc_zeros::<u32>(n * SCALAR_WORDS).unwrap();
+    let mut back = stream.alloc_zeros::<u32>(n * SCALAR_WORDS).unwrap();
+    let f = gpu.kernel("arith_fr_canonical").unwrap();
+    let n32 = n as u32;
+    // SAFETY: three buffers of n scalars each.
+    unsafe {
+        stream
+            .launch_builder(&f)
+            .arg(&input)
+            .arg(&mut canonical)
+            .arg(&mut back)
+            .arg(&n32)
+            .launch(blocks_of_128(n))
+            .unwrap();
+    }
+    let canonical = stream.clone_dtoh(&canonical).unwrap();
+    let back = stream.clone_dtoh(&back).unwrap();
+    for (i, s) in scalars.iter().enumerate() {
+        let repr = s.to_repr();
+        let expect: Vec<u32> = repr
+            .as_ref()
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        assert_eq!(&canonical[i * 8..(i + 1) * 8], &expect[..], "canonical {i}");
+    }
+    assert_eq!(back, as_words(&scalars), "round trip");
+}
+
+fn check_curve<A, P>(gpu: &Gpu, kernel: &'static str, rng: &mut impl RngCore)
+where
+    A: cuzk_gpu::layout::DeviceWords + Into<P> + Copy,
+    P: Group + Curve<AffineRepr = A> + XyzzPoint + std::fmt::Debug,
+{
+    let n = 300;
+    let mut a: Vec<P> = (0..n).map(|_| P::random(&mut *rng)).collect();
+    let mut b: Vec<P> = (0..n).map(|_| P::random(&mut *rng)).collect();
+    // Edge cases: identities, equal points (doubling), opposite points (cancel).
+    a[0] = P::identity();
+    b[1] = P::identity();
+    (a[2], b[2]) = (P::identity(), P::identity());
+    b[3] = a[3];
+    b[4] = -a[4];
+    let to_affine = |v: &[P]| v.iter().map(|p| p.to_affine()).collect::<Vec<A>>();
+    let (aa, ba) = (to_affine(&a), to_affine(&b));
+    let words = P::XYZZ_WORDS;
+    let out = launch(gpu, kernel, as_words(&aa), as_words(&ba), n, 3 * words);
+    for i in 0..n {
+        let got =
+            |k: usize| P::from_xyzz(&out[(3 * i + k) * words..(3 * i + k + 1) * words]).unwrap();
+        assert_eq!(got(0), a[i] + b[i], "{kernel} mixed add {i}");
+        assert_eq!(got(1), a[i] + b[i], "{kernel} add {i}");
+        assert_eq!(got(2), a[i].double(), "{kernel} double {i}");
+    }
+}
+
+#[test]
+fn curve_arithmetic_matches_blstrs() {
+    let Some(gpu) = common::gpu("curve_arithmetic_matches_blstrs") else {
+        return;
+    };
+    let mut rng = common::rng("curve_arithmetic_matches_blstrs");
+    check_curve::<G1Affine, G1Projective>(&gpu, "arith_curve_g1", &mut rng);
+    check_curve::<G2Affine, G2Projective>(&gpu, "arith_curve_g2", &mut rng);
+}

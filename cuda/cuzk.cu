@@ -1,0 +1,4 @@
+// The one translation unit of the kernel fatbin: every kernel family, by folder.
+#include "util/scan.cuh"
+#include "msm/pippenger.cuh"
+#include "test/arith.cuh"

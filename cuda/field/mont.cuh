@@ -1,0 +1,191 @@
+// Montgomery arithmetic over an N-limb (32-bit) prime field, for moduli with at least two spare
+// bits in the top limb (BLS12-381's p: 381 of 384; r: 255 of 256), so sums of two reduced values
+// and the CIOS accumulator never overflow N + 1 limbs.
+//
+// Storage is the host's: little-endian 32-bit limbs of x·R mod m, which is byte-for-byte the
+// Montgomery form blst keeps in little-endian u64 limbs. Carry chains use PTX's condition code;
+// each chain is a run of consecutive asm statements with nothing in between.
+#pragma once
+
+#include <cstdint>
+
+namespace cuzk {
+
+// Field parameters: `P::N` limbs, `P::INV` = −m⁻¹ mod 2³², `P::INLINE_MUL`, and the limbs of the modulus, of R mod m
+// ("one") and of R² mod m, read from constant memory (see field/params.cuh).
+template <class P>
+struct mont {
+    static constexpr int N = P::N;
+    uint32_t l[N];
+
+    __device__ __forceinline__ static mont zero() {
+        mont r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.l[i] = 0;
+        return r;
+    }
+
+    __device__ __forceinline__ static mont one() {
+        mont r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.l[i] = P::one(i);
+        return r;
+    }
+
+    __device__ __forceinline__ bool is_zero() const {
+        uint32_t acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= l[i];
+        return acc == 0;
+    }
+
+    __device__ __forceinline__ bool operator==(const mont& o) const {
+        uint32_t acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= l[i] ^ o.l[i];
+        return acc == 0;
+    }
+
+    __device__ __forceinline__ bool operator!=(const mont& o) const { return !(*this == o); }
+
+    // r = a − m if a ≥ m, else a (a < 2m).
+    __device__ __forceinline__ static void reduce_once(uint32_t (&a)[N], uint32_t top) {
+        uint32_t s[N], borrow;
+        asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(s[0]) : "r"(a[0]), "r"(P::mod(0)));
+#pragma unroll
+        for (int i = 1; i < N; i++)
+            asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(s[i]) : "r"(a[i]), "r"(P::mod(i)));
+        asm volatile("subc.u32 %0, %1, 0;" : "=r"(borrow) : "r"(top));
+        // borrow is 0xffffffff when a < m: keep a.
+#pragma unroll
+        for (int i = 0; i < N; i++) a[i] = (a[i] & borrow) | (s[i] & ~borrow);
+    }
+
+    __device__ __forceinline__ mont operator+(const mont& b) const {
+        mont r;
+        uint32_t top;
+        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r.l[0]) : "r"(l[0]), "r"(b.l[0]));
+#pragma unroll
+        for (int i = 1; i < N; i++) asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r.l[i]) : "r"(l[i]), "r"(b.l[i]));
+        asm volatile("addc.u32 %0, 0, 0;" : "=r"(top));
+        reduce_once(r.l, top);
+        return r;
+    }
+
+    __device__ __forceinline__ mont operator-(const mont& b) const {
+        mont r;
+        uint32_t borrow;
+        asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(r.l[0]) : "r"(l[0]), "r"(b.l[0]));
+#pragma unroll
+        for (int i = 1; i < N; i++) asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(r.l[i]) : "r"(l[i]), "r"(b.l[i]));
+        asm volatile("subc.u32 %0, 0, 0;" : "=r"(borrow));
+        // On borrow add m back.
+        asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(r.l[0]) : "r"(P::mod(0) & borrow));
+#pragma unroll
+        for (int i = 1; i < N - 1; i++) asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(r.l[i]) : "r"(P::mod(i) & borrow));
+        asm volatile("addc.u32 %0, %0, %1;" : "+r"(r.l[N - 1]) : "r"(P::mod(N - 1) & borrow));
+        return r;
+    }
+
+    __device__ __forceinline__ mont operator-() const { return zero() - *this; }
+
+    __device__ __forceinline__ mont dbl() const { return *this + *this; }
+
+    // Montgomery product a·b·R⁻¹ by CIOS: per limb of b, add a·bᵢ, then add q·m to clear the low
+    // limb and shift. Four carry chains per row, N multiply-adds each.
+    __device__ __forceinline__ static mont mul_inline(const mont& a, const mont& b) {
+        uint32_t t[N + 2];
+#pragma unroll
+        for (int i = 0; i < N + 2; i++) t[i] = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            const uint32_t bi = b.l[i];
+            // t += lo(a·bᵢ)
+            asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(a.l[0]), "r"(bi));
+#pragma unroll
+            for (int j = 1; j < N; j++) asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(a.l[j]), "r"(bi));
+            asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
+            asm volatile("addc.u32 %0, 0, 0;" : "=r"(t[N + 1]));
+            // t += hi(a·bᵢ)·2³²
+            asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(a.l[0]), "r"(bi));
+#pragma unroll
+            for (int j = 1; j < N; j++) asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(a.l[j]), "r"(bi));
+            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+            // q clears the low limb: t += q·m
+            const uint32_t q = t[0] * P::INV;
+            asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(q), "r"(P::mod(0)));
+#pragma unroll
+            for (int j = 1; j < N; j++) asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(q), "r"(P::mod(j)));
+            asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
+            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+            asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(q), "r"(P::mod(0)));
+#pragma unroll
+            for (int j = 1; j < N; j++) asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(q), "r"(P::mod(j)));
+            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+            // shift one limb down
+#pragma unroll
+            for (int j = 0; j < N + 1; j++) t[j] = t[j + 1];
+            t[N + 1] = 0;
+        }
+        mont r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.l[i] = t[i];
+        reduce_once(r.l, t[N]);
+        return r;
+    }
+
+    // Out of line for wide fields: a G2 point addition inlines dozens of Fp products, and inlined
+    // they cost minutes of ptxas time and spill heavily; the call costs a few percent.
+    __device__ __noinline__ static mont mul_call(const mont& a, const mont& b) { return mul_inline(a, b); }
+
+    __device__ __forceinline__ mont operator*(const mont& b) const {
+        if constexpr (P::INLINE_MUL) {
+            return mul_inline(*this, b);
+        } else {
+            return mul_call(*this, b);
+        }
+    }
+
+    __device__ __forceinline__ mont sqr() const { return *this * *this; }
+
+    // x·R⁻¹: Montgomery form to the canonical integer (as limbs).
+    __device__ __forceinline__ mont from_montgomery() const {
+        mont one_raw = zero();
+        one_raw.l[0] = 1;
+        return *this * one_raw;
+    }
+
+    // x·R: canonical integer (limbs, < m) to Montgomery form.
+    __device__ __forceinline__ mont to_montgomery() const {
+        mont r2;
+#pragma unroll
+        for (int i = 0; i < N; i++) r2.l[i] = P::r2(i);
+        return *this * r2;
+    }
+
+    // x^e for a small public exponent given as 32-bit limbs, most significant first.
+    __device__ mont pow(const uint32_t* e, int limbs) const {
+        mont r = one();
+        for (int i = 0; i < limbs; i++)
+            for (int b = 31; b >= 0; b--) {
+                r = r.sqr();
+                if ((e[i] >> b) & 1) r = r * *this;
+            }
+        return r;
+    }
+
+    // x⁻¹ = x^(m−2) (zero maps to zero); for the few inversions per launch, not per element.
+    __device__ mont inverse() const {
+        uint32_t e[N];
+        uint32_t borrow = 2;  // m − 2, limbs most significant first
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            const uint32_t limb = P::mod(i);
+            e[N - 1 - i] = limb - borrow;
+            borrow = limb < borrow ? 1 : 0;
+        }
+        return pow(e, N);
+    }
+};
+
+}  // namespace cuzk

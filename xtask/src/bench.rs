@@ -1,0 +1,43 @@
+//! `cargo xtask bench [NAME]`: the criterion benchmarks, in release mode.
+
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+/// Benches and the crate that owns each.
+const BENCHES: [(&str, &str); 3] = [
+    ("prover", "cuzk-groth16"),
+    ("setup", "cuzk-groth16"),
+    ("math", "cuzk-math"),
+];
+
+/// Runs all benches, or the one named `only`, and prints where the reports are.
+pub fn run(only: Option<&str>) -> Result<()> {
+    let selected: Vec<_> = BENCHES
+        .iter()
+        .filter(|(name, _)| only.is_none_or(|o| o == *name))
+        .collect();
+    if selected.is_empty() {
+        bail!(
+            "unknown bench {:?}; known: prover, setup, math",
+            only.unwrap_or_default()
+        );
+    }
+    for (name, package) in selected {
+        cargo(&["bench", "-p", package, "--bench", name])?;
+    }
+    println!("criterion reports: target/criterion/report/index.html");
+    Ok(())
+}
+
+fn cargo(args: &[&str]) -> Result<()> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(&cargo)
+        .args(args)
+        .status()
+        .with_context(|| format!("running {cargo} {}", args.join(" ")))?;
+    if !status.success() {
+        bail!("{cargo} {} failed: {status}", args.join(" "));
+    }
+    Ok(())
+}
