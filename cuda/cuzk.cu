@@ -1,4 +1,5 @@
 // The one translation unit of the kernel fatbin: every kernel family, by folder.
 #include "util/scan.cuh"
 #include "msm/pippenger.cuh"
+#include "ntt/ntt.cuh"
 #include "test/arith.cuh"

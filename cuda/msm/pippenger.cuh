@@ -1,6 +1,7 @@
 // Pippenger MSM over affine bases, every stage on the device:
 //
-//   digits   scalars (Montgomery form, as uploaded) → canonical → signed c-bit window digits
+//   digits   scalars (Montgomery form, as uploaded) → canonical, s > r/2 replaced by r − s with the
+//            point negated (so s < 2^254) → signed c-bit window digits
 //   sort     per-window counting sort of (point, sign) by |digit|: histogram, scan, scatter
 //   buckets  one thread per (window, bucket) sums its points in XYZZ
 //   reduce   per window Σ (b+1)·bucket_b by running sums over segments, segments summed in a tree
@@ -17,7 +18,7 @@ namespace cuzk {
 struct msm_params {
     uint32_t n;            // points and scalars
     uint32_t window_bits;  // c
-    uint32_t windows;      // ⌈256 / c⌉
+    uint32_t windows;      // ⌈255 / c⌉
     uint32_t buckets;      // 2^(c−1) per window (digit d ≠ 0 goes to bucket |d| − 1)
     uint32_t segments;     // running-sum segments per window in the reduction
 };
@@ -30,13 +31,17 @@ __device__ __forceinline__ uint32_t scalar_bits(const fr_t& s, uint32_t at, uint
     return uint32_t(word >> shift) & ((1u << count) - 1);
 }
 
+// Bit 255 of a canonical scalar, free once s < 2^254: set when the point is to be negated.
+constexpr uint32_t NEGATE_FLAG = 0x80000000u;
+
 // The signed digit of window w, recomputing the carries of the windows below it. Digits lie in
-// [−2^(c−1), 2^(c−1)]; a scalar below 2^255 never carries out of ⌈256/c⌉ windows.
+// [−2^(c−1), 2^(c−1)]; a scalar below 2^254 never carries out of ⌈255/c⌉ windows (the top window
+// holds at most c − 1 bits).
 __device__ __forceinline__ int32_t signed_digit(const fr_t& s, uint32_t w, uint32_t c) {
     uint32_t carry = 0;
     int32_t digit = 0;
     for (uint32_t i = 0; i <= w; i++) {
-        const uint32_t bits = i * c < 256 ? scalar_bits(s, i * c, min(c, 256 - i * c)) : 0;
+        const uint32_t bits = i * c < 254 ? scalar_bits(s, i * c, min(c, 254 - i * c)) : 0;
         const uint32_t raw = bits + carry;
         carry = raw > (1u << (c - 1)) ? 1 : 0;
         digit = int32_t(raw) - int32_t(carry << c);
@@ -69,10 +74,28 @@ __device__ __forceinline__ xyzz_t<F> mul_small(const xyzz_t<F>& p, uint32_t k) {
 
 }  // namespace cuzk
 
-// Scalars: Montgomery form in, canonical integers out.
+// Scalars: Montgomery form in; canonical integers below r/2 out, with NEGATE_FLAG where s was
+// replaced by r − s (s·P = (r − s)·(−P)). Halving the range keeps the top window's digits spread
+// instead of piling into a few buckets.
 extern "C" __global__ void msm_scalars_canonical(const cuzk::fr_t* in, cuzk::fr_t* out, uint32_t n) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = in[i].from_montgomery();
+    if (i >= n) return;
+    cuzk::fr_t s = in[i].from_montgomery();
+    // s > (r − 1)/2, compared limb by limb from the top; r − 1 = 2·half with half = (r − 1)/2.
+    bool above = false, decided = false;
+#pragma unroll
+    for (int k = 7; k >= 0; k--) {
+        const uint32_t half = (cuzk::fr_params::mod(k) >> 1) | (k < 7 ? cuzk::fr_params::mod(k + 1) << 31 : 0);
+        if (!decided && s.l[k] != half) {
+            above = s.l[k] > half;
+            decided = true;
+        }
+    }
+    if (above) {
+        s = -s;  // r − s (s ≠ 0 here), still canonical: negation of the integer mod r
+        s.l[7] |= cuzk::NEGATE_FLAG;
+    }
+    out[i] = s;
 }
 
 // counts[w·K + b] = points whose window-w digit is ±(b + 1). Thread per (point, window).
@@ -94,7 +117,8 @@ extern "C" __global__ void msm_scatter(const cuzk::fr_t* scalars, cuzk::msm_para
     if (d == 0) return;
     const uint32_t bucket = w * p.buckets + (abs(d) - 1);
     const uint32_t at = offsets[bucket] + atomicAdd(&cursors[bucket], 1u);
-    entries[at] = i | (d < 0 ? 0x80000000u : 0);
+    const bool negate = (d < 0) != bool(scalars[i].l[7] & cuzk::NEGATE_FLAG);
+    entries[at] = i | (negate ? 0x80000000u : 0);
 }
 
 #define MSM_KERNELS(SUFFIX, F)                                                                        \

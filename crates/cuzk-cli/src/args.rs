@@ -37,6 +37,8 @@ pub enum Command {
     Prove(ProveArgs),
     /// Verify a proof (exit 0 valid, 1 invalid, 2 unusable input).
     Verify(VerifyArgs),
+    /// Time the GPU kernels (MSM in G1 and G2) on the first device and print a table.
+    BenchKernels(BenchKernelsArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -125,4 +127,21 @@ pub struct VerifyArgs {
     /// Public inputs (JSON array of 0x-hex scalars), shared by every proof in the file.
     #[arg(long)]
     pub inputs: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchKernelsArgs {
+    /// Timed runs per size (the median is reported), after one warm-up.
+    #[arg(long, default_value_t = 5)]
+    pub runs: usize,
+    /// Smallest and largest log2 size of the G1 MSM.
+    #[arg(long, default_value_t = 16)]
+    pub g1_min: u32,
+    #[arg(long, default_value_t = 24)]
+    pub g1_max: u32,
+    /// Smallest and largest log2 size of the G2 MSM.
+    #[arg(long, default_value_t = 16)]
+    pub g2_min: u32,
+    #[arg(long, default_value_t = 22)]
+    pub g2_max: u32,
 }

@@ -5,6 +5,7 @@
 //! - [`Gpu`]: one device with the kernel module loaded.
 //! - [`layout`]: how blstrs values are laid out for the device (uploads are byte copies).
 //! - [`msm`]: multi-scalar multiplication in G1 and G2 over resident bases.
+//! - [`ntt`]: forward/inverse NTTs over Fr, on the subgroup or its coset, in chainable orders.
 //!
 //! It knows BLS12-381 arithmetic and nothing of Groth16: it must not know what a proof, a query or
 //! a circuit is. Everything here is optional at run time: without kernels or a driver, [`probe`]
@@ -14,6 +15,7 @@ mod device;
 mod error;
 pub mod layout;
 pub mod msm;
+pub mod ntt;
 mod probe;
 
 pub use device::Gpu;

@@ -28,14 +28,21 @@ unsafe impl DeviceRepr for MsmParams {}
 const _: () = assert!(std::mem::size_of::<MsmParams>() == 20);
 
 impl MsmParams {
+    /// Window widths whose top window (of scalars below 2^254) still holds c − 2 or more bits, so
+    /// its digits spread over many buckets: with others the top window has 1–4 bits and a few
+    /// buckets get a large share of all points, one thread summing each.
     fn new(n: usize) -> Self {
-        let log = usize::BITS - n.max(1).leading_zeros();
-        let window_bits = log.saturating_sub(3).clamp(4, 16);
+        let window_bits = match n {
+            0..0x400 => 5,
+            0x400..0x1_0000 => 8,
+            0x1_0000..0x10_0000 => 15,
+            _ => 16,
+        };
         let buckets = 1u32 << (window_bits - 1);
         MsmParams {
             n: n as u32,
             window_bits,
-            windows: 256u32.div_ceil(window_bits),
+            windows: 255u32.div_ceil(window_bits),
             buckets,
             segments: buckets.min(512),
         }
@@ -322,7 +329,13 @@ mod tests {
         for n in [0usize, 1, 2, 100, 1 << 16, 1 << 20, 1 << 26] {
             let p = MsmParams::new(n);
             assert!((4..=16).contains(&p.window_bits));
-            assert!(p.windows * p.window_bits >= 256);
+            assert!(p.windows * p.window_bits >= 255);
+            // The top window of a scalar below 2^254 keeps at least c − 2 bits.
+            let top = 254 - (p.windows - 1) * p.window_bits;
+            assert!(
+                top + 2 >= p.window_bits && top < p.window_bits,
+                "n = {n}: top {top}"
+            );
             assert!(p.segments >= 1 && p.segments <= p.buckets);
         }
     }

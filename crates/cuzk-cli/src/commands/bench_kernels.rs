@@ -1,0 +1,117 @@
+//! `cuzk bench-kernels`: times the GPU kernels on this machine's first device and prints one table.
+//!
+//! Bases are uploaded once (resident); each timing is the median of `--runs` calls after one
+//! warm-up, wall clock around the whole call (scalars uploaded from pageable host memory, result
+//! downloaded), so it is an upper bound on the kernels' own time.
+
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use cuzk_gpu::msm::{msm, DeviceBases, MsmAffine};
+use cuzk_gpu::Gpu;
+use cuzk_math::{G1Projective, G2Projective, Scalar};
+use ff::Field;
+use group::{Curve, Group};
+use rand::rngs::OsRng;
+use rayon::prelude::*;
+use serde_json::json;
+
+use crate::args::{BenchKernelsArgs, GlobalArgs};
+use crate::Outcome;
+
+/// `n` distinct points, cheaply: a random start per chunk, then running sums of 64 random points.
+fn points<P: Group + Curve>(n: usize) -> Vec<P::AffineRepr>
+where
+    P::AffineRepr: Send + Copy,
+{
+    const CHUNK: usize = 1 << 16;
+    let steps: Vec<P> = (0..64).map(|_| P::random(OsRng)).collect();
+    let mut out = Vec::with_capacity(n);
+    let chunks: Vec<Vec<P::AffineRepr>> = (0..n.div_ceil(CHUNK))
+        .into_par_iter()
+        .map(|c| {
+            let len = CHUNK.min(n - c * CHUNK);
+            let mut acc = P::random(OsRng);
+            let projective: Vec<P> = (0..len)
+                .map(|i| {
+                    acc += steps[i % 64];
+                    acc
+                })
+                .collect();
+            let mut affine = vec![P::identity().to_affine(); len];
+            P::batch_normalize(&projective, &mut affine);
+            affine
+        })
+        .collect();
+    for chunk in chunks {
+        out.extend(chunk);
+    }
+    out
+}
+
+fn median_ms(mut runs: Vec<f64>) -> f64 {
+    runs.sort_by(f64::total_cmp);
+    runs[runs.len() / 2]
+}
+
+fn time_msm<A: MsmAffine>(
+    gpu: &Gpu,
+    bases: &DeviceBases<A>,
+    log: u32,
+    runs: usize,
+) -> Result<f64> {
+    let scalars: Vec<Scalar> = (0..1usize << log)
+        .into_par_iter()
+        .map(|_| Scalar::random(OsRng))
+        .collect();
+    msm(gpu, bases, &scalars).context("warm-up")?;
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let start = Instant::now();
+        msm(gpu, bases, &scalars)?;
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(median_ms(times))
+}
+
+fn bench_group<P>(
+    gpu: &Gpu,
+    group: &str,
+    logs: std::ops::RangeInclusive<u32>,
+    runs: usize,
+    rows: &mut Vec<serde_json::Value>,
+    json: bool,
+) -> Result<()>
+where
+    P: Group + Curve,
+    P::AffineRepr: MsmAffine + Send + Copy,
+{
+    let Some(max) = logs.clone().max() else {
+        return Ok(());
+    };
+    let host = points::<P>(1 << max);
+    let bases = DeviceBases::upload(gpu, &host)?;
+    for log in logs {
+        let ms = time_msm(gpu, &bases, log, runs)?;
+        if !json {
+            println!("msm {group:<3} 2^{log:<3} {ms:>10.2} ms");
+        }
+        rows.push(json!({"kernel": format!("msm_{group}"), "log_n": log, "median_ms": ms}));
+    }
+    Ok(())
+}
+
+pub fn run(global: &GlobalArgs, args: BenchKernelsArgs) -> Result<Outcome> {
+    let gpu = Gpu::first().context("bench-kernels needs a GPU")?;
+    if !global.json {
+        println!("device: {} ({} SMs), {} runs per size", gpu.name(), gpu.multiprocessors(), args.runs);
+    }
+    let mut rows = Vec::new();
+    let runs = args.runs.max(1);
+    bench_group::<G1Projective>(&gpu, "g1", args.g1_min..=args.g1_max, runs, &mut rows, global.json)?;
+    bench_group::<G2Projective>(&gpu, "g2", args.g2_min..=args.g2_max, runs, &mut rows, global.json)?;
+    if global.json {
+        println!("{}", json!({ "device": gpu.name(), "results": rows }));
+    }
+    Ok(Outcome::Success)
+}

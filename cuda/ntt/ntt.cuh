@@ -1,0 +1,222 @@
+// Number-theoretic transforms over Fr in device memory, in place, n = 2^L points.
+//
+// A transform is a few passes; each pass runs k ≤ NTT_MAX_PASS_BITS radix-2 stages of size-2^k
+// sub-transforms held in shared memory, one block per `cols` of them. Writing an index as
+// high·2^(lo+k) + mid·2^lo + low, a pass over bits [lo, lo + k) transforms along mid for every
+// (high, low): that is the split n' = 2^k · 2^lo of the size-n' = 2^(lo+k) DFT that the earlier
+// passes left in each contiguous run of n' points. Passes meet through one diagonal twiddle:
+//
+//   DIF (Gentleman–Sande; natural in, bit-reversed out; passes from the top bits down):
+//     sub-DFT along mid, then position (mid, low) times ω_{n'}^(low · rev_k(mid));
+//   DIT (Cooley–Tukey; bit-reversed in, natural out; passes from the bottom bits up):
+//     the transpose of the above: the same twiddle first, then the sub-DFT.
+//
+// The root ω (or ω⁻¹ for inverses) is chosen by the tables passed in. Twiddles come from small
+// tables: the stage table stage_tw[2^t + m] = ω_{2^(t+1)}^m (t < NTT_MAX_PASS_BITS), and ω_n^e =
+// lo[e mod 2^split] · hi[e >> split] for the inter-pass ones. The coset shift g^i (forward) and
+// 1/n or g^-i/n (inverse) ride on the first pass's loads or the last pass's stores, from tables
+// of the same two-level shape indexed by the natural index i of the element.
+//
+// Shared memory keeps each sub-transform's values as eight planes of 32-bit words, so a warp's
+// reads of neighbouring elements hit distinct banks (at most two-way conflicts in any stage).
+#pragma once
+
+#include "field/params.cuh"
+
+namespace cuzk {
+
+// Mirrored in crates/cuzk-gpu/src/ntt.rs; keep the two in step.
+constexpr uint32_t NTT_MAX_PASS_BITS = 10;  // radix of one pass: 2^10; stage table of 2^10 entries
+constexpr uint32_t NTT_THREADS = 256;       // threads per block at most
+
+// How a pass scales the values it loads or stores.
+enum : uint32_t {
+    NTT_SCALE_NONE = 0,
+    NTT_SCALE_CONST = 1,   // times scale_lo[0]
+    NTT_SCALE_POWERS = 2,  // times scale_lo[i mod 2^split] · scale_hi[i >> split], i the natural index
+};
+
+// Mirrored in crates/cuzk-gpu/src/ntt.rs (`NttPassParams`); keep the two in step.
+struct ntt_pass_params {
+    uint32_t log_n;       // L ≥ 1
+    uint32_t lo;          // lowest index bit the pass transforms
+    uint32_t bits;        // k ≥ 1: stages of this pass
+    uint32_t log_cols;    // sub-transforms per block, log2; cols ≤ 2^lo when lo ≥ 1
+    uint32_t split;       // the low tables hold 2^split entries
+    uint32_t dit;         // 0: DIF pass, 1: DIT pass
+    uint32_t pre_scale;   // NTT_SCALE_* applied to loaded values
+    uint32_t post_scale;  // NTT_SCALE_* applied to stored values
+};
+
+// Global memory holds elements 32-byte aligned (allocations are 256-byte aligned): two 16-byte
+// accesses each. `ldg_fr` is for tables no kernel writes.
+__device__ __forceinline__ fr_t ntt_load(const fr_t* p) {
+    const uint4* v = reinterpret_cast<const uint4*>(p);
+    const uint4 a = v[0], b = v[1];
+    fr_t r;
+    r.l[0] = a.x, r.l[1] = a.y, r.l[2] = a.z, r.l[3] = a.w;
+    r.l[4] = b.x, r.l[5] = b.y, r.l[6] = b.z, r.l[7] = b.w;
+    return r;
+}
+
+__device__ __forceinline__ fr_t ldg_fr(const fr_t* p) {
+    const uint4* v = reinterpret_cast<const uint4*>(p);
+    const uint4 a = __ldg(v), b = __ldg(v + 1);
+    fr_t r;
+    r.l[0] = a.x, r.l[1] = a.y, r.l[2] = a.z, r.l[3] = a.w;
+    r.l[4] = b.x, r.l[5] = b.y, r.l[6] = b.z, r.l[7] = b.w;
+    return r;
+}
+
+__device__ __forceinline__ void ntt_store(fr_t* p, const fr_t& x) {
+    uint4* v = reinterpret_cast<uint4*>(p);
+    v[0] = make_uint4(x.l[0], x.l[1], x.l[2], x.l[3]);
+    v[1] = make_uint4(x.l[4], x.l[5], x.l[6], x.l[7]);
+}
+
+// Element i of a block's shared values, stored as eight word planes of `stride` words.
+__device__ __forceinline__ fr_t shared_get(const uint32_t* s, uint32_t stride, uint32_t i) {
+    fr_t r;
+#pragma unroll
+    for (int w = 0; w < 8; w++) r.l[w] = s[w * stride + i];
+    return r;
+}
+
+__device__ __forceinline__ void shared_put(uint32_t* s, uint32_t stride, uint32_t i, const fr_t& x) {
+#pragma unroll
+    for (int w = 0; w < 8; w++) s[w * stride + i] = x.l[w];
+}
+
+// base^e from the two-level tables lo[j] = base^j (j < 2^split), hi[j] = base^(j·2^split).
+__device__ __forceinline__ fr_t table_power(const fr_t* lo, const fr_t* hi, uint32_t split, uint32_t e) {
+    return ldg_fr(lo + (e & ((1u << split) - 1))) * ldg_fr(hi + (e >> split));
+}
+
+// The lowest `bits` bits of x reversed (1 ≤ bits ≤ 32).
+__device__ __forceinline__ uint32_t reverse_bits(uint32_t x, uint32_t bits) { return __brev(x) >> (32 - bits); }
+
+__device__ __forceinline__ fr_t ntt_scale(const fr_t& x, uint32_t mode, const fr_t* lo, const fr_t* hi,
+                                          uint32_t split, uint32_t i) {
+    const fr_t f = mode == NTT_SCALE_CONST ? ldg_fr(lo) : table_power(lo, hi, split, i);
+    return x * f;
+}
+
+// Where the block's e-th element lives. Consecutive e are consecutive addresses in runs of cols
+// (lo ≥ 1: e = mid·cols + c) or of the whole sub-transform (lo = 0: e = c·2^k + mid), and the
+// block's shared slot of the element is e itself.
+struct ntt_slot {
+    uint32_t mid, low, index;
+};
+
+__device__ __forceinline__ ntt_slot ntt_locate(const ntt_pass_params& p, uint32_t e) {
+    uint32_t c, mid;
+    if (p.lo == 0) {
+        mid = e & ((1u << p.bits) - 1);
+        c = e >> p.bits;
+    } else {
+        c = e & ((1u << p.log_cols) - 1);
+        mid = e >> p.log_cols;
+    }
+    const uint32_t s = (blockIdx.x << p.log_cols) + c;  // which sub-transform, over all blocks
+    const uint32_t high = s >> p.lo, low = s & ((1u << p.lo) - 1);
+    return {mid, low, (high << (p.lo + p.bits)) | (mid << p.lo) | low};
+}
+
+// ω_{n'}^(low · rev_k(mid)), n' = 2^(lo+k), as ω_n^e with e < n.
+__device__ __forceinline__ fr_t ntt_pass_twiddle(const ntt_pass_params& p, const ntt_slot& at, const fr_t* lo,
+                                                 const fr_t* hi) {
+    const uint32_t e = (at.low * reverse_bits(at.mid, p.bits)) << (p.log_n - p.lo - p.bits);
+    return table_power(lo, hi, p.split, e);
+}
+
+}  // namespace cuzk
+
+// One pass (see the top of this file). Block: cols·2^k elements in 32·cols·2^k bytes of dynamic
+// shared memory; grid: 2^(L−k−log_cols) blocks; blockDim.x ≤ min(NTT_THREADS, cols·2^(k−1)), a
+// power of two.
+extern "C" __global__ void __launch_bounds__(cuzk::NTT_THREADS)
+    ntt_pass(cuzk::fr_t* data, const cuzk::fr_t* stage_tw, const cuzk::fr_t* tw_lo, const cuzk::fr_t* tw_hi,
+             const cuzk::fr_t* scale_lo, const cuzk::fr_t* scale_hi, cuzk::ntt_pass_params p) {
+    using namespace cuzk;
+    extern __shared__ uint32_t smem[];
+    const uint32_t k = p.bits, size = 1u << (p.log_cols + k), half = size / 2;
+
+    for (uint32_t e = threadIdx.x; e < size; e += blockDim.x) {
+        const ntt_slot at = ntt_locate(p, e);
+        fr_t x = ntt_load(data + at.index);
+        if (p.pre_scale != NTT_SCALE_NONE) {
+            const uint32_t i = p.dit ? reverse_bits(at.index, p.log_n) : at.index;
+            x = ntt_scale(x, p.pre_scale, scale_lo, scale_hi, p.split, i);
+        }
+        if (p.dit && at.low != 0) x = x * ntt_pass_twiddle(p, at, tw_lo, tw_hi);
+        shared_put(smem, size, e, x);
+    }
+    __syncthreads();
+
+    // Stage t pairs mid positions j and j + 2^t (bit t of j clear) with twiddle ω_{2^(t+1)}^(j mod 2^t):
+    // DIF from t = k−1 down, DIT from t = 0 up.
+    for (uint32_t stage = 0; stage < k; stage++) {
+        const uint32_t t = p.dit ? stage : k - 1 - stage, h = 1u << t;
+        for (uint32_t q = threadIdx.x; q < half; q += blockDim.x) {
+            uint32_t c, pair;
+            if (p.lo == 0) {
+                pair = q & ((1u << (k - 1)) - 1);
+                c = q >> (k - 1);
+            } else {
+                c = q & ((1u << p.log_cols) - 1);
+                pair = q >> p.log_cols;
+            }
+            const uint32_t m = pair & (h - 1), j = ((pair >> t) << (t + 1)) | m;
+            const uint32_t ia = p.lo == 0 ? (c << k) | j : (j << p.log_cols) | c;
+            const uint32_t ib = p.lo == 0 ? ia + h : ia + (h << p.log_cols);
+            fr_t a = shared_get(smem, size, ia), b = shared_get(smem, size, ib);
+            if (!p.dit) {
+                const fr_t sum = a + b;
+                b = a - b;
+                a = sum;
+            }
+            if (m != 0) b = b * ldg_fr(stage_tw + h + m);
+            if (p.dit) {
+                const fr_t sum = a + b;
+                b = a - b;
+                a = sum;
+            }
+            shared_put(smem, size, ia, a);
+            shared_put(smem, size, ib, b);
+        }
+        __syncthreads();
+    }
+
+    for (uint32_t e = threadIdx.x; e < size; e += blockDim.x) {
+        const ntt_slot at = ntt_locate(p, e);
+        fr_t x = shared_get(smem, size, e);
+        if (!p.dit && at.low != 0) x = x * ntt_pass_twiddle(p, at, tw_lo, tw_hi);
+        if (p.post_scale != NTT_SCALE_NONE) {
+            const uint32_t i = p.dit ? at.index : reverse_bits(at.index, p.log_n);
+            x = ntt_scale(x, p.post_scale, scale_lo, scale_hi, p.split, i);
+        }
+        ntt_store(data + at.index, x);
+    }
+}
+
+// In-place bit-reversal permutation of n = 2^log_n ≥ 2 elements: thread i swaps with rev(i) > i.
+extern "C" __global__ void ntt_bit_reverse(cuzk::fr_t* data, uint32_t log_n) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (log_n == 0 || i >= (1u << log_n)) return;
+    const uint32_t j = cuzk::reverse_bits(i, log_n);
+    if (i < j) {
+        const cuzk::fr_t x = cuzk::ntt_load(data + i), y = cuzk::ntt_load(data + j);
+        cuzk::ntt_store(data + i, y);
+        cuzk::ntt_store(data + j, x);
+    }
+}
+
+// a[i] = (a[i]·b[i] − c[i])·factor for i < n: a quotient (a∘b − c)/Z by the vanishing polynomial
+// on the coset g·H, where Z is the constant g^n − 1 (factor = its inverse); any common order.
+extern "C" __global__ void ntt_ab_minus_c(cuzk::fr_t* a, const cuzk::fr_t* b, const cuzk::fr_t* c,
+                                          cuzk::fr_t factor, uint32_t n) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const cuzk::fr_t x = cuzk::ntt_load(a + i) * cuzk::ntt_load(b + i) - cuzk::ntt_load(c + i);
+    cuzk::ntt_store(a + i, x * factor);
+}
