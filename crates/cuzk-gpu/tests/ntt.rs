@@ -143,7 +143,8 @@ fn round_trips_need_no_permutation() {
         return;
     };
     let mut rng = common::rng("round_trips_need_no_permutation");
-    let there_and_back = [
+    type Kind = fn(NttOrder) -> Transform;
+    let there_and_back: [(Kind, Kind); 4] = [
         (Transform::ntt, Transform::intt),
         (Transform::coset_ntt, Transform::coset_intt),
         (Transform::intt, Transform::ntt),

@@ -1,6 +1,7 @@
 //! Shared helpers of the GPU tests: a device or a printed reason to skip, and seeded randomness.
 #![allow(dead_code)]
 
+use std::io::Write;
 use std::sync::Arc;
 
 use cuzk_gpu::Gpu;
@@ -12,7 +13,8 @@ pub fn gpu(test: &str) -> Option<Arc<Gpu>> {
     match Gpu::first() {
         Ok(gpu) => Some(gpu),
         Err(why) => {
-            eprintln!("{test}: SKIPPED (no GPU: {why})");
+            // Straight to the stderr handle, past libtest's capture, so CI logs show the skip.
+            let _ = writeln!(std::io::stderr(), "{test}: SKIPPED (no GPU: {why})");
             None
         }
     }
