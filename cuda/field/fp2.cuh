@@ -6,7 +6,7 @@
 namespace cuzk {
 
 struct fp2_t {
-    using fp = fp_outlined_t;
+    using fp = fp_t;
     fp c0, c1;
 
     __device__ __forceinline__ static fp2_t zero() { return {fp::zero(), fp::zero()}; }

@@ -37,7 +37,7 @@ pub enum Command {
     Prove(ProveArgs),
     /// Verify a proof (exit 0 valid, 1 invalid, 2 unusable input).
     Verify(VerifyArgs),
-    /// Time the GPU kernels (MSM in G1 and G2) on the first device and print a table.
+    /// Time the GPU kernels (MSM in G1 and G2, NTT) on the first device and print a table.
     BenchKernels(BenchKernelsArgs),
 }
 
@@ -144,4 +144,9 @@ pub struct BenchKernelsArgs {
     pub g2_min: u32,
     #[arg(long, default_value_t = 22)]
     pub g2_max: u32,
+    /// Smallest and largest log2 size of the Fr NTT.
+    #[arg(long, default_value_t = 16)]
+    pub ntt_min: u32,
+    #[arg(long, default_value_t = 27)]
+    pub ntt_max: u32,
 }

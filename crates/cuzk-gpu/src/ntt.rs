@@ -8,7 +8,7 @@
 //! The coset shift and 1/n ride on the first pass's loads or the last pass's stores.
 
 use blstrs::Scalar;
-use cudarc::driver::sys::{CUevent_flags, CUfunction_attribute};
+use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
 use ff::{Field, PrimeField};
 
@@ -21,8 +21,9 @@ pub const MAX_LOG: u32 = 28;
 
 /// Stages per pass at most; mirrors `NTT_MAX_PASS_BITS` (the stage table's size is 2^this).
 const MAX_PASS_BITS: u32 = 10;
-/// Elements per block at most, log2: 2^11 scalars are 64 KiB of shared memory.
-const BLOCK_LOG: u32 = 11;
+/// Elements per block at most, log2: 2^10 scalars are 32 KiB of shared memory, so the four blocks
+/// per SM the kernel is compiled for (`NTT_MIN_BLOCKS`) fit.
+const BLOCK_LOG: u32 = 10;
 /// Threads per block at most; mirrors `NTT_THREADS` (the kernel's launch bound).
 const THREADS: u32 = 256;
 
@@ -415,15 +416,6 @@ pub fn ntt(
         passes.reverse();
     }
     let kernel = gpu.kernel("ntt_pass")?;
-    // Blocks of 2^11 scalars need more than the default 48 KiB of dynamic shared memory.
-    gpu.context().bind_to_thread().call("cuCtxSetCurrent")?;
-    let max_shared = (1u32 << BLOCK_LOG) * 4 * SCALAR_WORDS as u32;
-    kernel
-        .set_attribute(
-            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            max_shared as i32,
-        )
-        .call("cuFuncSetAttribute (ntt_pass)")?;
     let stream = gpu.stream();
     let last = passes.len() - 1;
     for (i, pass) in passes.iter().enumerate() {
@@ -439,8 +431,8 @@ pub fn ntt(
         };
         // SAFETY: `data` holds n = 2^log_n scalars (checked above); the pass touches exactly the
         // indices below n: grid·2^block_log = n elements, one per (block, slot). `plan` keeps
-        // 1 ≤ bits ≤ 10 (stage-table index < 2^10), block elements ≤ 2^11 (the shared memory
-        // given, within the limit set above) and cols ≤ 2^lo when lo ≥ 1. Twiddle exponents are
+        // 1 ≤ bits ≤ 10 (stage-table index < 2^10), block elements ≤ 2^10 (the shared memory
+        // given, within the default 48 KiB) and cols ≤ 2^lo when lo ≥ 1. Twiddle exponents are
         // < n and scale indices < n, so table reads stay below 2^split (lo) and 2^(L − split)
         // (hi) entries, as built for this log_n; SCALE_CONST reads one entry. The blocks touch
         // disjoint elements, and passes run in stream order.

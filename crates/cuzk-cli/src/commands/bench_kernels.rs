@@ -1,13 +1,16 @@
 //! `cuzk bench-kernels`: times the GPU kernels on this machine's first device and prints one table.
 //!
-//! Bases are uploaded once (resident); each timing is the median of `--runs` calls after one
-//! warm-up, wall clock around the whole call (scalars uploaded from pageable host memory, result
-//! downloaded), so it is an upper bound on the kernels' own time.
+//! Each figure is the median of `--runs` calls after one warm-up.
+//! - MSM: bases uploaded once (resident); wall clock around the whole call (scalars uploaded from
+//!   pageable host memory, work buffers allocated, result downloaded): an upper bound.
+//! - NTT: data on the device, CUDA events around the transform; and, as "h2d2h", wall clock of
+//!   upload + transform + download from pageable host memory.
 
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use cuzk_gpu::msm::{msm, DeviceBases, MsmAffine};
+use cuzk_gpu::ntt::{ntt, time_on_device, DeviceScalars, NttOrder, NttTables, Transform};
 use cuzk_gpu::Gpu;
 use cuzk_math::{G1Projective, G2Projective, Scalar};
 use ff::Field;
@@ -54,16 +57,8 @@ fn median_ms(mut runs: Vec<f64>) -> f64 {
     runs[runs.len() / 2]
 }
 
-fn time_msm<A: MsmAffine>(
-    gpu: &Gpu,
-    bases: &DeviceBases<A>,
-    log: u32,
-    runs: usize,
-) -> Result<f64> {
-    let scalars: Vec<Scalar> = (0..1usize << log)
-        .into_par_iter()
-        .map(|_| Scalar::random(OsRng))
-        .collect();
+fn time_msm<A: MsmAffine>(gpu: &Gpu, bases: &DeviceBases<A>, log: u32, runs: usize) -> Result<f64> {
+    let scalars = random_scalars(1 << log);
     msm(gpu, bases, &scalars).context("warm-up")?;
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs {
@@ -101,15 +96,90 @@ where
     Ok(())
 }
 
+fn random_scalars(n: usize) -> Vec<Scalar> {
+    (0..n)
+        .into_par_iter()
+        .map(|_| Scalar::random(OsRng))
+        .collect()
+}
+
+/// Forward NTT (natural → bit-reversed, the order Groth16's H chain uses), on device and round trip.
+fn bench_ntt(
+    gpu: &Gpu,
+    logs: std::ops::RangeInclusive<u32>,
+    runs: usize,
+    rows: &mut Vec<serde_json::Value>,
+    json: bool,
+) -> Result<()> {
+    let transform = Transform::ntt(NttOrder::NaturalToBitReversed);
+    for log in logs {
+        let tables = NttTables::new(gpu, log)?;
+        let mut host = random_scalars(1 << log);
+        let mut data = DeviceScalars::upload(gpu, &host)?;
+        let mut on_device = Vec::with_capacity(runs);
+        let mut round_trip = Vec::with_capacity(runs);
+        for run in 0..=runs {
+            let ((), ms) = time_on_device(gpu, || ntt(gpu, &tables, &mut data, transform))?;
+            let start = Instant::now();
+            let mut staged = DeviceScalars::upload(gpu, &host)?;
+            ntt(gpu, &tables, &mut staged, transform)?;
+            staged.download(gpu, &mut host)?;
+            let wall = start.elapsed().as_secs_f64() * 1e3;
+            if run > 0 {
+                on_device.push(f64::from(ms));
+                round_trip.push(wall);
+            }
+        }
+        let (device_ms, h2d2h_ms) = (median_ms(on_device), median_ms(round_trip));
+        // Bytes read and written once per radix pass would be the memory floor; report data size.
+        let gib = (32u64 << log) as f64 / f64::from(1u32 << 30);
+        if !json {
+            println!(
+                "ntt fr  2^{log:<3} {device_ms:>10.3} ms on device {h2d2h_ms:>10.2} ms h2d2h  ({gib:.3} GiB)"
+            );
+        }
+        rows.push(
+            json!({"kernel": "ntt_fr", "log_n": log, "median_ms": device_ms, "h2d2h_ms": h2d2h_ms}),
+        );
+    }
+    Ok(())
+}
+
 pub fn run(global: &GlobalArgs, args: BenchKernelsArgs) -> Result<Outcome> {
     let gpu = Gpu::first().context("bench-kernels needs a GPU")?;
     if !global.json {
-        println!("device: {} ({} SMs), {} runs per size", gpu.name(), gpu.multiprocessors(), args.runs);
+        println!(
+            "device: {} ({} SMs), {} runs per size",
+            gpu.name(),
+            gpu.multiprocessors(),
+            args.runs
+        );
     }
     let mut rows = Vec::new();
     let runs = args.runs.max(1);
-    bench_group::<G1Projective>(&gpu, "g1", args.g1_min..=args.g1_max, runs, &mut rows, global.json)?;
-    bench_group::<G2Projective>(&gpu, "g2", args.g2_min..=args.g2_max, runs, &mut rows, global.json)?;
+    bench_group::<G1Projective>(
+        &gpu,
+        "g1",
+        args.g1_min..=args.g1_max,
+        runs,
+        &mut rows,
+        global.json,
+    )?;
+    bench_group::<G2Projective>(
+        &gpu,
+        "g2",
+        args.g2_min..=args.g2_max,
+        runs,
+        &mut rows,
+        global.json,
+    )?;
+    bench_ntt(
+        &gpu,
+        args.ntt_min..=args.ntt_max,
+        runs,
+        &mut rows,
+        global.json,
+    )?;
     if global.json {
         println!("{}", json!({ "device": gpu.name(), "results": rows }));
     }
