@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use cudarc::driver::sys::CUdevice_attribute;
+use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
 
@@ -84,6 +84,24 @@ impl Gpu {
     /// (free, total) bytes of device memory now.
     pub fn memory(&self) -> Result<(usize, usize), GpuError> {
         self.ctx.mem_get_info().call("cuMemGetInfo")
+    }
+
+    /// Runs `f`, which enqueues work on this device's stream, and returns its result with the device
+    /// time that work took in milliseconds (CUDA events around it; waits for the work to finish).
+    /// For benchmarks: the clock covers the device, not host-side launch overhead before it.
+    pub fn time<T>(&self, f: impl FnOnce() -> Result<T, GpuError>) -> Result<(T, f32), GpuError> {
+        let timed = Some(CUevent_flags::CU_EVENT_DEFAULT);
+        let start = self
+            .stream
+            .record_event(timed)
+            .call("cuEventRecord (start)")?;
+        let out = f()?;
+        let end = self
+            .stream
+            .record_event(timed)
+            .call("cuEventRecord (end)")?;
+        let ms = start.elapsed_ms(&end).call("cuEventElapsedTime")?;
+        Ok((out, ms))
     }
 
     /// Refuses an allocation of `needed` bytes that cannot fit, with a clear error instead of an

@@ -17,10 +17,12 @@ pub mod layout;
 pub mod msm;
 pub mod ntt;
 mod probe;
+mod scalars;
 
 pub use device::Gpu;
 pub use error::GpuError;
 pub use probe::{probe, DeviceInfo, GpuUnavailable};
+pub use scalars::DeviceScalars;
 
 /// The embedded kernel fatbin, when the build had one.
 pub fn fatbin() -> Option<&'static [u8]> {

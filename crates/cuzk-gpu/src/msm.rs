@@ -9,7 +9,7 @@ use group::Group;
 
 use crate::error::DriverContext;
 use crate::layout::{as_words, DeviceWords, XyzzPoint, SCALAR_WORDS};
-use crate::{Gpu, GpuError};
+use crate::{DeviceScalars, Gpu, GpuError};
 
 /// Launch parameters, mirrored by `msm_params` in `cuda/msm/pippenger.cuh`.
 #[repr(C)]
@@ -182,11 +182,23 @@ fn exclusive_scan(gpu: &Gpu, values: &mut CudaSlice<u32>) -> Result<(), GpuError
     Ok(())
 }
 
-/// Σ scalars[i]·bases[i] over the first `scalars.len()` bases.
+/// Σ scalars[i]·bases[i] over the first `scalars.len()` bases, scalars from the host.
 pub fn msm<A: MsmAffine>(
     gpu: &Gpu,
     bases: &DeviceBases<A>,
     scalars: &[Scalar],
+) -> Result<A::Projective, GpuError> {
+    if scalars.is_empty() {
+        return Ok(A::Projective::identity());
+    }
+    msm_device(gpu, bases, &DeviceScalars::upload(gpu, scalars)?)
+}
+
+/// Σ scalars[i]·bases[i] over the first `scalars.len()` bases, scalars already on the device.
+pub fn msm_device<A: MsmAffine>(
+    gpu: &Gpu,
+    bases: &DeviceBases<A>,
+    scalars: &DeviceScalars,
 ) -> Result<A::Projective, GpuError> {
     let n = scalars.len();
     if n > bases.len() {
@@ -211,13 +223,11 @@ pub fn msm<A: MsmAffine>(
     let entries_len = n * p.windows as usize;
     gpu.ensure_fits(
         "MSM working memory",
-        4 * (2 * n * SCALAR_WORDS + entries_len + 3 * total_buckets)
+        4 * (n * SCALAR_WORDS + entries_len + 3 * total_buckets)
             + 4 * xyzz_words * (total_buckets + p.windows as usize * p.segments as usize),
     )?;
 
-    let raw = stream
-        .clone_htod(as_words(scalars))
-        .call("cuMemcpyHtoD (scalars)")?;
+    let raw = &scalars.words;
     let mut canonical = stream
         .alloc_zeros::<u32>(n * SCALAR_WORDS)
         .call("cuMemAlloc")?;
@@ -259,7 +269,7 @@ pub fn msm<A: MsmAffine>(
     unsafe {
         stream
             .launch_builder(&canonical_kernel)
-            .arg(&raw)
+            .arg(raw)
             .arg(&mut canonical)
             .arg(&n32)
             .launch(grid(n, 256))

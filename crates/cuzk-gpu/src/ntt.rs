@@ -8,12 +8,12 @@
 //! The coset shift and 1/n ride on the first pass's loads or the last pass's stores.
 
 use blstrs::Scalar;
-use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
 use ff::{Field, PrimeField};
 
 use crate::error::DriverContext;
-use crate::layout::{as_words, scalars_as_words_mut, SCALAR_WORDS};
+use crate::layout::{as_words, SCALAR_WORDS};
+use crate::scalars::DeviceScalars;
 use crate::{Gpu, GpuError};
 
 /// Largest supported transform: 2^28 points (8 GiB of scalars).
@@ -314,58 +314,6 @@ impl NttTables {
     }
 }
 
-/// Scalars in device memory, in the host's Montgomery layout.
-#[derive(Debug)]
-pub struct DeviceScalars {
-    words: CudaSlice<u32>,
-    len: usize,
-}
-
-impl DeviceScalars {
-    pub fn upload(gpu: &Gpu, values: &[Scalar]) -> Result<Self, GpuError> {
-        gpu.ensure_fits("scalars", std::mem::size_of_val(values))?;
-        let words = gpu
-            .stream()
-            .clone_htod(as_words(values))
-            .call("cuMemcpyHtoD (scalars)")?;
-        Ok(DeviceScalars {
-            words,
-            len: values.len(),
-        })
-    }
-
-    /// Copies the values into `out`, which must have the same length; waits for the stream.
-    pub fn download(&self, gpu: &Gpu, out: &mut [Scalar]) -> Result<(), GpuError> {
-        if out.len() != self.len {
-            return Err(GpuError::InvalidInput {
-                what: "scalar download",
-                reason: format!(
-                    "{} scalars on the device, {} on the host",
-                    self.len,
-                    out.len()
-                ),
-            });
-        }
-        gpu.stream()
-            .memcpy_dtoh(&self.words, scalars_as_words_mut(out))
-            .call("cuMemcpyDtoH (scalars)")
-    }
-
-    pub fn to_vec(&self, gpu: &Gpu) -> Result<Vec<Scalar>, GpuError> {
-        let mut out = vec![Scalar::ZERO; self.len];
-        self.download(gpu, &mut out)?;
-        Ok(out)
-    }
-
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
-
 /// Transforms `data` in place; `data` must hold exactly the tables' size.
 pub fn ntt(
     gpu: &Gpu,
@@ -542,27 +490,6 @@ pub fn ab_minus_c(
             .call("ntt_ab_minus_c")?;
     }
     Ok(())
-}
-
-/// Runs `f`, which enqueues work on the GPU's stream, and returns its result with the device time
-/// that work took in milliseconds (CUDA events around it; waits for the work to finish). For
-/// benchmarks: the clock covers the device, not the host's launch overhead before the first kernel.
-pub fn time_on_device<T>(
-    gpu: &Gpu,
-    f: impl FnOnce() -> Result<T, GpuError>,
-) -> Result<(T, f32), GpuError> {
-    let timed = Some(CUevent_flags::CU_EVENT_DEFAULT);
-    let start = gpu
-        .stream()
-        .record_event(timed)
-        .call("cuEventRecord (start)")?;
-    let out = f()?;
-    let end = gpu
-        .stream()
-        .record_event(timed)
-        .call("cuEventRecord (end)")?;
-    let ms = start.elapsed_ms(&end).call("cuEventElapsedTime")?;
-    Ok((out, ms))
 }
 
 #[cfg(test)]

@@ -8,9 +8,9 @@ mod common;
 
 use blstrs::Scalar;
 use cuzk_gpu::ntt::{
-    ab_minus_c, bit_reverse, ntt, ntt_host, time_on_device, Coset, DeviceScalars, Direction,
-    NttOrder, NttTables, Transform,
+    ab_minus_c, bit_reverse, ntt, ntt_host, Coset, Direction, NttOrder, NttTables, Transform,
 };
+use cuzk_gpu::DeviceScalars;
 use cuzk_gpu::{Gpu, GpuError};
 use cuzk_math::EvaluationDomain;
 use ff::{Field, PrimeField};
@@ -356,8 +356,9 @@ fn reports_device_time() {
         for order in ORDERS {
             let transform = kind(order);
             ntt(&gpu, &tables, &mut data, transform).unwrap(); // warm-up
-            let ((), ms) =
-                time_on_device(&gpu, || ntt(&gpu, &tables, &mut data, transform)).unwrap();
+            let ((), ms) = gpu
+                .time(|| ntt(&gpu, &tables, &mut data, transform))
+                .unwrap();
             eprintln!("NTT 2^{log} on {}: {transform:?}: {ms:.3} ms", gpu.name());
         }
     }

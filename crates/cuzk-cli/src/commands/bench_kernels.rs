@@ -1,17 +1,17 @@
 //! `cuzk bench-kernels`: times the GPU kernels on this machine's first device and prints one table.
 //!
 //! Each figure is the median of `--runs` calls after one warm-up.
-//! - MSM: bases uploaded once (resident); wall clock around the whole call (scalars uploaded from
-//!   pageable host memory, work buffers allocated, result downloaded): an upper bound.
+//! - MSM: bases and scalars on the device; CUDA events around the call (which allocates its work
+//!   buffers and downloads the one result point).
 //! - NTT: data on the device, CUDA events around the transform; and, as "h2d2h", wall clock of
 //!   upload + transform + download from pageable host memory.
 
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use cuzk_gpu::msm::{msm, DeviceBases, MsmAffine};
-use cuzk_gpu::ntt::{ntt, time_on_device, DeviceScalars, NttOrder, NttTables, Transform};
-use cuzk_gpu::Gpu;
+use cuzk_gpu::msm::{msm_device, DeviceBases, MsmAffine};
+use cuzk_gpu::ntt::{ntt, NttOrder, NttTables, Transform};
+use cuzk_gpu::{DeviceScalars, Gpu};
 use cuzk_math::{G1Projective, G2Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
@@ -58,13 +58,12 @@ fn median_ms(mut runs: Vec<f64>) -> f64 {
 }
 
 fn time_msm<A: MsmAffine>(gpu: &Gpu, bases: &DeviceBases<A>, log: u32, runs: usize) -> Result<f64> {
-    let scalars = random_scalars(1 << log);
-    msm(gpu, bases, &scalars).context("warm-up")?;
+    let scalars = DeviceScalars::upload(gpu, &random_scalars(1 << log))?;
+    msm_device(gpu, bases, &scalars).context("warm-up")?;
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs {
-        let start = Instant::now();
-        msm(gpu, bases, &scalars)?;
-        times.push(start.elapsed().as_secs_f64() * 1e3);
+        let (_, ms) = gpu.time(|| msm_device(gpu, bases, &scalars))?;
+        times.push(f64::from(ms));
     }
     Ok(median_ms(times))
 }
@@ -119,7 +118,7 @@ fn bench_ntt(
         let mut on_device = Vec::with_capacity(runs);
         let mut round_trip = Vec::with_capacity(runs);
         for run in 0..=runs {
-            let ((), ms) = time_on_device(gpu, || ntt(gpu, &tables, &mut data, transform))?;
+            let ((), ms) = gpu.time(|| ntt(gpu, &tables, &mut data, transform))?;
             let start = Instant::now();
             let mut staged = DeviceScalars::upload(gpu, &host)?;
             ntt(gpu, &tables, &mut staged, transform)?;
