@@ -9,26 +9,7 @@ use cuzk_gpu::msm::{msm, DeviceBases, MsmAffine};
 use cuzk_gpu::Gpu;
 use ff::Field;
 use group::prime::PrimeCurveAffine;
-use group::{Curve, Group};
 use rand_core::RngCore;
-
-fn random_points<P: Group + Curve>(rng: &mut impl RngCore, n: usize) -> Vec<P::AffineRepr>
-where
-    P::AffineRepr: Copy,
-{
-    // A few random points, then cheap combinations of them, so large sizes stay fast to build.
-    let seeds: Vec<P> = (0..64).map(|_| P::random(&mut *rng)).collect();
-    let mut acc = P::random(&mut *rng);
-    let points: Vec<P> = (0..n)
-        .map(|i| {
-            acc += seeds[i % 64];
-            acc
-        })
-        .collect();
-    let mut out = vec![P::identity().to_affine(); n];
-    P::batch_normalize(&points, &mut out);
-    out
-}
 
 /// The scalar patterns of the edge cases, by name.
 fn scalars(rng: &mut impl RngCore, kind: &str, n: usize) -> Vec<Scalar> {
@@ -97,7 +78,7 @@ fn g1_msm_matches_cpu() {
     let mut rng = common::rng("g1_msm_matches_cpu");
     // Enough bases for the fixed edge sizes below, whatever CUZK_GPU_TEST_MAX_LOG says.
     let max = (1usize << common::max_log()).max(4097);
-    let mut points = random_points::<G1Projective>(&mut rng, max);
+    let mut points = cuzk_testkit::distinct_points::<G1Projective>(&mut rng, max);
     points[5] = G1Affine::identity(); // an identity base
     check(
         &gpu,
@@ -117,7 +98,7 @@ fn g2_msm_matches_cpu() {
     };
     let mut rng = common::rng("g2_msm_matches_cpu");
     let max = (1usize << common::max_log().min(18)).max(1025);
-    let mut points = random_points::<G2Projective>(&mut rng, max);
+    let mut points = cuzk_testkit::distinct_points::<G2Projective>(&mut rng, max);
     points[3] = G2Affine::identity();
     check(
         &gpu,

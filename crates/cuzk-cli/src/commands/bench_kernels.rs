@@ -22,36 +22,6 @@ use serde_json::json;
 use crate::args::{BenchKernelsArgs, GlobalArgs};
 use crate::Outcome;
 
-/// `n` distinct points, cheaply: a random start per chunk, then running sums of 64 random points.
-fn points<P: Group + Curve>(n: usize) -> Vec<P::AffineRepr>
-where
-    P::AffineRepr: Send + Copy,
-{
-    const CHUNK: usize = 1 << 16;
-    let steps: Vec<P> = (0..64).map(|_| P::random(OsRng)).collect();
-    let mut out = Vec::with_capacity(n);
-    let chunks: Vec<Vec<P::AffineRepr>> = (0..n.div_ceil(CHUNK))
-        .into_par_iter()
-        .map(|c| {
-            let len = CHUNK.min(n - c * CHUNK);
-            let mut acc = P::random(OsRng);
-            let projective: Vec<P> = (0..len)
-                .map(|i| {
-                    acc += steps[i % 64];
-                    acc
-                })
-                .collect();
-            let mut affine = vec![P::identity().to_affine(); len];
-            P::batch_normalize(&projective, &mut affine);
-            affine
-        })
-        .collect();
-    for chunk in chunks {
-        out.extend(chunk);
-    }
-    out
-}
-
 fn median_ms(mut runs: Vec<f64>) -> f64 {
     runs.sort_by(f64::total_cmp);
     runs[runs.len() / 2]
@@ -77,13 +47,13 @@ fn bench_group<P>(
     json: bool,
 ) -> Result<()>
 where
-    P: Group + Curve,
+    P: Group + Curve + Send + Sync,
     P::AffineRepr: MsmAffine + Send + Copy,
 {
     let Some(max) = logs.clone().max() else {
         return Ok(());
     };
-    let host = points::<P>(1 << max);
+    let host = cuzk_testkit::distinct_points::<P>(&mut OsRng, 1 << max);
     let bases = DeviceBases::upload(gpu, &host)?;
     for log in logs {
         let ms = time_msm(gpu, &bases, log, runs)?;

@@ -5,8 +5,6 @@ use std::io::Write;
 use std::sync::Arc;
 
 use cuzk_gpu::Gpu;
-use rand_chacha::ChaCha20Rng;
-use rand_core::SeedableRng;
 
 /// The first device, or `None` after printing why the test is skipped.
 pub fn gpu(test: &str) -> Option<Arc<Gpu>> {
@@ -20,20 +18,7 @@ pub fn gpu(test: &str) -> Option<Arc<Gpu>> {
     }
 }
 
-/// A fresh seed per run, printed so a failure can be replayed with CUZK_TEST_SEED.
-pub fn rng(test: &str) -> ChaCha20Rng {
-    let seed = std::env::var("CUZK_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(0)
-        });
-    eprintln!("{test}: CUZK_TEST_SEED={seed}");
-    ChaCha20Rng::seed_from_u64(seed)
-}
+pub use cuzk_testkit::rng;
 
 /// Largest log2 size the GPU tests go to (`CUZK_GPU_TEST_MAX_LOG`, default 20).
 pub fn max_log() -> u32 {

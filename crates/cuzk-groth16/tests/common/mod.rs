@@ -5,23 +5,8 @@ use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use cuzk_math::Scalar;
 use cuzk_synth::circuits::SyntheticCircuit;
 use ff::Field;
-use rand_chacha::ChaCha20Rng;
-use rand_core::SeedableRng;
 
-/// A fresh seed per run, printed so a failure can be replayed with CUZK_TEST_SEED.
-pub fn rng(test: &str) -> ChaCha20Rng {
-    let seed = std::env::var("CUZK_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(0)
-        });
-    eprintln!("{test}: CUZK_TEST_SEED={seed}");
-    ChaCha20Rng::seed_from_u64(seed)
-}
+pub use cuzk_testkit::rng;
 
 pub fn synthetic(constraints: usize, boolean_fraction: f64, seed: u64) -> SyntheticCircuit {
     SyntheticCircuit {
