@@ -32,14 +32,6 @@ struct xyzz_t {
     }
     __device__ __forceinline__ xyzz_t operator-() const { return {X, -Y, ZZ, ZZZ}; }
 
-    // 2·(x, y) of an affine point (mdbl-2008-s-1).
-    __device__ __forceinline__ static xyzz_t dbl_affine(const affine_t<F>& p) {
-        const F u = p.y.dbl(), v = u.sqr(), w = u * v, s = p.x * v;
-        const F x2 = p.x.sqr(), m = x2.dbl() + x2;
-        const F x3 = m.sqr() - s.dbl();
-        return {x3, m * (s - x3) - w * p.y, v, w};
-    }
-
     // 2·this (dbl-2008-s-1).
     __device__ __forceinline__ xyzz_t dbl() const {
         if (is_identity()) return *this;
@@ -59,7 +51,7 @@ struct xyzz_t {
         const F u2 = p.x * ZZ, s2 = p.y * ZZZ;
         const F pp_ = u2 - X, r = s2 - Y;
         if (pp_.is_zero()) {
-            *this = r.is_zero() ? dbl_affine(p) : identity();
+            *this = r.is_zero() ? from_affine(p).dbl() : identity();
             return;
         }
         const F pp = pp_.sqr(), ppp = pp_ * pp, q = X * pp;

@@ -1,5 +1,6 @@
 //! Multi-scalar multiplication on the device (Pippenger, every stage on the GPU; see
-//! `cuda/msm/pippenger.cuh`), for G1 and G2, with bases resident in device memory.
+//! `cuda/msm/pippenger.cuh`) and bitmap batch addition (`cuda/msm/batch_add.cuh`), for G1 and G2,
+//! with bases resident in device memory.
 
 use std::marker::PhantomData;
 
@@ -60,6 +61,7 @@ pub struct MsmKernels {
     pub reduce: &'static str,
     pub window_sum: &'static str,
     pub combine: &'static str,
+    pub batch_add: &'static str,
 }
 
 /// An affine point type the MSM kernels take as bases.
@@ -75,6 +77,7 @@ impl MsmAffine for G1Affine {
         reduce: "msm_reduce_g1",
         window_sum: "msm_window_sum_g1",
         combine: "msm_combine_g1",
+        batch_add: "batch_add_g1",
     };
 }
 
@@ -85,6 +88,7 @@ impl MsmAffine for G2Affine {
         reduce: "msm_reduce_g2",
         window_sum: "msm_window_sum_g2",
         combine: "msm_combine_g2",
+        batch_add: "batch_add_g2",
     };
 }
 
@@ -327,6 +331,89 @@ pub fn msm_device<A: MsmAffine>(
             .call(A::KERNELS.combine)?;
     }
     let words = stream.clone_dtoh(&out).call("cuMemcpyDtoH (MSM result)")?;
+    A::Projective::from_xyzz(&words)
+}
+
+/// Σ bases[i] over the set bits i < n of a bitmap given as little-endian u64 words (the layout of
+/// `cuzk_math::Bitmap::words`): the plain sum for scalars equal to 1.
+pub fn bitmap_sum<A: MsmAffine>(
+    gpu: &Gpu,
+    bases: &DeviceBases<A>,
+    bits: &[u64],
+    n: usize,
+) -> Result<A::Projective, GpuError> {
+    if n > bases.len() || bits.len() * 64 < n || n >= 1 << 31 {
+        return Err(GpuError::InvalidInput {
+            what: "bitmap sum",
+            reason: format!(
+                "{n} bits over {} bases with {} bitmap bits (limit 2^31)",
+                bases.len(),
+                bits.len() * 64
+            ),
+        });
+    }
+    if n == 0 {
+        return Ok(A::Projective::identity());
+    }
+    /// 256 bits per thread: enough work per thread, enough threads to fill the device.
+    const WORDS_PER_THREAD: usize = 8;
+    const SUM_BLOCK: u32 = 64;
+    let words32 = n.div_ceil(32);
+    let threads = words32.div_ceil(WORDS_PER_THREAD);
+    let words: Vec<u32> = bits
+        .iter()
+        .flat_map(|w| [*w as u32, (*w >> 32) as u32])
+        .take(words32)
+        .collect();
+    let xyzz_words = <A::Projective as XyzzPoint>::XYZZ_WORDS;
+    let stream = gpu.stream();
+    gpu.ensure_fits("bitmap sum", 4 * (words32 + (threads + 2) * xyzz_words))?;
+    let bits_dev = stream.clone_htod(&words).call("cuMemcpyHtoD (bitmap)")?;
+    let mut partial = stream
+        .alloc_zeros::<u32>(threads * xyzz_words)
+        .call("cuMemAlloc")?;
+    let mut sum = stream.alloc_zeros::<u32>(xyzz_words).call("cuMemAlloc")?;
+    let (batch_add, window_sum) = (
+        gpu.kernel(A::KERNELS.batch_add)?,
+        gpu.kernel(A::KERNELS.window_sum)?,
+    );
+    let (n32, per32, threads32) = (n as u32, WORDS_PER_THREAD as u32, threads as u32);
+    // The tree kernel sums `segments` partials of "window" 0 into one point.
+    let tree = MsmParams {
+        n: n32,
+        window_bits: 0,
+        windows: 1,
+        buckets: 0,
+        segments: threads32,
+    };
+    // SAFETY: bases hold ≥ n points; `bits_dev` holds ⌈n/32⌉ words and the kernel reads only
+    // those (bits past n masked); `partial` holds `threads` points, one per thread; the tree
+    // kernel reads those `threads` partials and writes one point to `sum`, with SUM_BLOCK threads
+    // (a power of two) and SUM_BLOCK points of shared memory.
+    unsafe {
+        stream
+            .launch_builder(&batch_add)
+            .arg(&bases.words)
+            .arg(&bits_dev)
+            .arg(&n32)
+            .arg(&per32)
+            .arg(&threads32)
+            .arg(&mut partial)
+            .launch(grid(threads, 128))
+            .call(A::KERNELS.batch_add)?;
+        stream
+            .launch_builder(&window_sum)
+            .arg(&partial)
+            .arg(&tree)
+            .arg(&mut sum)
+            .launch(LaunchConfig {
+                grid_dim: (1, 1, 1),
+                block_dim: (SUM_BLOCK, 1, 1),
+                shared_mem_bytes: SUM_BLOCK * 4 * xyzz_words as u32,
+            })
+            .call(A::KERNELS.window_sum)?;
+    }
+    let words = stream.clone_dtoh(&sum).call("cuMemcpyDtoH (bitmap sum)")?;
     A::Projective::from_xyzz(&words)
 }
 

@@ -5,7 +5,7 @@
 mod common;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cuzk_gpu::msm::{msm, DeviceBases, MsmAffine};
+use cuzk_gpu::msm::{bitmap_sum, msm, DeviceBases, MsmAffine};
 use cuzk_gpu::Gpu;
 use ff::Field;
 use group::prime::PrimeCurveAffine;
@@ -59,6 +59,30 @@ where
     }
 }
 
+/// Bitmap sums at awkward lengths and densities, against cuzk-math's.
+fn check_bitmap_sums<A>(gpu: &Gpu, rng: &mut impl RngCore, points: &[A])
+where
+    A: MsmAffine + cuzk_math::msm::AffineCoordinates<Scalar = Scalar> + Send + Sync,
+    A::Projective: PartialEq + std::fmt::Debug + From<A::Curve>,
+{
+    let bases = DeviceBases::upload(gpu, points).unwrap();
+    let max = points.len();
+    for n in [0, 1, 31, 32, 33, 63, 64, 65, 1000, 4097, max]
+        .into_iter()
+        .filter(|&n| n <= max)
+    {
+        for density in [0u32, 1, 50, 99, 100] {
+            let mut bits = cuzk_math::Bitmap::new();
+            for _ in 0..n {
+                bits.push(rng.next_u32() % 100 < density);
+            }
+            let expect = cuzk_math::bitmap_sum(&points[..n], &bits);
+            let got = bitmap_sum(gpu, &bases, bits.words(), n).unwrap();
+            assert_eq!(got, A::Projective::from(expect), "n = {n}, {density}% set");
+        }
+    }
+}
+
 const EDGE_KINDS: [&str; 8] = [
     "random",
     "zero",
@@ -89,6 +113,7 @@ fn g1_msm_matches_cpu() {
     );
     let powers: Vec<usize> = (4..=common::max_log()).map(|l| 1 << l).collect();
     check(&gpu, &mut rng, &points, &powers, &["random"]);
+    check_bitmap_sums(&gpu, &mut rng, &points);
 }
 
 #[test]
@@ -112,4 +137,5 @@ fn g2_msm_matches_cpu() {
         .map(|l| 1 << l)
         .collect();
     check(&gpu, &mut rng, &points, &powers, &["random"]);
+    check_bitmap_sums(&gpu, &mut rng, &points);
 }
