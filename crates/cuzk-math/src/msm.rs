@@ -46,31 +46,26 @@ pub trait AffineCoordinates: PrimeCurveAffine {
     fn jacobian(p: &Self::Curve) -> (Self::Base, Self::Base, Self::Base);
 }
 
-impl AffineCoordinates for G1Affine {
-    type Base = Fp;
-    fn coordinates(&self) -> (Fp, Fp) {
-        (self.x(), self.y())
-    }
-    fn from_coordinates(x: Fp, y: Fp) -> Self {
-        G1Affine::from_raw_unchecked(x, y, false)
-    }
-    fn jacobian(p: &G1Projective) -> (Fp, Fp, Fp) {
-        (p.x(), p.y(), p.z())
-    }
+/// blstrs exposes the same accessors on both groups, with their own coordinate field.
+macro_rules! affine_coordinates {
+    ($affine:ty, $projective:ty, $base:ty) => {
+        impl AffineCoordinates for $affine {
+            type Base = $base;
+            fn coordinates(&self) -> ($base, $base) {
+                (self.x(), self.y())
+            }
+            fn from_coordinates(x: $base, y: $base) -> Self {
+                <$affine>::from_raw_unchecked(x, y, false)
+            }
+            fn jacobian(p: &$projective) -> ($base, $base, $base) {
+                (p.x(), p.y(), p.z())
+            }
+        }
+    };
 }
 
-impl AffineCoordinates for G2Affine {
-    type Base = Fp2;
-    fn coordinates(&self) -> (Fp2, Fp2) {
-        (self.x(), self.y())
-    }
-    fn from_coordinates(x: Fp2, y: Fp2) -> Self {
-        G2Affine::from_raw_unchecked(x, y, false)
-    }
-    fn jacobian(p: &G2Projective) -> (Fp2, Fp2, Fp2) {
-        (p.x(), p.y(), p.z())
-    }
-}
+affine_coordinates!(G1Affine, G1Projective, Fp);
+affine_coordinates!(G2Affine, G2Projective, Fp2);
 
 /// Converts `points` to affine into `out` with a single field inversion
 /// (`group`'s default `batch_normalize`, which blstrs uses, inverts per point).
