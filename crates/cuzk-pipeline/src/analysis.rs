@@ -1,0 +1,211 @@
+//! What a TIMELINE says about the GPU: its busy intervals merged over all workers, the idle
+//! windows between them, the busy fraction and the steady-state time per job.
+
+use std::collections::HashMap;
+
+use crate::timeline::{Record, Timeline};
+
+/// One partition's time on the GPU: GPU_START (or GPU_PICKUP when the log has no GPU_START) to
+/// GPU_END.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GpuInterval {
+    pub job_id: String,
+    pub partition: Option<u32>,
+    pub start_ms: f64,
+    pub end_ms: f64,
+}
+
+/// A stretch with no partition on the GPU, between two busy stretches.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IdleWindow {
+    pub start_ms: f64,
+    pub end_ms: f64,
+    /// The job whose interval ended last before the window.
+    pub job_before: String,
+    /// The job whose interval starts the next busy stretch.
+    pub job_after: String,
+}
+
+impl IdleWindow {
+    pub fn length_ms(&self) -> f64 {
+        self.end_ms - self.start_ms
+    }
+}
+
+/// The GPU side of a timeline.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GpuSummary {
+    pub intervals: Vec<GpuInterval>,
+    pub idle_windows: Vec<IdleWindow>,
+    /// Busy time over [first GPU start, last GPU end]; 1.0 for a single instant.
+    pub busy_fraction: f64,
+    /// (last job's final GPU_END − first job's final GPU_END) / (jobs − 1), in seconds.
+    pub steady_state_s_per_job: Option<f64>,
+    pub jobs: usize,
+}
+
+/// Pairs each GPU_END with the latest earlier unmatched GPU_START of the same job and partition,
+/// falling back to GPU_PICKUP for logs that have no GPU_START. Ends without a start are dropped.
+pub fn gpu_intervals(timeline: &Timeline) -> Vec<GpuInterval> {
+    let has_start = timeline.records.iter().any(|r| r.event == "GPU_START");
+    let opening = if has_start { "GPU_START" } else { "GPU_PICKUP" };
+    let mut open: HashMap<(&str, Option<u32>), Vec<f64>> = HashMap::new();
+    let mut intervals = Vec::new();
+    for record in &timeline.records {
+        let key = (record.job_id.as_str(), record.partition());
+        if record.event == opening {
+            open.entry(key).or_default().push(record.ms);
+        } else if record.event == "GPU_END" {
+            if let Some(start_ms) = open.get_mut(&key).and_then(Vec::pop) {
+                intervals.push(interval(record, start_ms));
+            }
+        }
+    }
+    intervals.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
+    intervals
+}
+
+fn interval(end: &Record, start_ms: f64) -> GpuInterval {
+    GpuInterval {
+        job_id: end.job_id.clone(),
+        partition: end.partition(),
+        start_ms,
+        end_ms: end.ms,
+    }
+}
+
+/// Merges the intervals of all workers and measures the gaps.
+pub fn summarize(timeline: &Timeline) -> GpuSummary {
+    let intervals = gpu_intervals(timeline);
+    let mut idle_windows = Vec::new();
+    let mut busy_ms = 0.0;
+    // The busy stretch being merged: its start, its end and the job that reached that end.
+    let mut stretch: Option<(f64, f64, &str)> = None;
+    for iv in &intervals {
+        stretch = Some(match stretch {
+            None => (iv.start_ms, iv.end_ms, iv.job_id.as_str()),
+            Some((start, end, job)) if iv.start_ms <= end => {
+                if iv.end_ms > end {
+                    (start, iv.end_ms, iv.job_id.as_str())
+                } else {
+                    (start, end, job)
+                }
+            }
+            Some((start, end, job)) => {
+                busy_ms += end - start;
+                idle_windows.push(IdleWindow {
+                    start_ms: end,
+                    end_ms: iv.start_ms,
+                    job_before: job.to_owned(),
+                    job_after: iv.job_id.clone(),
+                });
+                (iv.start_ms, iv.end_ms, iv.job_id.as_str())
+            }
+        });
+    }
+    if let Some((start, end, _)) = stretch {
+        busy_ms += end - start;
+    }
+    let span_ms = match (
+        intervals.first(),
+        intervals.iter().map(|i| i.end_ms).reduce(f64::max),
+    ) {
+        (Some(first), Some(last)) => last - first.start_ms,
+        _ => 0.0,
+    };
+    let busy_fraction = if span_ms > 0.0 {
+        busy_ms / span_ms
+    } else {
+        1.0
+    };
+
+    let mut final_end: HashMap<&str, f64> = HashMap::new();
+    for iv in &intervals {
+        let end = final_end.entry(iv.job_id.as_str()).or_insert(iv.end_ms);
+        *end = end.max(iv.end_ms);
+    }
+    let mut finals: Vec<f64> = final_end.values().copied().collect();
+    finals.sort_by(f64::total_cmp);
+    let steady_state_s_per_job = match finals.as_slice() {
+        [first, .., last] => Some((last - first) / (finals.len() - 1) as f64 / 1000.0),
+        _ => None,
+    };
+    GpuSummary {
+        jobs: finals.len(),
+        intervals,
+        idle_windows,
+        busy_fraction,
+        steady_state_s_per_job,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(log: &str) -> GpuSummary {
+        summarize(&Timeline::parse(log))
+    }
+
+    /// Two workers, overlapping intervals, lines out of order, noise: GPU busy 0–100 and 120–300
+    /// (worker intervals 0–60, 40–100, 120–200, 150–300), so one idle window 100–120.
+    const TWO_WORKERS: &str = "\
+        TIMELINE,150,GPU_START,b,partition=1,worker=0\n\
+        boot noise\n\
+        TIMELINE,0,GPU_START,a,partition=0,worker=0\n\
+        TIMELINE,60,GPU_END,a,partition=0,worker=0\n\
+        TIMELINE,40,GPU_START,a,partition=1,worker=1\n\
+        TIMELINE,100,GPU_END,a,partition=1,worker=1\n\
+        TIMELINE,120,GPU_START,b,partition=0,worker=1\n\
+        TIMELINE,oops\n\
+        TIMELINE,200,GPU_END,b,partition=0,worker=1\n\
+        TIMELINE,300,GPU_END,b,partition=1,worker=0\n";
+
+    #[test]
+    fn merges_workers_and_finds_the_idle_window() {
+        let s = summary(TWO_WORKERS);
+        assert_eq!(s.intervals.len(), 4);
+        assert_eq!(s.jobs, 2);
+        assert_eq!(
+            s.idle_windows,
+            vec![IdleWindow {
+                start_ms: 100.0,
+                end_ms: 120.0,
+                job_before: "a".into(),
+                job_after: "b".into(),
+            }]
+        );
+        assert!((s.busy_fraction - 280.0 / 300.0).abs() < 1e-12);
+        // Final GPU_ENDs: a at 100, b at 300.
+        assert_eq!(s.steady_state_s_per_job, Some(0.2));
+    }
+
+    #[test]
+    fn pickup_stands_in_for_a_missing_gpu_start() {
+        let s = summary(
+            "TIMELINE,5,GPU_PICKUP,x,partition=0,worker=0\n\
+             TIMELINE,25,GPU_END,x,partition=0,worker=0\n\
+             TIMELINE,30,GPU_PICKUP,y,partition=0,worker=0\n\
+             TIMELINE,50,GPU_END,y,partition=0,worker=0\n\
+             TIMELINE,60,GPU_PICKUP,z,partition=0,worker=0\n\
+             TIMELINE,80,GPU_END,z,partition=0,worker=0\n",
+        );
+        assert_eq!(s.idle_windows.len(), 2);
+        assert!((s.busy_fraction - 60.0 / 75.0).abs() < 1e-12);
+        assert_eq!(s.steady_state_s_per_job, Some(0.0275));
+    }
+
+    #[test]
+    fn empty_and_single_job_timelines() {
+        let s = summary("nothing here\n");
+        assert_eq!(
+            (s.jobs, s.busy_fraction, s.steady_state_s_per_job),
+            (0, 1.0, None)
+        );
+        let s = summary("TIMELINE,1,GPU_START,a,partition=0\nTIMELINE,2,GPU_END,a,partition=0\n");
+        assert_eq!(
+            (s.jobs, s.busy_fraction, s.steady_state_s_per_job),
+            (1, 1.0, None)
+        );
+    }
+}
