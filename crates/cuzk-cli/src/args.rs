@@ -37,6 +37,8 @@ pub enum Command {
     Prove(ProveArgs),
     /// Verify a proof (exit 0 valid, 1 invalid, 2 unusable input).
     Verify(VerifyArgs),
+    /// Read a TIMELINE log (ours or the public engine's): GPU idle windows, busy fraction, throughput.
+    Analyze(AnalyzeArgs),
     /// Time the GPU kernels (MSM in G1 and G2, NTT) on the first device and print a table.
     BenchKernels(BenchKernelsArgs),
 }
@@ -149,4 +151,10 @@ pub struct BenchKernelsArgs {
     pub ntt_min: u32,
     #[arg(long, default_value_t = 27)]
     pub ntt_max: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    /// A log holding TIMELINE lines (other lines are ignored).
+    pub timeline: PathBuf,
 }

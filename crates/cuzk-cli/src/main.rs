@@ -42,6 +42,7 @@ fn main() -> ExitCode {
         Command::Setup(args) => commands::setup::run(&cli.global, args),
         Command::Prove(args) => commands::prove::run(&cli.global, args),
         Command::Verify(args) => commands::verify::run(&cli.global, args),
+        Command::Analyze(args) => commands::analyze::run(&cli.global, args),
         Command::BenchKernels(args) => commands::bench_kernels::run(&cli.global, args),
     };
     match result {

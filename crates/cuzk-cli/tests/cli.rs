@@ -270,3 +270,41 @@ fn verify_accepts_bellperson_params_and_proofs() {
     let output = verify(&files, "bp.params", "bp.proof", "bp.json");
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }
+
+/// `cuzk analyze` on a hand-built log: two GPU workers, lines out of order, noise and a malformed
+/// line; known idle window, busy fraction and throughput.
+#[test]
+fn analyze_reports_idle_windows_and_throughput() {
+    let files = Files::new();
+    let log = "\
+        engine starting\n\
+        TIMELINE,300,GPU_END,b,partition=1,worker=0\n\
+        TIMELINE,0,SYNTH_START,a,partition=0\n\
+        TIMELINE,0,GPU_START,a,partition=0,worker=0\n\
+        TIMELINE,40,GPU_START,a,partition=1,worker=1\n\
+        TIMELINE,60,GPU_END,a,partition=0,worker=0\n\
+        TIMELINE,100,GPU_END,a,partition=1,worker=1\n\
+        TIMELINE,120,GPU_START,b,partition=0,worker=1\n\
+        TIMELINE,150,GPU_START,b,partition=1,worker=0\n\
+        TIMELINE,200,GPU_END,b,partition=0,worker=1\n\
+        TIMELINE,not-a-number,GPU_END,b,partition=0\n";
+    std::fs::write(files.path("t.log"), log).expect("write");
+    let output = cuzk(&["--json", "analyze", &files.path("t.log")]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert_eq!(summary["jobs"], 2);
+    assert_eq!(summary["partitions"], 4);
+    assert_eq!(summary["malformed_lines"], 1);
+    assert_eq!(summary["max_synth_in_flight"], 1);
+    assert_eq!(summary["steady_state_s_per_job"], 0.2);
+    let busy = summary["gpu_busy_fraction"].as_f64().expect("number");
+    assert!((busy - 280.0 / 300.0).abs() < 1e-9);
+    let windows = summary["gpu_idle_windows"].as_array().expect("array");
+    assert_eq!(windows.len(), 1);
+    assert_eq!(windows[0]["start_ms"], 100.0);
+    assert_eq!(windows[0]["end_ms"], 120.0);
+
+    let output = cuzk(&["analyze", &files.path("missing.log")]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("missing.log"));
+}

@@ -139,6 +139,27 @@ pub fn summarize(timeline: &Timeline) -> GpuSummary {
     }
 }
 
+/// The most syntheses running at once: SYNTH_START opens one, SYNTH_END closes one (records are in
+/// time order; at equal times ends count first, so back-to-back syntheses are not overlap).
+pub fn max_synth_in_flight(timeline: &Timeline) -> usize {
+    let mut events: Vec<(f64, i32)> = timeline
+        .records
+        .iter()
+        .filter_map(|r| match r.event.as_str() {
+            "SYNTH_START" => Some((r.ms, 1)),
+            "SYNTH_END" => Some((r.ms, -1)),
+            _ => None,
+        })
+        .collect();
+    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let (mut now, mut max) = (0i32, 0i32);
+    for (_, delta) in events {
+        now += delta;
+        max = max.max(now);
+    }
+    max.max(0) as usize
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,6 +214,19 @@ mod tests {
         assert_eq!(s.idle_windows.len(), 2);
         assert!((s.busy_fraction - 60.0 / 75.0).abs() < 1e-12);
         assert_eq!(s.steady_state_s_per_job, Some(0.0275));
+    }
+
+    #[test]
+    fn counts_syntheses_in_flight() {
+        let t = Timeline::parse(
+            "TIMELINE,0,SYNTH_START,a,partition=0\n\
+             TIMELINE,5,SYNTH_START,a,partition=1\n\
+             TIMELINE,7,SYNTH_START,b,partition=0\n\
+             TIMELINE,10,SYNTH_END,a,partition=0\n\
+             TIMELINE,10,SYNTH_START,b,partition=1\n\
+             TIMELINE,20,SYNTH_END,a,partition=1\n",
+        );
+        assert_eq!(max_synth_in_flight(&t), 3);
     }
 
     #[test]

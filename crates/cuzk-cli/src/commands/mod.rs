@@ -1,5 +1,6 @@
 //! One module per subcommand: each validates its arguments, then calls the libraries.
 
+pub mod analyze;
 pub mod bench_kernels;
 pub mod demo;
 pub mod prove;

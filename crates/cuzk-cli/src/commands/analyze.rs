@@ -1,0 +1,79 @@
+//! `cuzk analyze`: what a TIMELINE log (ours or the public engine's) says about the GPU.
+
+use anyhow::{Context, Result};
+use cuzk_pipeline::analysis::{max_synth_in_flight, summarize};
+use cuzk_pipeline::timeline::Timeline;
+use serde_json::json;
+
+use crate::args::{AnalyzeArgs, GlobalArgs};
+use crate::Outcome;
+
+pub fn run(global: &GlobalArgs, args: AnalyzeArgs) -> Result<Outcome> {
+    let log = std::fs::read_to_string(&args.timeline)
+        .with_context(|| format!("reading {}", args.timeline.display()))?;
+    let timeline = Timeline::parse(&log);
+    let gpu = summarize(&timeline);
+    let in_flight = max_synth_in_flight(&timeline);
+    if global.json {
+        let windows: Vec<_> = gpu
+            .idle_windows
+            .iter()
+            .map(|w| {
+                json!({
+                    "start_ms": w.start_ms,
+                    "end_ms": w.end_ms,
+                    "length_ms": w.length_ms(),
+                    "job_before": w.job_before,
+                    "job_after": w.job_after,
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            json!({
+                "gpu_busy_fraction": gpu.busy_fraction,
+                "gpu_idle_windows": windows,
+                "steady_state_s_per_job": gpu.steady_state_s_per_job,
+                "max_synth_in_flight": in_flight,
+                "jobs": gpu.jobs,
+                "partitions": gpu.intervals.len(),
+                "malformed_lines": timeline.malformed,
+            })
+        );
+        return Ok(Outcome::Success);
+    }
+    println!(
+        "{}: {} TIMELINE records",
+        args.timeline.display(),
+        timeline.records.len()
+    );
+    if timeline.malformed > 0 {
+        println!("  {} malformed TIMELINE lines skipped", timeline.malformed);
+    }
+    println!(
+        "  jobs {}, partitions on the GPU {}",
+        gpu.jobs,
+        gpu.intervals.len()
+    );
+    println!(
+        "  GPU busy {:.1}% of [first GPU start, last GPU end]",
+        gpu.busy_fraction * 100.0
+    );
+    match gpu.steady_state_s_per_job {
+        Some(s) => println!("  steady state {s:.3} s per job"),
+        None => println!("  steady state: needs two or more jobs"),
+    }
+    println!("  syntheses in flight: at most {in_flight}");
+    println!("  idle windows: {}", gpu.idle_windows.len());
+    for w in &gpu.idle_windows {
+        println!(
+            "    {:>10.1} – {:>10.1} ms  {:>8.1} ms  after {} before {}",
+            w.start_ms,
+            w.end_ms,
+            w.length_ms(),
+            w.job_before,
+            w.job_after
+        );
+    }
+    Ok(Outcome::Success)
+}
