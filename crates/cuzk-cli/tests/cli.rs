@@ -303,6 +303,7 @@ fn analyze_reports_idle_windows_and_throughput() {
     assert_eq!(windows.len(), 1);
     assert_eq!(windows[0]["start_ms"], 100.0);
     assert_eq!(windows[0]["end_ms"], 120.0);
+    assert_eq!(summary["transitions"][0]["delta_ms"], 60.0);
 
     let output = cuzk(&["analyze", &files.path("missing.log")]);
     assert_eq!(output.status.code(), Some(2));

@@ -139,9 +139,110 @@ pub fn summarize(timeline: &Timeline) -> GpuSummary {
     }
 }
 
-/// The most syntheses running at once: SYNTH_START opens one, SYNTH_END closes one (records are in
-/// time order; at equal times ends count first, so back-to-back syntheses are not overlap).
-pub fn max_synth_in_flight(timeline: &Timeline) -> usize {
+/// How one job handed the GPU to the next (jobs in order of their first GPU start).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Transition {
+    pub from_job: String,
+    pub to_job: String,
+    /// The previous job's second-to-last GPU_END (its last when it has one partition).
+    pub prev_second_last_end_ms: f64,
+    /// The next job's first GPU_START.
+    pub next_first_start_ms: f64,
+    /// next_first_start − prev_second_last_end.
+    pub delta_ms: f64,
+    /// How long the next job's first partition overlapped the previous job's last one.
+    pub overlap_ms: f64,
+}
+
+/// Job-to-job transitions on the GPU.
+pub fn transitions(intervals: &[GpuInterval]) -> Vec<Transition> {
+    let mut jobs: Vec<(&str, Vec<&GpuInterval>)> = Vec::new();
+    for iv in intervals {
+        match jobs.iter_mut().find(|(job, _)| *job == iv.job_id) {
+            Some((_, list)) => list.push(iv),
+            None => jobs.push((iv.job_id.as_str(), vec![iv])),
+        }
+    }
+    jobs.windows(2)
+        .filter_map(|pair| {
+            let (prev_job, prev) = &pair[0];
+            let (next_job, next) = &pair[1];
+            let mut ends: Vec<f64> = prev.iter().map(|i| i.end_ms).collect();
+            ends.sort_by(f64::total_cmp);
+            let prev_second_last_end_ms = ends
+                .len()
+                .checked_sub(2)
+                .map_or(*ends.first()?, |i| ends[i]);
+            let last = prev.iter().max_by(|a, b| a.end_ms.total_cmp(&b.end_ms))?;
+            let first = next
+                .iter()
+                .min_by(|a, b| a.start_ms.total_cmp(&b.start_ms))?;
+            let overlap_ms =
+                (last.end_ms.min(first.end_ms) - last.start_ms.max(first.start_ms)).max(0.0);
+            Some(Transition {
+                from_job: (*prev_job).to_owned(),
+                to_job: (*next_job).to_owned(),
+                prev_second_last_end_ms,
+                next_first_start_ms: first.start_ms,
+                delta_ms: first.start_ms - prev_second_last_end_ms,
+                overlap_ms,
+            })
+        })
+        .collect()
+}
+
+/// Synthesis durations (SYNTH_START to SYNTH_END of the same job and partition), in ms.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SynthStats {
+    pub count: usize,
+    pub min_ms: f64,
+    pub mean_ms: f64,
+    pub max_ms: f64,
+}
+
+pub fn synth_stats(timeline: &Timeline) -> SynthStats {
+    let mut open: HashMap<(&str, Option<u32>), Vec<f64>> = HashMap::new();
+    let mut durations = Vec::new();
+    for record in &timeline.records {
+        let key = (record.job_id.as_str(), record.partition());
+        match record.event.as_str() {
+            "SYNTH_START" => open.entry(key).or_default().push(record.ms),
+            "SYNTH_END" => {
+                if let Some(start) = open.get_mut(&key).and_then(Vec::pop) {
+                    durations.push(record.ms - start);
+                }
+            }
+            _ => {}
+        }
+    }
+    if durations.is_empty() {
+        return SynthStats::default();
+    }
+    SynthStats {
+        count: durations.len(),
+        min_ms: durations.iter().copied().fold(f64::INFINITY, f64::min),
+        mean_ms: durations.iter().sum::<f64>() / durations.len() as f64,
+        max_ms: durations.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    }
+}
+
+/// Time spent with k syntheses in flight, for every k seen (index k, milliseconds).
+pub fn synth_in_flight_histogram(timeline: &Timeline) -> Vec<f64> {
+    let events = synth_events(timeline);
+    let mut histogram: Vec<f64> = Vec::new();
+    let mut now = 0usize;
+    for pair in events.windows(2) {
+        now = (now as i64 + pair[0].1 as i64).max(0) as usize;
+        if histogram.len() <= now {
+            histogram.resize(now + 1, 0.0);
+        }
+        histogram[now] += pair[1].0 - pair[0].0;
+    }
+    histogram
+}
+
+/// (time, +1 for a start / −1 for an end), ends first at equal times.
+fn synth_events(timeline: &Timeline) -> Vec<(f64, i32)> {
     let mut events: Vec<(f64, i32)> = timeline
         .records
         .iter()
@@ -152,6 +253,13 @@ pub fn max_synth_in_flight(timeline: &Timeline) -> usize {
         })
         .collect();
     events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    events
+}
+
+/// The most syntheses running at once: SYNTH_START opens one, SYNTH_END closes one (at equal times
+/// ends count first, so back-to-back syntheses are not overlap).
+pub fn max_synth_in_flight(timeline: &Timeline) -> usize {
+    let events = synth_events(timeline);
     let (mut now, mut max) = (0i32, 0i32);
     for (_, delta) in events {
         now += delta;
@@ -227,6 +335,24 @@ mod tests {
              TIMELINE,20,SYNTH_END,a,partition=1\n",
         );
         assert_eq!(max_synth_in_flight(&t), 3);
+        // 0–5: 1, 5–7: 2, 7–10: 3, 10–20: 3 (a0 ended and b1 started at 10; b's never end).
+        assert_eq!(synth_in_flight_histogram(&t), vec![0.0, 5.0, 2.0, 13.0]);
+        let stats = synth_stats(&t);
+        assert_eq!((stats.count, stats.min_ms, stats.max_ms), (2, 10.0, 15.0));
+    }
+
+    #[test]
+    fn transitions_between_jobs() {
+        let s = summary(TWO_WORKERS);
+        let t = transitions(&s.intervals);
+        assert_eq!(t.len(), 1);
+        // a's ends: 60, 100 → second-to-last 60; b's first start 120; a's last (40–100) and b's
+        // first (120–200) do not overlap.
+        assert_eq!(
+            (t[0].prev_second_last_end_ms, t[0].next_first_start_ms),
+            (60.0, 120.0)
+        );
+        assert_eq!((t[0].delta_ms, t[0].overlap_ms), (60.0, 0.0));
     }
 
     #[test]

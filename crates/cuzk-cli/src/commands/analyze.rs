@@ -1,7 +1,9 @@
 //! `cuzk analyze`: what a TIMELINE log (ours or the public engine's) says about the GPU.
 
 use anyhow::{Context, Result};
-use cuzk_pipeline::analysis::{max_synth_in_flight, summarize};
+use cuzk_pipeline::analysis::{
+    max_synth_in_flight, summarize, synth_in_flight_histogram, synth_stats, transitions,
+};
 use cuzk_pipeline::timeline::Timeline;
 use serde_json::json;
 
@@ -14,6 +16,9 @@ pub fn run(global: &GlobalArgs, args: AnalyzeArgs) -> Result<Outcome> {
     let timeline = Timeline::parse(&log);
     let gpu = summarize(&timeline);
     let in_flight = max_synth_in_flight(&timeline);
+    let histogram = synth_in_flight_histogram(&timeline);
+    let synth = synth_stats(&timeline);
+    let handoffs = transitions(&gpu.intervals);
     if global.json {
         let windows: Vec<_> = gpu
             .idle_windows
@@ -35,6 +40,16 @@ pub fn run(global: &GlobalArgs, args: AnalyzeArgs) -> Result<Outcome> {
                 "gpu_idle_windows": windows,
                 "steady_state_s_per_job": gpu.steady_state_s_per_job,
                 "max_synth_in_flight": in_flight,
+                "synth_in_flight_ms": histogram,
+                "synth_ms": {"count": synth.count, "min": synth.min_ms, "mean": synth.mean_ms, "max": synth.max_ms},
+                "transitions": handoffs.iter().map(|t| json!({
+                    "from_job": t.from_job,
+                    "to_job": t.to_job,
+                    "prev_second_last_gpu_end_ms": t.prev_second_last_end_ms,
+                    "next_first_gpu_start_ms": t.next_first_start_ms,
+                    "delta_ms": t.delta_ms,
+                    "overlap_ms": t.overlap_ms,
+                })).collect::<Vec<_>>(),
                 "jobs": gpu.jobs,
                 "partitions": gpu.intervals.len(),
                 "malformed_lines": timeline.malformed,
@@ -64,6 +79,26 @@ pub fn run(global: &GlobalArgs, args: AnalyzeArgs) -> Result<Outcome> {
         None => println!("  steady state: needs two or more jobs"),
     }
     println!("  syntheses in flight: at most {in_flight}");
+    for (k, ms) in histogram.iter().enumerate().filter(|(_, ms)| **ms > 0.0) {
+        println!("    {k:>3} in flight for {ms:>10.1} ms");
+    }
+    if synth.count > 0 {
+        println!(
+            "  synthesis: {} partitions, min {:.1} / mean {:.1} / max {:.1} ms",
+            synth.count, synth.min_ms, synth.mean_ms, synth.max_ms
+        );
+    }
+    for t in &handoffs {
+        println!(
+            "  {} → {}: second-to-last GPU_END {:.1}, first GPU_START {:.1}, delta {:.1} ms, overlap {:.1} ms",
+            t.from_job,
+            t.to_job,
+            t.prev_second_last_end_ms,
+            t.next_first_start_ms,
+            t.delta_ms,
+            t.overlap_ms
+        );
+    }
     println!("  idle windows: {}", gpu.idle_windows.len());
     for w in &gpu.idle_windows {
         println!(
