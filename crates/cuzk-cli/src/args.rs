@@ -157,4 +157,7 @@ pub struct BenchKernelsArgs {
 pub struct AnalyzeArgs {
     /// A log holding TIMELINE lines (other lines are ignored).
     pub timeline: PathBuf,
+    /// Also draw a Gantt chart (one lane per synthesis slot and GPU worker) into this SVG file.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
 }

@@ -289,7 +289,8 @@ fn analyze_reports_idle_windows_and_throughput() {
         TIMELINE,200,GPU_END,b,partition=0,worker=1\n\
         TIMELINE,not-a-number,GPU_END,b,partition=0\n";
     std::fs::write(files.path("t.log"), log).expect("write");
-    let output = cuzk(&["--json", "analyze", &files.path("t.log")]);
+    let svg = files.path("t.svg");
+    let output = cuzk(&["--json", "analyze", &files.path("t.log"), "--svg", &svg]);
     assert!(output.status.success(), "{}", stderr(&output));
     let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
     assert_eq!(summary["jobs"], 2);
@@ -304,6 +305,8 @@ fn analyze_reports_idle_windows_and_throughput() {
     assert_eq!(windows[0]["start_ms"], 100.0);
     assert_eq!(windows[0]["end_ms"], 120.0);
     assert_eq!(summary["transitions"][0]["delta_ms"], 60.0);
+    let chart = std::fs::read_to_string(&svg).expect("svg written");
+    assert!(chart.contains(">GPU 0<") && chart.contains(">GPU 1<"));
 
     let output = cuzk(&["analyze", &files.path("missing.log")]);
     assert_eq!(output.status.code(), Some(2));

@@ -5,12 +5,14 @@ use std::collections::HashMap;
 
 use crate::timeline::{Record, Timeline};
 
-/// One partition's time on the GPU: GPU_START (or GPU_PICKUP when the log has no GPU_START) to
-/// GPU_END.
+/// One partition's time in a stage: on the GPU (GPU_START, or GPU_PICKUP when the log has no
+/// GPU_START, to GPU_END) or in synthesis (SYNTH_START to SYNTH_END).
 #[derive(Clone, Debug, PartialEq)]
-pub struct GpuInterval {
+pub struct Span {
     pub job_id: String,
     pub partition: Option<u32>,
+    /// `worker=W` of the closing record, when the log says.
+    pub worker: Option<u32>,
     pub start_ms: f64,
     pub end_ms: f64,
 }
@@ -35,7 +37,7 @@ impl IdleWindow {
 /// The GPU side of a timeline.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GpuSummary {
-    pub intervals: Vec<GpuInterval>,
+    pub intervals: Vec<Span>,
     pub idle_windows: Vec<IdleWindow>,
     /// Busy time over [first GPU start, last GPU end]; 1.0 for a single instant.
     pub busy_fraction: f64,
@@ -44,34 +46,48 @@ pub struct GpuSummary {
     pub jobs: usize,
 }
 
-/// Pairs each GPU_END with the latest earlier unmatched GPU_START of the same job and partition,
-/// falling back to GPU_PICKUP for logs that have no GPU_START. Ends without a start are dropped.
-pub fn gpu_intervals(timeline: &Timeline) -> Vec<GpuInterval> {
-    let has_start = timeline.records.iter().any(|r| r.event == "GPU_START");
-    let opening = if has_start { "GPU_START" } else { "GPU_PICKUP" };
+/// Pairs each `closing` record with the latest earlier unmatched `opening` record of the same job
+/// and partition; closings without an opening are dropped. Sorted by start.
+fn pair(timeline: &Timeline, opening: &str, closing: &str) -> Vec<Span> {
     let mut open: HashMap<(&str, Option<u32>), Vec<f64>> = HashMap::new();
-    let mut intervals = Vec::new();
+    let mut spans = Vec::new();
     for record in &timeline.records {
         let key = (record.job_id.as_str(), record.partition());
         if record.event == opening {
             open.entry(key).or_default().push(record.ms);
-        } else if record.event == "GPU_END" {
+        } else if record.event == closing {
             if let Some(start_ms) = open.get_mut(&key).and_then(Vec::pop) {
-                intervals.push(interval(record, start_ms));
+                spans.push(span(record, start_ms));
             }
         }
     }
-    intervals.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
-    intervals
+    spans.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
+    spans
 }
 
-fn interval(end: &Record, start_ms: f64) -> GpuInterval {
-    GpuInterval {
+fn span(end: &Record, start_ms: f64) -> Span {
+    Span {
         job_id: end.job_id.clone(),
         partition: end.partition(),
+        worker: end.get("worker").and_then(|w| w.parse().ok()),
         start_ms,
         end_ms: end.ms,
     }
+}
+
+/// Partitions on the GPU, falling back to GPU_PICKUP for logs with no GPU_START.
+pub fn gpu_intervals(timeline: &Timeline) -> Vec<Span> {
+    let has_start = timeline.records.iter().any(|r| r.event == "GPU_START");
+    pair(
+        timeline,
+        if has_start { "GPU_START" } else { "GPU_PICKUP" },
+        "GPU_END",
+    )
+}
+
+/// Partitions in synthesis.
+pub fn synth_intervals(timeline: &Timeline) -> Vec<Span> {
+    pair(timeline, "SYNTH_START", "SYNTH_END")
 }
 
 /// Merges the intervals of all workers and measures the gaps.
@@ -155,8 +171,8 @@ pub struct Transition {
 }
 
 /// Job-to-job transitions on the GPU.
-pub fn transitions(intervals: &[GpuInterval]) -> Vec<Transition> {
-    let mut jobs: Vec<(&str, Vec<&GpuInterval>)> = Vec::new();
+pub fn transitions(intervals: &[Span]) -> Vec<Transition> {
+    let mut jobs: Vec<(&str, Vec<&Span>)> = Vec::new();
     for iv in intervals {
         match jobs.iter_mut().find(|(job, _)| *job == iv.job_id) {
             Some((_, list)) => list.push(iv),
@@ -201,20 +217,10 @@ pub struct SynthStats {
 }
 
 pub fn synth_stats(timeline: &Timeline) -> SynthStats {
-    let mut open: HashMap<(&str, Option<u32>), Vec<f64>> = HashMap::new();
-    let mut durations = Vec::new();
-    for record in &timeline.records {
-        let key = (record.job_id.as_str(), record.partition());
-        match record.event.as_str() {
-            "SYNTH_START" => open.entry(key).or_default().push(record.ms),
-            "SYNTH_END" => {
-                if let Some(start) = open.get_mut(&key).and_then(Vec::pop) {
-                    durations.push(record.ms - start);
-                }
-            }
-            _ => {}
-        }
-    }
+    let durations: Vec<f64> = synth_intervals(timeline)
+        .iter()
+        .map(|s| s.end_ms - s.start_ms)
+        .collect();
     if durations.is_empty() {
         return SynthStats::default();
     }

@@ -19,6 +19,9 @@ pub fn run(global: &GlobalArgs, args: AnalyzeArgs) -> Result<Outcome> {
     let histogram = synth_in_flight_histogram(&timeline);
     let synth = synth_stats(&timeline);
     let handoffs = transitions(&gpu.intervals);
+    if let Some(path) = &args.svg {
+        super::write_output(path, cuzk_pipeline::gantt::svg(&timeline).as_bytes())?;
+    }
     if global.json {
         let windows: Vec<_> = gpu
             .idle_windows
