@@ -13,7 +13,7 @@ const TOP: f64 = 24.0;
 
 /// Packs spans into lanes: a span goes to its worker's lane when it names one, otherwise to the
 /// first lane that is free by its start.
-fn lanes<'a>(spans: &'a [Span], by_worker: bool) -> Vec<Vec<&'a Span>> {
+fn lanes(spans: &[Span], by_worker: bool) -> Vec<Vec<&Span>> {
     let mut lanes: Vec<Vec<&Span>> = Vec::new();
     for span in spans {
         let lane = match span.worker.filter(|_| by_worker) {
