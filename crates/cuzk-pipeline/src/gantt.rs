@@ -31,6 +31,11 @@ fn lanes(spans: &[Span], by_worker: bool) -> Vec<Vec<&Span>> {
     lanes
 }
 
+/// Well-separated hues for consecutive jobs (golden-angle steps).
+fn colour(job: usize) -> String {
+    format!("hsl({:.0},60%,55%)", (job as f64 * 137.508) % 360.0)
+}
+
 /// The chart as an SVG document.
 pub fn svg(timeline: &Timeline) -> String {
     let gpu = gpu_intervals(timeline);
@@ -68,19 +73,29 @@ pub fn svg(timeline: &Timeline) -> String {
         w = LABEL_W + PLOT_W + 20.0
     );
     let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    // Legend: one swatch per job, across the top.
+    for (job, name) in jobs.iter().enumerate() {
+        let lx = LABEL_W + 110.0 * job as f64;
+        let _ = writeln!(
+            out,
+            r#"<rect x="{lx}" y="4" width="10" height="10" fill="{}"/><text x="{}" y="13">{name}</text>"#,
+            colour(job),
+            lx + 14.0
+        );
+    }
     for (lane, (label, spans)) in rows.iter().enumerate() {
         let y = TOP + LANE_H * lane as f64;
         let _ = writeln!(out, r#"<text x="4" y="{}">{label}</text>"#, y + 13.0);
         for s in spans {
             let job = jobs.iter().position(|j| *j == s.job_id).unwrap_or(0);
-            let hue = (job as f64 * 137.508) % 360.0;
             let _ = writeln!(
                 out,
-                r#"<rect x="{:.2}" y="{:.1}" width="{:.2}" height="{:.1}" fill="hsl({hue:.0},60%,55%)" stroke="black" stroke-width="0.3"><title>{} p{} {:.1}–{:.1} ms</title></rect>"#,
+                r#"<rect x="{:.2}" y="{:.1}" width="{:.2}" height="{:.1}" fill="{}" stroke="black" stroke-width="0.3"><title>{} p{} {:.1}–{:.1} ms</title></rect>"#,
                 x(s.start_ms),
                 y + 2.0,
                 (x(s.end_ms) - x(s.start_ms)).max(0.5),
                 LANE_H - 4.0,
+                colour(job),
                 s.job_id,
                 s.partition.map_or("?".into(), |p| p.to_string()),
                 s.start_ms,
@@ -128,8 +143,8 @@ mod tests {
             !svg.contains(">synth 2<"),
             "b's synthesis reuses a free slot"
         );
-        // Background plus five spans.
-        assert_eq!(svg.matches("<rect").count(), 6);
+        // Background, two legend swatches and five spans.
+        assert_eq!(svg.matches("<rect").count(), 8);
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
     }
 }
