@@ -232,6 +232,46 @@ pub fn synth_stats(timeline: &Timeline) -> SynthStats {
     }
 }
 
+/// Per job, its partitions' total synthesis time against their total GPU time: with P syntheses in
+/// parallel the GPU stays fed while synth_ms / P ≤ gpu_ms.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobBalance {
+    pub job_id: String,
+    pub synth_ms: f64,
+    pub gpu_ms: f64,
+}
+
+/// Jobs in order of first appearance.
+pub fn balance(timeline: &Timeline) -> Vec<JobBalance> {
+    let mut jobs: Vec<JobBalance> = Vec::new();
+    let mut add = |span: &Span, synth: bool| {
+        let index = match jobs.iter().position(|j| j.job_id == span.job_id) {
+            Some(i) => i,
+            None => {
+                jobs.push(JobBalance {
+                    job_id: span.job_id.clone(),
+                    synth_ms: 0.0,
+                    gpu_ms: 0.0,
+                });
+                jobs.len() - 1
+            }
+        };
+        let length = span.end_ms - span.start_ms;
+        if synth {
+            jobs[index].synth_ms += length;
+        } else {
+            jobs[index].gpu_ms += length;
+        }
+    };
+    for span in synth_intervals(timeline) {
+        add(&span, true);
+    }
+    for span in gpu_intervals(timeline) {
+        add(&span, false);
+    }
+    jobs
+}
+
 /// Time spent with k syntheses in flight, for every k seen (index k, milliseconds).
 pub fn synth_in_flight_histogram(timeline: &Timeline) -> Vec<f64> {
     let events = synth_events(timeline);
@@ -345,6 +385,23 @@ mod tests {
         assert_eq!(synth_in_flight_histogram(&t), vec![0.0, 5.0, 2.0, 13.0]);
         let stats = synth_stats(&t);
         assert_eq!((stats.count, stats.min_ms, stats.max_ms), (2, 10.0, 15.0));
+    }
+
+    #[test]
+    fn balance_per_job() {
+        let t = Timeline::parse(&format!(
+            "TIMELINE,0,SYNTH_START,a,partition=0\nTIMELINE,30,SYNTH_END,a,partition=0\n{TWO_WORKERS}"
+        ));
+        let b = balance(&t);
+        assert_eq!(b.len(), 2);
+        assert_eq!(
+            (b[0].job_id.as_str(), b[0].synth_ms, b[0].gpu_ms),
+            ("a", 30.0, 120.0)
+        );
+        assert_eq!(
+            (b[1].job_id.as_str(), b[1].synth_ms, b[1].gpu_ms),
+            ("b", 0.0, 230.0)
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use cuzk_pipeline::analysis::{
-    max_synth_in_flight, summarize, synth_in_flight_histogram, synth_stats, transitions,
+    balance, max_synth_in_flight, summarize, synth_in_flight_histogram, synth_stats, transitions,
 };
 use cuzk_pipeline::timeline::Timeline;
 use serde_json::json;
@@ -19,6 +19,7 @@ pub fn run(global: &GlobalArgs, args: AnalyzeArgs) -> Result<Outcome> {
     let histogram = synth_in_flight_histogram(&timeline);
     let synth = synth_stats(&timeline);
     let handoffs = transitions(&gpu.intervals);
+    let per_job = balance(&timeline);
     if let Some(path) = &args.svg {
         super::write_output(path, cuzk_pipeline::gantt::svg(&timeline).as_bytes())?;
     }
@@ -45,6 +46,9 @@ pub fn run(global: &GlobalArgs, args: AnalyzeArgs) -> Result<Outcome> {
                 "max_synth_in_flight": in_flight,
                 "synth_in_flight_ms": histogram,
                 "synth_ms": {"count": synth.count, "min": synth.min_ms, "mean": synth.mean_ms, "max": synth.max_ms},
+                "balance": per_job.iter().map(|j| json!({
+                    "job": j.job_id, "synth_ms": j.synth_ms, "gpu_ms": j.gpu_ms,
+                })).collect::<Vec<_>>(),
                 "transitions": handoffs.iter().map(|t| json!({
                     "from_job": t.from_job,
                     "to_job": t.to_job,
@@ -89,6 +93,19 @@ pub fn run(global: &GlobalArgs, args: AnalyzeArgs) -> Result<Outcome> {
         println!(
             "  synthesis: {} partitions, min {:.1} / mean {:.1} / max {:.1} ms",
             synth.count, synth.min_ms, synth.mean_ms, synth.max_ms
+        );
+    }
+    for j in &per_job {
+        println!(
+            "  {}: synthesis {:.1} ms, GPU {:.1} ms (synthesis/GPU {:.2})",
+            j.job_id,
+            j.synth_ms,
+            j.gpu_ms,
+            if j.gpu_ms > 0.0 {
+                j.synth_ms / j.gpu_ms
+            } else {
+                f64::INFINITY
+            }
         );
     }
     for t in &handoffs {
