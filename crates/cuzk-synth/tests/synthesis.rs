@@ -17,10 +17,6 @@ fn circuit(constraints: usize, boolean_fraction: f64, seed: u64) -> SyntheticCir
     }
 }
 
-fn seed(test: &str) -> u64 {
-    rand_core::RngCore::next_u64(&mut cuzk_testkit::rng(test))
-}
-
 /// M·z per row, from the recorded matrix.
 fn multiply(terms: &[Term], rows: usize, assignment: &ProvingAssignment) -> Vec<Scalar> {
     let mut out = vec![Scalar::ZERO; rows];
@@ -36,7 +32,7 @@ fn multiply(terms: &[Term], rows: usize, assignment: &ProvingAssignment) -> Vec<
 
 #[test]
 fn assignment_and_shape_agree_and_the_circuit_is_satisfied() {
-    let seed = seed("assignment_and_shape_agree");
+    let seed = cuzk_testkit::seed("assignment_and_shape_agree");
     for fraction in [0.0, 0.5, 0.9, 1.0] {
         let c = circuit(2000, fraction, seed);
         let assignment = ProvingAssignment::synthesize(c.clone()).expect("synthesis");
@@ -110,7 +106,7 @@ fn assignment_and_shape_agree_and_the_circuit_is_satisfied() {
 
 #[test]
 fn synthetic_circuits_are_deterministic_in_their_seed() {
-    let seed = seed("deterministic");
+    let seed = cuzk_testkit::seed("deterministic");
     let a = ProvingAssignment::synthesize(circuit(500, 0.5, seed)).expect("synthesis");
     let b = ProvingAssignment::synthesize(circuit(500, 0.5, seed)).expect("synthesis");
     let c =

@@ -10,15 +10,20 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::{OsRng, RngCore, SeedableRng};
 use rayon::prelude::*;
 
-/// A generator seeded from `CUZK_TEST_SEED` or, without it, fresh entropy; the seed is printed
-/// with `test`'s name (libtest shows it when the test fails) so the run can be replayed.
-pub fn rng(test: &str) -> ChaCha20Rng {
+/// `CUZK_TEST_SEED` or, without it, fresh entropy; printed with `test`'s name (libtest shows it
+/// when the test fails) so the run can be replayed.
+pub fn seed(test: &str) -> u64 {
     let seed = std::env::var("CUZK_TEST_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| OsRng.next_u64());
     eprintln!("{test}: CUZK_TEST_SEED={seed}");
-    ChaCha20Rng::seed_from_u64(seed)
+    seed
+}
+
+/// A generator seeded by [`seed`].
+pub fn rng(test: &str) -> ChaCha20Rng {
+    ChaCha20Rng::seed_from_u64(seed(test))
 }
 
 /// `n` distinct affine points at the cost of about one addition each: per chunk a random start,

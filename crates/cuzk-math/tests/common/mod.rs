@@ -6,10 +6,6 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 pub fn rng() -> (u64, ChaCha8Rng) {
-    let seed = std::env::var("CUZK_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(rand::random);
-    eprintln!("CUZK_TEST_SEED={seed}");
+    let seed = cuzk_testkit::seed("cuzk-math");
     (seed, ChaCha8Rng::seed_from_u64(seed))
 }
