@@ -5,7 +5,8 @@
 //! - [`proof`]: the 192-byte compressed proof.
 //! - [`setup`]: random parameters for tests and benchmarks (not a trusted setup).
 //! - [`prover`]: the prover split as `prove_start` (H and the MSMs, behind a [`ProverBackend`]) and
-//!   `prove_finish` (the epilogue with r and s); [`backend`] holds the backends.
+//!   `prove_finish` (the epilogue with r and s); [`backend`] holds the backends. A backend on a
+//!   shared device holds a [`DeviceLock`] around its device region only.
 //! - [`verifier`]: single and batch verification.
 //!
 //! This crate owns Groth16 and nothing about scheduling: it must not spawn engines, queue jobs or
@@ -25,5 +26,8 @@ pub mod verifier;
 pub use error::{ParamsError, ProofError, ProveError, SetupError, VerifyError};
 pub use keys::{Parameters, VerifyingKey};
 pub use proof::Proof;
-pub use prover::{prove, prove_finish, ProverBackend, QuerySums, Randomness};
+pub use prover::{
+    prove, prove_finish, DeviceGuard, DeviceLock, ProverBackend, QuerySums, Randomness,
+    StageMetric, Started, Unshared,
+};
 pub use verifier::{verify_proof, verify_proofs_batch, PreparedVerifyingKey};

@@ -53,12 +53,92 @@ pub trait ProverBackend: Send + Sync {
     /// A short name for logs ("cpu", "cuda:0").
     fn name(&self) -> &str;
 
-    /// Computes the query sums. Takes the assignment by value so a/b/c can be transformed in place.
+    /// Computes the query sums with the device to itself. Takes the assignment by value so a/b/c
+    /// can be transformed in place.
     fn prove_start(
         &self,
         params: &Parameters,
         assignment: ProvingAssignment,
     ) -> Result<QuerySums, ProveError>;
+
+    /// Computes the query sums on a device shared with other callers (the engine runs two per
+    /// device so that one's host work overlaps the other's kernels): holds `device` around the
+    /// work that needs the device exclusively, and only that, and reports what it measured of its stages.
+    ///
+    /// By default the whole of [`ProverBackend::prove_start`] is the device region and no stage
+    /// is reported; a backend with host-side preparation or epilogue overrides this to hold the
+    /// lock for less.
+    fn prove_start_shared(
+        &self,
+        params: &Parameters,
+        assignment: ProvingAssignment,
+        device: &dyn DeviceLock,
+    ) -> Result<Started, ProveError> {
+        let _device = device.acquire();
+        Ok(Started {
+            sums: self.prove_start(params, assignment)?,
+            stages: Vec::new(),
+        })
+    }
+}
+
+/// What [`ProverBackend::prove_start_shared`] produced.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Started {
+    pub sums: QuerySums,
+    /// What the backend measured of its stages, in the order they ran.
+    pub stages: Vec<StageMetric>,
+}
+
+/// One measurement of a `prove_start` stage.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StageMetric {
+    /// A short key for logs, its unit as suffix: `ntt_ms`, `msm_h_ms`, `b_g2_ms`, `h2d_bytes` ….
+    pub key: &'static str,
+    pub value: f64,
+}
+
+/// Exclusive use of one device, shared by the provers that run on it.
+///
+/// The caller supplies it (and may record when it is held); the backend decides where its device
+/// region begins and ends by holding the guard.
+pub trait DeviceLock: Sync {
+    /// Waits until no other holder has the device, and holds it until the guard drops.
+    fn acquire(&self) -> DeviceGuard<'_>;
+}
+
+/// Anything whose drop ends a hold (a mutex guard, a timer that logs); it is only ever dropped.
+trait Held {}
+impl<T> Held for T {}
+
+/// Holds a [`DeviceLock`] until dropped.
+pub struct DeviceGuard<'a> {
+    _held: Box<dyn Held + 'a>,
+}
+
+impl<'a> DeviceGuard<'a> {
+    /// A guard that ends the hold by dropping `held`.
+    pub fn new<T: 'a>(held: T) -> Self {
+        DeviceGuard {
+            _held: Box::new(held),
+        }
+    }
+}
+
+impl std::fmt::Debug for DeviceGuard<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeviceGuard")
+    }
+}
+
+/// A device nobody else uses: acquiring never waits.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Unshared;
+
+impl DeviceLock for Unshared {
+    fn acquire(&self) -> DeviceGuard<'_> {
+        DeviceGuard::new(())
+    }
 }
 
 /// Adds the randomness to the query sums.

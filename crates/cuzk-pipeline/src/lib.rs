@@ -1,8 +1,12 @@
 //! The proving engine: jobs split into partitions, synthesis workers feeding a GPU queue, GPU
 //! workers sharing a per-device lock around the device region only, finalizers, a memory budget and
-//! TIMELINE logs. Built so far: the memory budget ([`budget`]), the TIMELINE format ([`timeline`])
-//! its analysis ([`analysis`]) and
-//! Gantt chart ([`gantt`]).
+//! TIMELINE logs.
+//!
+//! - [`engine`]: the engine itself ([`Engine`]), its jobs and configuration.
+//! - [`budget`]: the memory budget, RAII reservations released in steps.
+//! - [`sink`]: where TIMELINE records go (stderr, a file, memory).
+//! - [`timeline`]: the TIMELINE line format; [`analysis`] what a log says about the GPU;
+//!   [`gantt`] the log as a chart.
 //!
 //! It schedules and measures; it must not implement Groth16 or GPU arithmetic itself: it drives
 //! `cuzk-groth16`'s prover through its backend trait.
@@ -10,5 +14,9 @@
 
 pub mod analysis;
 pub mod budget;
+pub mod engine;
 pub mod gantt;
+pub mod sink;
 pub mod timeline;
+
+pub use engine::{Engine, EngineConfig, JobError, JobHandle, JobOutput, JobRequest, Partition};

@@ -9,6 +9,10 @@ use crate::prover::check_params_fit;
 use crate::{Parameters, ProveError, ProverBackend, QuerySums};
 
 /// Proves on the CPU threads of the current rayon pool.
+///
+/// On a shared "device" it keeps [`ProverBackend::prove_start_shared`]'s default: the whole
+/// computation is the locked region, because its host and its device are the same cores, so two
+/// overlapping proofs would only split them.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CpuBackend;
 

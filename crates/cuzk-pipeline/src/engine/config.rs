@@ -1,0 +1,85 @@
+//! How many workers of each kind an engine runs, and how much host memory it may hold.
+
+/// Memory left to the rest of the machine by [`auto_memory_budget`]: a tenth of it, at least 4 GiB.
+const MARGIN_FRACTION: u64 = 10;
+const MIN_MARGIN: u64 = 4 << 30;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// Synthesis tasks; each takes the oldest job's lowest unsynthesized partition.
+    pub partition_workers: usize,
+    /// How many jobs may be synthesizing at once.
+    pub synthesis_concurrency: usize,
+    /// GPU workers per device; they share the device's lock, so one prepares while one computes.
+    pub gpu_workers_per_device: usize,
+    /// Host bytes that partitions in flight may hold together.
+    pub memory_budget: u64,
+}
+
+impl EngineConfig {
+    /// `partition_workers` synthesis tasks, two jobs synthesizing at once (so the next job starts
+    /// while the last partitions of the previous one are still being synthesized), two GPU
+    /// workers per device, and `memory_budget` bytes.
+    pub fn new(partition_workers: usize, memory_budget: u64) -> Self {
+        EngineConfig {
+            partition_workers,
+            synthesis_concurrency: 2,
+            gpu_workers_per_device: 2,
+            memory_budget,
+        }
+    }
+
+    pub(crate) fn check(&self, devices: usize) -> Result<(), ConfigError> {
+        for (name, value) in [
+            ("partition_workers", self.partition_workers),
+            ("synthesis_concurrency", self.synthesis_concurrency),
+            ("gpu_workers_per_device", self.gpu_workers_per_device),
+            ("devices", devices),
+        ] {
+            if value == 0 {
+                return Err(ConfigError::Zero(name));
+            }
+        }
+        if self.memory_budget == 0 {
+            return Err(ConfigError::Zero("memory_budget"));
+        }
+        Ok(())
+    }
+}
+
+/// A configuration the engine cannot run with.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{0} must be at least 1")]
+    Zero(&'static str),
+    #[error("the engine must be started from within a tokio runtime")]
+    NoRuntime,
+    #[error("cannot tell the machine's memory: {0}")]
+    MachineMemory(String),
+}
+
+/// The machine's memory minus a margin for everything else (a tenth, at least 4 GiB).
+pub fn auto_memory_budget() -> Result<u64, ConfigError> {
+    let total = machine_memory()?;
+    let margin = (total / MARGIN_FRACTION).max(MIN_MARGIN);
+    match total.checked_sub(margin) {
+        Some(budget) if budget > 0 => Ok(budget),
+        _ => Err(ConfigError::MachineMemory(format!(
+            "{total} bytes leave nothing after a margin of {margin}"
+        ))),
+    }
+}
+
+/// `MemTotal` from /proc/meminfo.
+fn machine_memory() -> Result<u64, ConfigError> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo")
+        .map_err(|e| ConfigError::MachineMemory(format!("/proc/meminfo: {e}")))?;
+    meminfo
+        .lines()
+        .find_map(|line| {
+            let kib = line.strip_prefix("MemTotal:")?.trim().strip_suffix("kB")?;
+            kib.trim().parse::<u64>().ok()
+        })
+        .map(|kib| kib * 1024)
+        .ok_or_else(|| ConfigError::MachineMemory("/proc/meminfo has no MemTotal line".into()))
+}

@@ -1,0 +1,290 @@
+//! GPU workers and finalizers.
+//!
+//! A GPU worker takes the queued partition of the oldest job, runs the backend's
+//! `prove_start_shared` on a blocking thread with a [`DeviceLock`] that the workers of one device
+//! share (the dual-worker interlock: the backend holds it only around its device region, so one
+//! worker's host-side work overlaps the other's kernels), releases the partition's a/b/c memory,
+//! hands the rest to a finalizer task and loops at once. The finalizer runs `prove_finish`,
+//! verifies the proof and files it with its job.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use cuzk_groth16::{
+    prove_finish, verify_proof, DeviceGuard, DeviceLock, ProverBackend, Randomness, Started,
+};
+use cuzk_math::Scalar;
+use rand::rngs::OsRng;
+
+use super::job::{JobError, Synthesized};
+use super::scheduler::{JobInfo, Ready, Scheduler};
+use super::{blocking, Shared};
+use crate::budget::Reservation;
+use crate::sink::{kv, ms, Event};
+
+/// One device: its backend and the lock its workers share.
+pub(super) struct Device {
+    backend: Arc<dyn ProverBackend>,
+    lock: Mutex<()>,
+}
+
+impl Device {
+    pub(super) fn new(backend: Arc<dyn ProverBackend>) -> Self {
+        Device {
+            backend,
+            lock: Mutex::new(()),
+        }
+    }
+}
+
+/// The device lock as one worker holds it for one partition: logs GPU_START when the backend
+/// takes it and GPU_END (with gpu_ms) when it lets go, so the TIMELINE's GPU intervals are the
+/// device regions and never overlap on one device.
+struct Region {
+    shared: Arc<Shared>,
+    device: Arc<Device>,
+    job_id: String,
+    partition: usize,
+    worker: usize,
+    held: Mutex<Held>,
+}
+
+/// Totals over the holds of one partition (a backend may hold the lock more than once).
+#[derive(Clone, Copy, Default)]
+struct Held {
+    count: usize,
+    wait_ms: f64,
+    gpu_ms: f64,
+}
+
+/// One hold: the mutex guard, released after `drop` has logged GPU_END.
+struct Hold<'a> {
+    region: &'a Region,
+    since: Instant,
+    _guard: MutexGuard<'a, ()>,
+}
+
+impl Region {
+    fn detail(&self) -> Vec<(String, String)> {
+        vec![kv("partition", self.partition), kv("worker", self.worker)]
+    }
+
+    fn held(&self) -> MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Logs `start..now` as the device region of a backend that never took the lock, so that
+    /// every partition has a GPU interval.
+    fn finish(&self, start: Instant) -> Held {
+        let held = *self.held();
+        if held.count > 0 {
+            return held;
+        }
+        let clock = &self.shared.clock;
+        clock.emit_at(start, Event::GpuStart, &self.job_id, self.detail());
+        let gpu_ms = ms(start.elapsed());
+        let mut end = self.detail();
+        end.push(kv("gpu_ms", gpu_ms));
+        clock.emit(Event::GpuEnd, &self.job_id, end);
+        Held {
+            count: 1,
+            wait_ms: 0.0,
+            gpu_ms,
+        }
+    }
+}
+
+impl DeviceLock for Region {
+    fn acquire(&self) -> DeviceGuard<'_> {
+        let asked = Instant::now();
+        // A backend that panicked inside its region poisons nothing the lock protects.
+        let guard = self
+            .device
+            .lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let since = Instant::now();
+        self.held().wait_ms += ms(since - asked);
+        self.shared
+            .clock
+            .emit_at(since, Event::GpuStart, &self.job_id, self.detail());
+        DeviceGuard::new(Hold {
+            region: self,
+            since,
+            _guard: guard,
+        })
+    }
+}
+
+impl Drop for Hold<'_> {
+    fn drop(&mut self) {
+        let gpu_ms = ms(self.since.elapsed());
+        let mut end = self.region.detail();
+        end.push(kv("gpu_ms", gpu_ms));
+        self.region
+            .shared
+            .clock
+            .emit(Event::GpuEnd, &self.region.job_id, end);
+        let mut held = self.region.held();
+        held.count += 1;
+        held.gpu_ms += gpu_ms;
+    }
+}
+
+/// What the finalizer logs in the partition's PARTITION_STATS line.
+struct Timings {
+    worker: usize,
+    synth_ms: f64,
+    queue_ms: f64,
+    prove_start_ms: f64,
+    held: Held,
+}
+
+pub(super) async fn worker(shared: Arc<Shared>, device: Arc<Device>, worker: usize) {
+    loop {
+        let ready = shared.wait_for(&shared.gpu_wake, Scheduler::next_gpu).await;
+        prove_start(&shared, &device, ready, worker).await;
+    }
+}
+
+async fn prove_start(shared: &Arc<Shared>, device: &Arc<Device>, ready: Ready, worker: usize) {
+    let Ready {
+        job,
+        partition,
+        synthesized: Synthesized {
+            assignment,
+            public_inputs,
+        },
+        mut reservation,
+        synth_ms,
+        queued,
+    } = ready;
+    let pickup = Instant::now();
+    shared.clock.emit(
+        Event::GpuPickup,
+        &job.id,
+        vec![kv("partition", partition), kv("worker", worker)],
+    );
+    let region = Region {
+        shared: Arc::clone(shared),
+        device: Arc::clone(device),
+        job_id: job.id.clone(),
+        partition,
+        worker,
+        held: Mutex::default(),
+    };
+    let params = Arc::clone(&job.params);
+    let outcome = blocking(move || {
+        let started = region
+            .device
+            .backend
+            .prove_start_shared(&params, assignment, &region);
+        let held = region.finish(pickup);
+        (started, held)
+    })
+    .await;
+    let prove_start_ms = ms(pickup.elapsed());
+    match outcome {
+        // Ended (cancelled, another partition failed) while this one was proven: moot.
+        _ if job.finished() => {}
+        Ok((Ok(started), held)) => {
+            reservation.release(job.memory.abc);
+            let timings = Timings {
+                worker,
+                synth_ms,
+                queue_ms: ms(pickup - queued),
+                prove_start_ms,
+                held,
+            };
+            tokio::spawn(finalize(
+                Arc::clone(shared),
+                job,
+                partition,
+                started,
+                public_inputs,
+                reservation,
+                timings,
+            ));
+        }
+        Ok((Err(e), _)) => shared.fail(
+            &job,
+            JobError::Prove {
+                partition,
+                reason: e.to_string(),
+            },
+        ),
+        Err(message) => shared.fail(
+            &job,
+            JobError::Panicked {
+                partition,
+                stage: "prove_start",
+                message,
+            },
+        ),
+    }
+}
+
+/// The epilogue and the check of one partition's proof; files it, and ends the job with its last.
+async fn finalize(
+    shared: Arc<Shared>,
+    job: Arc<JobInfo>,
+    partition: usize,
+    started: Started,
+    public_inputs: Vec<Scalar>,
+    reservation: Reservation,
+    timings: Timings,
+) {
+    let begin = Instant::now();
+    let Started { sums, stages } = started;
+    let checked = Arc::clone(&job);
+    let outcome = blocking(move || {
+        let proof = prove_finish(&checked.params.vk, &sums, Randomness::random(&mut OsRng));
+        let valid = verify_proof(&checked.pvk, &proof, &public_inputs);
+        (proof, valid, public_inputs)
+    })
+    .await;
+    let finalize_ms = ms(begin.elapsed());
+    let (proof, valid, public_inputs) = match outcome {
+        Ok(done) => done,
+        Err(message) => {
+            let stage = "prove_finish";
+            return shared.fail(
+                &job,
+                JobError::Panicked {
+                    partition,
+                    stage,
+                    message,
+                },
+            );
+        }
+    };
+    let detail = || vec![kv("partition", partition), kv("worker", timings.worker)];
+    shared.clock.emit(Event::FinalizeEnd, &job.id, detail());
+    let reason = match valid {
+        Ok(true) => None,
+        Ok(false) => Some("the proof does not verify against its public inputs".to_owned()),
+        Err(e) => Some(e.to_string()),
+    };
+    if let Some(reason) = reason {
+        return shared.fail(&job, JobError::Verify { partition, reason });
+    }
+    let mut stats = detail();
+    stats.extend([
+        kv("synth_ms", timings.synth_ms),
+        kv("queue_ms", timings.queue_ms),
+        kv("prove_start_ms", timings.prove_start_ms),
+        kv("device_wait_ms", timings.held.wait_ms),
+        kv("gpu_ms", timings.held.gpu_ms),
+        kv("finalize_ms", finalize_ms),
+    ]);
+    stats.extend(stages.iter().map(|s| kv(s.key, s.value)));
+    shared.clock.emit(Event::PartitionStats, &job.id, stats);
+    // Logged before the memory goes back, so the log never shows more in flight than the budget.
+    drop(reservation);
+    let completed = shared
+        .scheduler()
+        .proved(job.seq, partition, proof, public_inputs);
+    if let Some(completed) = completed {
+        shared.ended(&completed.info, "ok");
+    }
+}

@@ -1,0 +1,181 @@
+//! What a job is (a request id, N partitions of one circuit, one set of parameters), what it gives
+//! back, and why it can fail.
+
+use std::sync::Arc;
+
+use bellpepper_core::{Circuit, SynthesisError};
+use cuzk_groth16::{Parameters, Proof};
+use cuzk_math::Scalar;
+use cuzk_synth::ProvingAssignment;
+
+use crate::budget::OverBudget;
+
+/// One partition's circuit, with its witness, and the public inputs its proof must verify against.
+#[derive(Clone, Debug)]
+pub struct Partition<C> {
+    pub circuit: C,
+    pub public_inputs: Vec<Scalar>,
+}
+
+/// Builds partition k of a job on demand, so only the partitions in flight exist at once. Any
+/// `Fn(usize) -> Partition<C>` is one.
+pub trait PartitionedCircuit: Send + Sync + 'static {
+    type Circuit: Circuit<Scalar>;
+
+    fn partition(&self, k: usize) -> Partition<Self::Circuit>;
+}
+
+impl<C, F> PartitionedCircuit for F
+where
+    C: Circuit<Scalar>,
+    F: Fn(usize) -> Partition<C> + Send + Sync + 'static,
+{
+    type Circuit = C;
+
+    fn partition(&self, k: usize) -> Partition<C> {
+        self(k)
+    }
+}
+
+/// A partition after synthesis: what the GPU stage takes.
+pub(crate) struct Synthesized {
+    pub assignment: ProvingAssignment,
+    pub public_inputs: Vec<Scalar>,
+}
+
+/// [`PartitionedCircuit`] with its circuit type erased, so one engine runs jobs of any circuits.
+pub(crate) trait Synthesize: Send + Sync {
+    fn synthesize(&self, k: usize) -> Result<Synthesized, SynthesisError>;
+}
+
+impl<P: PartitionedCircuit> Synthesize for P {
+    fn synthesize(&self, k: usize) -> Result<Synthesized, SynthesisError> {
+        let Partition {
+            circuit,
+            public_inputs,
+        } = self.partition(k);
+        Ok(Synthesized {
+            assignment: ProvingAssignment::synthesize(circuit)?,
+            public_inputs,
+        })
+    }
+}
+
+/// Host bytes one partition holds from the start of its synthesis: `abc` until `prove_start`
+/// returns, `rest` until its proof is finished.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartitionMemory {
+    pub abc: u64,
+    pub rest: u64,
+}
+
+impl PartitionMemory {
+    /// From the parameters' sizes, 32 bytes a scalar: a, b and c of the domain's size each (the
+    /// prover pads them to it) and the witness (one scalar per input and aux variable).
+    pub fn estimate(params: &Parameters) -> Self {
+        const SCALAR: u64 = 32;
+        let domain = params.h.len() as u64 + 1;
+        PartitionMemory {
+            abc: 3 * domain * SCALAR,
+            rest: (params.vk.ic.len() + params.l.len()) as u64 * SCALAR,
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.abc + self.rest
+    }
+}
+
+/// One proof request.
+pub struct JobRequest {
+    pub(crate) id: String,
+    pub(crate) partitions: usize,
+    pub(crate) params: Arc<Parameters>,
+    pub(crate) circuit: Arc<dyn Synthesize>,
+    pub(crate) memory: PartitionMemory,
+}
+
+impl JobRequest {
+    /// `partitions` partitions of `circuit`, all proven with `params`; memory estimated from them.
+    pub fn new(
+        id: impl Into<String>,
+        params: Arc<Parameters>,
+        partitions: usize,
+        circuit: impl PartitionedCircuit,
+    ) -> Self {
+        JobRequest {
+            id: id.into(),
+            partitions,
+            memory: PartitionMemory::estimate(&params),
+            params,
+            circuit: Arc::new(circuit),
+        }
+    }
+
+    /// Overrides the estimated host memory of one partition.
+    pub fn with_memory(mut self, memory: PartitionMemory) -> Self {
+        self.memory = memory;
+        self
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+impl std::fmt::Debug for JobRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobRequest")
+            .field("id", &self.id)
+            .field("partitions", &self.partitions)
+            .field("memory", &self.memory)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A finished job: one verified proof per partition, in partition order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobOutput {
+    pub id: String,
+    pub proofs: Vec<Proof>,
+    /// Partition k's public inputs, which `proofs[k]` was verified against.
+    pub public_inputs: Vec<Vec<Scalar>>,
+}
+
+impl JobOutput {
+    /// The proofs concatenated, 192 bytes each (the multi-partition proof format).
+    pub fn proof_bytes(&self) -> Vec<u8> {
+        self.proofs.iter().flat_map(|p| p.to_bytes()).collect()
+    }
+}
+
+/// Why a job failed. Cloneable: every submitter of the same request id gets it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum JobError {
+    #[error("a job needs at least one partition")]
+    NoPartitions,
+    #[error("partition {partition}: synthesis failed: {reason}")]
+    Synthesis { partition: usize, reason: String },
+    #[error("partition {partition}: proving failed: {reason}")]
+    Prove { partition: usize, reason: String },
+    #[error("partition {partition}: panic in {stage}: {message}")]
+    Panicked {
+        partition: usize,
+        stage: &'static str,
+        message: String,
+    },
+    #[error("partition {partition}: {reason}")]
+    Verify { partition: usize, reason: String },
+    #[error("partition {partition}: {source}")]
+    OverBudget {
+        partition: usize,
+        source: OverBudget,
+    },
+    #[error("cancelled")]
+    Cancelled,
+    #[error("the engine shut down before the job finished")]
+    ShutDown,
+}
+
+/// What a job ends with.
+pub type JobResult = Result<Arc<JobOutput>, JobError>;

@@ -1,0 +1,225 @@
+//! The engine: jobs → partitions → synthesis workers → GPU queue → GPU workers (two per device,
+//! sharing the device's lock around the device region only) → finalizers (epilogue, verification).
+//!
+//! Every partition reserves its estimated host memory from one [`MemoryBudget`] before its
+//! synthesis starts and gives it back in two steps, so the budget bounds what is in flight whatever
+//! the worker counts say. A failing partition (error or panic, in any stage) ends its own job with
+//! the reason; the workers go on with the other jobs.
+
+mod config;
+mod gpu;
+mod job;
+mod scheduler;
+mod synthesis;
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use cuzk_groth16::ProverBackend;
+use tokio::runtime::Handle;
+use tokio::sync::{watch, Notify};
+use tokio::task::{JoinError, JoinHandle};
+
+pub use config::{auto_memory_budget, ConfigError, EngineConfig};
+pub use job::{
+    JobError, JobOutput, JobRequest, JobResult, Partition, PartitionMemory, PartitionedCircuit,
+};
+
+use crate::budget::MemoryBudget;
+use crate::sink::{kv, Clock, Event, TimelineSink};
+use scheduler::{JobInfo, Scheduler};
+
+/// A running engine. Dropping it stops its workers; jobs still in flight then end with
+/// [`JobError::ShutDown`].
+#[derive(Debug)]
+pub struct Engine {
+    shared: Arc<Shared>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// What every worker task shares.
+struct Shared {
+    scheduler: Mutex<Scheduler>,
+    /// Woken when a synthesis may have become possible (a job came, a slot or memory freed).
+    synthesis_wake: Notify,
+    /// Woken when the GPU queue got a partition.
+    gpu_wake: Notify,
+    budget: MemoryBudget,
+    clock: Clock,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("budget", &self.budget)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Awaits the result of a submitted job.
+#[derive(Debug)]
+pub struct JobHandle {
+    id: String,
+    result: watch::Receiver<Option<JobResult>>,
+}
+
+impl JobHandle {
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The job's proofs, all verified, in partition order; or why it failed.
+    pub async fn wait(mut self) -> JobResult {
+        match self.result.wait_for(Option::is_some).await {
+            Ok(result) => result.clone().unwrap_or(Err(JobError::ShutDown)),
+            Err(_) => Err(JobError::ShutDown),
+        }
+    }
+}
+
+impl Engine {
+    /// Starts the workers on the current tokio runtime: `config.partition_workers` synthesis
+    /// tasks and `config.gpu_workers_per_device` GPU workers for each backend in `devices`.
+    pub fn start(
+        config: EngineConfig,
+        devices: Vec<Arc<dyn ProverBackend>>,
+        sink: Arc<dyn TimelineSink>,
+    ) -> Result<Self, ConfigError> {
+        config.check(devices.len())?;
+        let runtime = Handle::try_current().map_err(|_| ConfigError::NoRuntime)?;
+        let shared = Arc::new(Shared {
+            scheduler: Mutex::new(Scheduler::new(config.synthesis_concurrency)),
+            synthesis_wake: Notify::new(),
+            gpu_wake: Notify::new(),
+            budget: MemoryBudget::new(config.memory_budget),
+            clock: Clock::new(sink),
+        });
+        let mut tasks: Vec<JoinHandle<()>> = (0..config.partition_workers)
+            .map(|w| runtime.spawn(synthesis::worker(Arc::clone(&shared), w)))
+            .collect();
+        let workers = devices.into_iter().flat_map(|backend| {
+            let device = Arc::new(gpu::Device::new(backend));
+            (0..config.gpu_workers_per_device).map(move |_| Arc::clone(&device))
+        });
+        for (w, device) in workers.enumerate() {
+            tasks.push(runtime.spawn(gpu::worker(Arc::clone(&shared), device, w)));
+        }
+        Ok(Engine { shared, tasks })
+    }
+
+    /// Submits a job; a job with the same id already in flight is joined, not started again.
+    pub fn submit(&self, request: JobRequest) -> JobHandle {
+        let id = request.id.clone();
+        let result = self.shared.scheduler().submit(request);
+        self.shared.synthesis_wake.notify_waiters();
+        JobHandle { id, result }
+    }
+
+    /// Cancels the job in flight with this id: its waiters get [`JobError::Cancelled`], its queued
+    /// partitions and their memory are dropped, work already running on it is discarded.
+    /// `false` when no such job is in flight.
+    pub fn cancel(&self, id: &str) -> bool {
+        let cancelled = self.shared.scheduler().cancel(id);
+        match cancelled {
+            Some(info) => {
+                self.shared.ended(&info, "cancelled");
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Jobs submitted and not yet ended.
+    pub fn jobs_in_flight(&self) -> usize {
+        self.shared.scheduler().jobs()
+    }
+
+    /// The memory budget, for its in-use and peak figures.
+    pub fn memory(&self) -> &MemoryBudget {
+        &self.shared.budget
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl Shared {
+    fn scheduler(&self) -> MutexGuard<'_, Scheduler> {
+        // The bookkeeping stays consistent across a panic elsewhere: each method completes or
+        // changes nothing.
+        self.scheduler
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits until `take` finds something in the scheduler, re-checking whenever `wake` fires.
+    async fn wait_for<T>(
+        &self,
+        wake: &Notify,
+        mut take: impl FnMut(&mut Scheduler) -> Option<T>,
+    ) -> T {
+        loop {
+            let notified = wake.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so a wake between the check and the await is not lost.
+            notified.as_mut().enable();
+            let taken = take(&mut self.scheduler());
+            if let Some(value) = taken {
+                return value;
+            }
+            notified.await;
+        }
+    }
+
+    /// Ends `job` with `error`, unless it already ended.
+    fn fail(&self, job: &JobInfo, error: JobError) {
+        let failed = self.scheduler().fail(job.seq, error);
+        if let Some(info) = failed {
+            self.ended(&info, "failed");
+        }
+    }
+
+    /// Logs a job's end and lets synthesis workers take the slot it held.
+    fn ended(&self, job: &JobInfo, status: &str) {
+        self.clock.emit(
+            Event::JobDone,
+            &job.id,
+            vec![kv("partitions", job.partitions), kv("status", status)],
+        );
+        self.synthesis_wake.notify_waiters();
+    }
+}
+
+/// Runs `work` on a blocking thread, turning a panic into its message.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(panic_message)
+}
+
+fn panic_message(error: JoinError) -> String {
+    match error.try_into_panic() {
+        Ok(payload) => payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_owned()),
+        Err(error) => error.to_string(),
+    }
+}
+
+/// `work`'s value, or `None` when the job ends (fails, is cancelled) first.
+async fn unless_ended<T>(job: &JobInfo, work: impl Future<Output = T>) -> Option<T> {
+    let mut ended = job.result.subscribe();
+    tokio::select! {
+        value = work => Some(value),
+        _ = ended.wait_for(Option::is_some) => None,
+    }
+}

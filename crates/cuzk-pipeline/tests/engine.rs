@@ -1,0 +1,505 @@
+//! The engine with the CPU backend on tiny circuits: ordering, back-pressure, cancellation,
+//! duplicate ids, failures and panics, and the dual-worker interlock with a recording backend.
+//! Every proof that comes back is checked again here against the inputs its partition should have.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+use cuzk_groth16::backend::CpuBackend;
+use cuzk_groth16::setup::generate_random_parameters;
+use cuzk_groth16::{
+    verify_proof, DeviceLock, Parameters, PreparedVerifyingKey, ProveError, ProverBackend,
+    QuerySums, StageMetric, Started,
+};
+use cuzk_math::Scalar;
+use cuzk_pipeline::engine::{JobResult, PartitionMemory};
+use cuzk_pipeline::sink::MemorySink;
+use cuzk_pipeline::timeline::{Record, Timeline};
+use cuzk_pipeline::{Engine, EngineConfig, JobError, JobHandle, JobRequest, Partition};
+use cuzk_synth::ProvingAssignment;
+use ff::Field;
+
+const ROUNDS: usize = 48;
+const MIB: u64 = 1 << 20;
+
+/// x squared `ROUNDS` times; the public input is the result. The shape does not depend on x, so
+/// one set of parameters serves every (job, partition), and each has its own input.
+#[derive(Clone)]
+struct Squares {
+    x: Scalar,
+    fault: Fault,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Fault {
+    None,
+    Error,
+    Panic,
+}
+
+impl Circuit<Scalar> for Squares {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        match self.fault {
+            Fault::Error => return Err(SynthesisError::Unsatisfiable),
+            Fault::Panic => panic!("synthesis exploded on purpose"),
+            Fault::None => {}
+        }
+        let mut value = self.x;
+        let mut var = cs.alloc(|| "x", || Ok(value))?;
+        for i in 0..ROUNDS {
+            let next = value.square();
+            let next_var = cs.alloc(|| format!("x^2^{i}"), || Ok(next))?;
+            cs.enforce(
+                || format!("square {i}"),
+                |lc| lc + var,
+                |lc| lc + var,
+                |lc| lc + next_var,
+            );
+            (value, var) = (next, next_var);
+        }
+        let y = cs.alloc_input(|| "y", || Ok(value))?;
+        cs.enforce(|| "y", |lc| lc + var, |lc| lc + CS::one(), |lc| lc + y);
+        Ok(())
+    }
+}
+
+/// The witness of (job, partition): distinct for every pair, so a mixed-up proof fails.
+fn x(job: u64, k: usize) -> Scalar {
+    Scalar::from(job * 1000 + k as u64 + 2)
+}
+
+fn expected_input(job: u64, k: usize) -> Scalar {
+    (0..ROUNDS).fold(x(job, k), |v, _| v.square())
+}
+
+fn partition(job: u64, k: usize, fault: Fault) -> Partition<Squares> {
+    Partition {
+        circuit: Squares {
+            x: x(job, k),
+            fault,
+        },
+        public_inputs: vec![expected_input(job, k)],
+    }
+}
+
+fn params() -> Arc<Parameters> {
+    let mut rng = cuzk_testkit::rng("engine params");
+    let circuit = Squares {
+        x: Scalar::ONE,
+        fault: Fault::None,
+    };
+    Arc::new(generate_random_parameters(circuit, &mut rng).unwrap())
+}
+
+/// A job whose partitions are all fine.
+fn job(id: &str, job: u64, partitions: usize, params: &Arc<Parameters>) -> JobRequest {
+    JobRequest::new(id, Arc::clone(params), partitions, move |k| {
+        partition(job, k, Fault::None)
+    })
+}
+
+fn config(partition_workers: usize, synthesis_concurrency: usize, gpu: usize) -> EngineConfig {
+    EngineConfig {
+        partition_workers,
+        synthesis_concurrency,
+        gpu_workers_per_device: gpu,
+        memory_budget: 64 * MIB,
+    }
+}
+
+fn start(config: EngineConfig, backend: Arc<dyn ProverBackend>) -> (Engine, Arc<MemorySink>) {
+    let sink = Arc::new(MemorySink::default());
+    let engine = Engine::start(config, vec![backend], sink.clone()).unwrap();
+    (engine, sink)
+}
+
+/// Checks a finished job: one proof per partition, in order, each valid for its own input.
+fn check_proofs(result: &JobResult, job: u64, partitions: usize, params: &Parameters) {
+    let output = result.as_ref().unwrap_or_else(|e| panic!("job {job}: {e}"));
+    let pvk = PreparedVerifyingKey::new(&params.vk);
+    assert_eq!(output.proofs.len(), partitions);
+    for (k, proof) in output.proofs.iter().enumerate() {
+        let input = [expected_input(job, k)];
+        assert_eq!(output.public_inputs[k], input);
+        assert!(
+            verify_proof(&pvk, proof, &input).unwrap(),
+            "job {job} partition {k}"
+        );
+    }
+}
+
+fn events<'a>(timeline: &'a Timeline, event: &str) -> Vec<&'a Record> {
+    timeline
+        .records
+        .iter()
+        .filter(|r| r.event == event)
+        .collect()
+}
+
+fn job_and_partition(record: &Record) -> (String, u32) {
+    (record.job_id.clone(), record.partition().unwrap())
+}
+
+async fn wait_all(handles: Vec<JobHandle>) -> Vec<JobResult> {
+    let mut results = Vec::new();
+    for handle in handles {
+        results.push(handle.wait().await);
+    }
+    results
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oldest_job_first_and_proofs_in_partition_order() {
+    let params = params();
+    let (engine, sink) = start(config(1, 1, 1), Arc::new(CpuBackend));
+    let handles = (0..3)
+        .map(|j| engine.submit(job(&format!("job{j}"), j, 3, &params)))
+        .collect();
+    let results = wait_all(handles).await;
+    for (j, result) in results.iter().enumerate() {
+        check_proofs(result, j as u64, 3, &params);
+    }
+    let timeline = sink.timeline();
+    let order: Vec<_> = (0..3)
+        .flat_map(|j| (0..3).map(move |k| (format!("job{j}"), k)))
+        .collect();
+    for event in ["SYNTH_START", "GPU_QUEUE", "GPU_PICKUP", "GPU_START"] {
+        let seen: Vec<_> = events(&timeline, event)
+            .into_iter()
+            .map(job_and_partition)
+            .collect();
+        assert_eq!(seen, order, "{event}");
+    }
+    assert_eq!(events(&timeline, "JOB_DONE").len(), 3);
+    assert_eq!(events(&timeline, "PARTITION_STATS").len(), 9);
+    assert_eq!(engine.jobs_in_flight(), 0);
+    assert_eq!(engine.memory().in_use(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_memory_budget_holds_back_synthesis() {
+    let params = params();
+    // Room for two partitions, four synthesis workers that would like to run at once.
+    let config = EngineConfig {
+        memory_budget: 2 * MIB,
+        ..config(4, 3, 2)
+    };
+    let (engine, sink) = start(config, Arc::new(CpuBackend));
+    let memory = PartitionMemory { abc: 0, rest: MIB };
+    let handles = (0..3)
+        .map(|j| engine.submit(job(&format!("job{j}"), j, 4, &params).with_memory(memory)))
+        .collect();
+    for (j, result) in wait_all(handles).await.iter().enumerate() {
+        check_proofs(result, j as u64, 4, &params);
+    }
+    // Partitions alive (from synthesis start to finalization) counted over the log.
+    let (mut alive, mut most) = (0i32, 0i32);
+    for record in &sink.timeline().records {
+        match record.event.as_str() {
+            "SYNTH_START" => alive += 1,
+            "FINALIZE_END" => alive -= 1,
+            _ => {}
+        }
+        most = most.max(alive);
+    }
+    assert_eq!(
+        most, 2,
+        "at most (and, with 4 workers, exactly) two in flight"
+    );
+    assert_eq!(engine.memory().peak(), 2 * MIB);
+    assert_eq!(engine.memory().in_use(), 0);
+}
+
+/// Blocks a synthesis until opened, and says when one is blocked.
+#[derive(Default)]
+struct Gate {
+    open: Mutex<bool>,
+    opened: Condvar,
+    entered: tokio::sync::Notify,
+}
+
+impl Gate {
+    fn pass(&self) {
+        self.entered.notify_one();
+        let mut open = self.open.lock().unwrap();
+        while !*open {
+            open = self.opened.wait(open).unwrap();
+        }
+    }
+
+    fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.opened.notify_all();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_jobs_end_at_once_and_others_go_on() {
+    let params = params();
+    let (engine, sink) = start(config(1, 2, 2), Arc::new(CpuBackend));
+    let gate = Arc::new(Gate::default());
+    let held = Arc::clone(&gate);
+    let blocked = engine.submit(JobRequest::new(
+        "blocked",
+        Arc::clone(&params),
+        3,
+        move |k| {
+            held.pass();
+            partition(0, k, Fault::None)
+        },
+    ));
+    let queued = engine.submit(job("queued", 1, 2, &params));
+    let fine = engine.submit(job("fine", 2, 2, &params));
+    gate.entered.notified().await;
+    // "blocked" is mid-synthesis, "queued" has not started.
+    assert!(engine.cancel("queued"));
+    assert!(engine.cancel("blocked"));
+    assert!(!engine.cancel("blocked"), "already ended");
+    assert!(!engine.cancel("never submitted"));
+    assert_eq!(blocked.wait().await, Err(JobError::Cancelled));
+    assert_eq!(queued.wait().await, Err(JobError::Cancelled));
+    gate.open();
+    check_proofs(&fine.wait().await, 2, 2, &params);
+    let timeline = sink.timeline();
+    assert!(events(&timeline, "SYNTH_START")
+        .iter()
+        .all(|r| r.job_id != "queued"));
+    assert!(events(&timeline, "GPU_PICKUP")
+        .iter()
+        .all(|r| r.job_id == "fine"));
+    assert_eq!(engine.jobs_in_flight(), 0);
+    assert_eq!(engine.memory().in_use(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_request_id_twice_is_one_job() {
+    let params = params();
+    let (engine, sink) = start(config(2, 2, 2), Arc::new(CpuBackend));
+    let first = engine.submit(job("twice", 0, 3, &params));
+    let second = engine.submit(job("twice", 0, 3, &params));
+    let other = engine.submit(job("other", 1, 2, &params));
+    let (first, second) = (first.wait().await, second.wait().await);
+    check_proofs(&first, 0, 3, &params);
+    assert_eq!(first, second, "both submitters get the very same proofs");
+    check_proofs(&other.wait().await, 1, 2, &params);
+    let timeline = sink.timeline();
+    let syntheses = events(&timeline, "SYNTH_START");
+    assert_eq!(syntheses.iter().filter(|r| r.job_id == "twice").count(), 3);
+    assert_eq!(events(&timeline, "JOB_DONE").len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_partition_fails_only_its_job() {
+    let params = params();
+    let mut rng = cuzk_testkit::rng("other circuit's params");
+    let other_params = Arc::new(
+        generate_random_parameters(
+            cuzk_synth::circuits::SyntheticCircuit {
+                constraints: 30,
+                boolean_fraction: 0.5,
+                public_inputs: 1,
+                seed: 1,
+            },
+            &mut rng,
+        )
+        .unwrap(),
+    );
+    let (engine, _sink) = start(
+        EngineConfig {
+            memory_budget: 8 * MIB,
+            ..config(2, 3, 2)
+        },
+        Arc::new(CpuBackend),
+    );
+    let faulty = |id: &str, j: u64, bad: usize, fault: Fault| {
+        JobRequest::new(id, Arc::clone(&params), 3, move |k| {
+            partition(j, k, if k == bad { fault } else { Fault::None })
+        })
+    };
+    let handles = vec![
+        engine.submit(job("ok-before", 0, 3, &params)),
+        engine.submit(faulty("error", 1, 1, Fault::Error)),
+        engine.submit(faulty("panic", 2, 2, Fault::Panic)),
+        engine.submit(JobRequest::new(
+            "wrong-input",
+            Arc::clone(&params),
+            2,
+            |k| Partition {
+                public_inputs: vec![Scalar::ZERO],
+                ..partition(3, k, Fault::None)
+            },
+        )),
+        engine.submit(JobRequest::new("wrong-params", other_params, 2, |k| {
+            partition(4, k, Fault::None)
+        })),
+        engine.submit(job("too-big", 5, 2, &params).with_memory(PartitionMemory {
+            abc: 8 * MIB,
+            rest: 1,
+        })),
+        engine.submit(job("no-partitions", 6, 0, &params)),
+        engine.submit(job("ok-after", 7, 3, &params)),
+    ];
+    let results = wait_all(handles).await;
+    check_proofs(&results[0], 0, 3, &params);
+    assert_eq!(
+        results[1],
+        Err(JobError::Synthesis {
+            partition: 1,
+            reason: SynthesisError::Unsatisfiable.to_string()
+        })
+    );
+    assert_eq!(
+        results[2],
+        Err(JobError::Panicked {
+            partition: 2,
+            stage: "synthesis",
+            message: "synthesis exploded on purpose".into()
+        })
+    );
+    assert!(
+        matches!(&results[3], Err(JobError::Verify { reason, .. }) if reason.contains("does not verify")),
+        "{:?}",
+        results[3]
+    );
+    assert!(
+        matches!(&results[4], Err(JobError::Prove { reason, .. }) if reason.contains("parameters do not fit")),
+        "{:?}",
+        results[4]
+    );
+    assert!(
+        matches!(&results[5], Err(JobError::OverBudget { partition: 0, .. })),
+        "{:?}",
+        results[5]
+    );
+    assert_eq!(results[6], Err(JobError::NoPartitions));
+    check_proofs(&results[7], 7, 3, &params);
+    assert_eq!(engine.jobs_in_flight(), 0);
+    assert_eq!(engine.memory().in_use(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_engine_ends_its_jobs() {
+    let params = params();
+    let (engine, _sink) = start(config(1, 1, 1), Arc::new(CpuBackend));
+    let gate = Arc::new(Gate::default());
+    let held = Arc::clone(&gate);
+    let handle = engine.submit(JobRequest::new("stuck", params, 1, move |k| {
+        held.pass();
+        partition(0, k, Fault::None)
+    }));
+    gate.entered.notified().await;
+    drop(engine);
+    assert_eq!(handle.wait().await, Err(JobError::ShutDown));
+    gate.open();
+}
+
+/// Proves with the CPU, outside the lock, then pretends to run kernels inside it, logging when
+/// each part of each call ran.
+#[derive(Default)]
+struct Recording {
+    calls: AtomicUsize,
+    /// (call, inside the lock, start, end)
+    parts: Mutex<Vec<(usize, bool, Instant, Instant)>>,
+}
+
+impl Recording {
+    fn part(&self, call: usize, locked: bool, length: Duration) {
+        let start = Instant::now();
+        std::thread::sleep(length);
+        self.parts
+            .lock()
+            .unwrap()
+            .push((call, locked, start, Instant::now()));
+    }
+}
+
+impl ProverBackend for Recording {
+    fn name(&self) -> &str {
+        "recording"
+    }
+
+    fn prove_start(
+        &self,
+        params: &Parameters,
+        assignment: ProvingAssignment,
+    ) -> Result<QuerySums, ProveError> {
+        CpuBackend.prove_start(params, assignment)
+    }
+
+    fn prove_start_shared(
+        &self,
+        params: &Parameters,
+        assignment: ProvingAssignment,
+        device: &dyn DeviceLock,
+    ) -> Result<Started, ProveError> {
+        let call = self.calls.fetch_add(1, Ordering::SeqCst);
+        let sums = self.prove_start(params, assignment)?;
+        self.part(call, false, Duration::from_millis(20));
+        {
+            let _device = device.acquire();
+            self.part(call, true, Duration::from_millis(40));
+        }
+        self.part(call, false, Duration::from_millis(20));
+        Ok(Started {
+            sums,
+            stages: vec![StageMetric {
+                key: "fake_kernels_ms",
+                value: 40.0,
+            }],
+        })
+    }
+}
+
+fn overlap(a: (Instant, Instant), b: (Instant, Instant)) -> Duration {
+    a.1.min(b.1).saturating_duration_since(a.0.max(b.0))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_workers_share_the_device_only_inside_the_lock() {
+    let params = params();
+    let backend = Arc::new(Recording::default());
+    let (engine, sink) = start(config(2, 2, 2), backend.clone());
+    let handles = (0..2)
+        .map(|j| engine.submit(job(&format!("job{j}"), j, 3, &params)))
+        .collect();
+    for (j, result) in wait_all(handles).await.iter().enumerate() {
+        check_proofs(result, j as u64, 3, &params);
+    }
+    let parts = backend.parts.lock().unwrap().clone();
+    let locked: Vec<_> = parts.iter().filter(|p| p.1).collect();
+    assert_eq!(locked.len(), 6);
+    for a in &locked {
+        for b in &locked {
+            if a.0 != b.0 {
+                assert_eq!(overlap((a.2, a.3), (b.2, b.3)), Duration::ZERO);
+            }
+        }
+    }
+    let host_during_kernels = parts.iter().filter(|host| !host.1).any(|host| {
+        locked.iter().any(|dev| {
+            dev.0 != host.0 && overlap((host.2, host.3), (dev.2, dev.3)) > Duration::from_millis(5)
+        })
+    });
+    assert!(
+        host_during_kernels,
+        "one worker's host work overlaps the other's device region"
+    );
+
+    // The TIMELINE's GPU intervals are the locked regions: they never overlap either.
+    let timeline = sink.timeline();
+    let mut intervals = cuzk_pipeline::analysis::gpu_intervals(&timeline);
+    intervals.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
+    assert_eq!(intervals.len(), 6);
+    for pair in intervals.windows(2) {
+        assert!(pair[0].end_ms <= pair[1].start_ms, "{pair:?}");
+    }
+    let workers: std::collections::BTreeSet<_> =
+        intervals.iter().filter_map(|i| i.worker).collect();
+    assert_eq!(workers.len(), 2, "both workers proved");
+    let stats = events(&timeline, "PARTITION_STATS");
+    assert!(stats.iter().all(|r| r.get("fake_kernels_ms") == Some("40")));
+    assert!(stats.iter().all(|r| r.get("prove_start_ms").is_some()));
+}
