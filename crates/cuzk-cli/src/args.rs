@@ -41,6 +41,9 @@ pub enum Command {
     Analyze(AnalyzeArgs),
     /// Time the GPU kernels (MSM in G1 and G2, NTT) on the first device and print a table.
     BenchKernels(BenchKernelsArgs),
+    /// Run jobs of a built-in circuit through the engine: steady-state seconds per proof, GPU busy
+    /// fraction, synthesis and GPU time per partition, peak memory.
+    Bench(BenchArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -160,4 +163,73 @@ pub struct AnalyzeArgs {
     /// Also draw a Gantt chart (one lane per synthesis slot and GPU worker) into this SVG file.
     #[arg(long)]
     pub svg: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub circuit: CircuitArgs,
+    /// Jobs (proof requests) to run in all.
+    #[arg(short = 'j', long, default_value_t = 4)]
+    pub jobs: usize,
+    /// Jobs in flight at once: the next is submitted when one finishes.
+    #[arg(short = 'c', long, default_value_t = 2)]
+    pub concurrency: usize,
+    /// Partitions per job (a 32 GiB PoRep sector has 10).
+    #[arg(long, default_value_t = 2)]
+    pub partitions: usize,
+    /// Synthesis tasks (default: the CPU threads).
+    #[arg(long)]
+    pub partition_workers: Option<usize>,
+    /// GPU workers per device, sharing its lock.
+    #[arg(long, default_value_t = 2)]
+    pub gpu_workers: usize,
+    /// Jobs synthesizing at once.
+    #[arg(long, default_value_t = 2)]
+    pub synthesis_concurrency: usize,
+    /// Host memory for partitions in flight: bytes with an optional K, M, G or T suffix (powers of
+    /// 1024), or `auto` (the machine's memory less a margin).
+    #[arg(long, default_value = "auto", value_parser = parse_memory)]
+    pub memory_budget: MemoryArg,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    /// Write the TIMELINE here (for `cuzk analyze`).
+    #[arg(long)]
+    pub timeline: Option<PathBuf>,
+    /// Write the JSON summary here (the global `--json` prints it on stdout instead of text).
+    #[arg(long)]
+    pub json_out: Option<PathBuf>,
+}
+
+/// A memory size as given on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryArg {
+    Auto,
+    Bytes(u64),
+}
+
+fn parse_memory(text: &str) -> Result<MemoryArg, String> {
+    if text == "auto" {
+        return Ok(MemoryArg::Auto);
+    }
+    let unusable = || format!("{text:?} is not a byte count such as 512M, 64G or auto");
+    let (digits, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len()),
+    );
+    let shift = match unit.to_ascii_uppercase().as_str() {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return Err(unusable()),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .filter(|&bytes| bytes > 0)
+        .map(MemoryArg::Bytes)
+        .ok_or_else(unusable)
 }

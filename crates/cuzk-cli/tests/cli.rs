@@ -312,3 +312,91 @@ fn analyze_reports_idle_windows_and_throughput() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("missing.log"));
 }
+
+/// `cuzk bench` runs 4 jobs of 4 partitions through the engine on the CPU, and `cuzk analyze` on
+/// the TIMELINE it wrote reports the same steady state and GPU busy fraction as its summary.
+#[test]
+fn bench_runs_jobs_and_analyze_agrees_with_its_summary() {
+    let files = Files::new();
+    let (timeline, summary) = (files.path("bench.log"), files.path("bench.json"));
+    let output = cuzk(&[
+        "bench",
+        "--backend",
+        "cpu",
+        "--circuit",
+        "synthetic",
+        "--constraints",
+        "300",
+        "--boolean-fraction",
+        "0.8",
+        "-j",
+        "4",
+        "-c",
+        "2",
+        "--partitions",
+        "4",
+        "--partition-workers",
+        "2",
+        "--memory-budget",
+        "64M",
+        "--timeline",
+        &timeline,
+        "--json-out",
+        &summary,
+    ]);
+    assert!(output.status.success(), "bench: {}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("s per proof"), "{text}");
+    let bench: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).expect("summary")).expect("json");
+    assert_eq!(bench["jobs"], 4);
+    assert!(bench["peak_memory_bytes"].as_u64().expect("peak") <= 64 << 20);
+
+    let output = cuzk(&["--json", "analyze", &timeline]);
+    assert!(output.status.success(), "analyze: {}", stderr(&output));
+    let analyzed: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert_eq!(analyzed["jobs"], 4);
+    assert_eq!(analyzed["partitions"], 16);
+    assert_eq!(analyzed["malformed_lines"], 0);
+    let steady = bench["steady_state_s_per_proof"]
+        .as_f64()
+        .expect("steady state");
+    assert!(steady > 0.0);
+    let figures = [
+        (steady, &analyzed["steady_state_s_per_job"]),
+        (
+            bench["gpu_busy_fraction"].as_f64().expect("busy"),
+            &analyzed["gpu_busy_fraction"],
+        ),
+    ];
+    for (ours, theirs) in figures {
+        assert!((ours - theirs.as_f64().expect("number")).abs() < 1e-9);
+    }
+}
+
+#[test]
+fn bench_refuses_unusable_settings() {
+    for (flag, value, cause) in [
+        ("--memory-budget", "12Q", "not a byte count"),
+        ("--memory-budget", "lots", "not a byte count"),
+        ("--memory-budget", "0", "not a byte count"),
+        ("--jobs", "0", "--jobs must be at least 1"),
+        (
+            "--gpu-workers",
+            "0",
+            "gpu_workers_per_device must be at least 1",
+        ),
+    ] {
+        let output = cuzk(&[
+            "bench",
+            "--backend",
+            "cpu",
+            "--constraints",
+            "10",
+            flag,
+            value,
+        ]);
+        assert_eq!(output.status.code(), Some(2), "{flag} {value}");
+        assert!(stderr(&output).contains(cause), "{}", stderr(&output));
+    }
+}

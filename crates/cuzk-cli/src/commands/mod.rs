@@ -1,6 +1,7 @@
 //! One module per subcommand: each validates its arguments, then calls the libraries.
 
 pub mod analyze;
+pub mod bench;
 pub mod bench_kernels;
 pub mod demo;
 pub mod prove;

@@ -1,0 +1,249 @@
+//! `cuzk bench`: jobs of a built-in circuit through the engine, measured from the engine's own
+//! TIMELINE with the same analysis as `cuzk analyze`, so the two always agree.
+//!
+//! Every partition of every job is the same circuit (its shape must match the one set of
+//! parameters); each proof still has its own randomness and is verified.
+
+use std::sync::Arc;
+
+use anyhow::{bail, ensure, Context, Result};
+use cuzk_groth16::setup::generate_random_parameters;
+use cuzk_groth16::{Parameters, ProverBackend};
+use cuzk_pipeline::analysis::{max_synth_in_flight, summarize, synth_stats};
+use cuzk_pipeline::engine::auto_memory_budget;
+use cuzk_pipeline::sink::MemorySink;
+use cuzk_pipeline::timeline::Timeline;
+use cuzk_pipeline::{Engine, EngineConfig, JobError, JobRequest, Partition};
+use serde_json::{json, Value};
+use tokio::sync::Semaphore;
+
+use crate::args::{BenchArgs, GlobalArgs, MemoryArg};
+use crate::circuit::CircuitSpec;
+use crate::progress::Progress;
+use crate::{backend, Outcome};
+
+/// The validated run: what `BenchArgs` asked for, defaults resolved.
+struct Plan {
+    spec: CircuitSpec,
+    jobs: usize,
+    concurrency: usize,
+    partitions: usize,
+    config: EngineConfig,
+}
+
+impl Plan {
+    fn from_args(args: &BenchArgs) -> Result<Self> {
+        ensure!(args.jobs > 0, "--jobs must be at least 1");
+        ensure!(args.concurrency > 0, "--concurrency must be at least 1");
+        ensure!(args.partitions > 0, "--partitions must be at least 1");
+        let memory_budget = match args.memory_budget {
+            MemoryArg::Auto => auto_memory_budget().context("--memory-budget auto")?,
+            MemoryArg::Bytes(bytes) => bytes,
+        };
+        Ok(Plan {
+            spec: CircuitSpec::from_args(&args.circuit)?,
+            jobs: args.jobs,
+            concurrency: args.concurrency,
+            partitions: args.partitions,
+            config: EngineConfig {
+                partition_workers: args
+                    .partition_workers
+                    .unwrap_or_else(rayon::current_num_threads),
+                synthesis_concurrency: args.synthesis_concurrency,
+                gpu_workers_per_device: args.gpu_workers,
+                memory_budget,
+            },
+        })
+    }
+
+    /// Job `j`: `partitions` copies of the circuit.
+    fn job(&self, j: usize, params: &Arc<Parameters>) -> JobRequest {
+        let CircuitSpec::Synthetic(circuit) = &self.spec;
+        let (circuit, public_inputs) = (circuit.clone(), circuit.public_input_values());
+        JobRequest::new(
+            format!("job{j}"),
+            Arc::clone(params),
+            self.partitions,
+            move |_| Partition {
+                circuit: circuit.clone(),
+                public_inputs: public_inputs.clone(),
+            },
+        )
+    }
+}
+
+/// Submits the jobs, at most `concurrency` in flight, and waits for all; the first failure is
+/// reported after the others finished.
+async fn run_jobs(engine: &Engine, plan: &Plan, params: &Arc<Parameters>) -> Result<()> {
+    let slots = Arc::new(Semaphore::new(plan.concurrency));
+    let mut waiting = Vec::with_capacity(plan.jobs);
+    for j in 0..plan.jobs {
+        let slot = Arc::clone(&slots).acquire_owned().await?;
+        let handle = engine.submit(plan.job(j, params));
+        waiting.push(tokio::spawn(async move {
+            let result = handle.wait().await;
+            drop(slot);
+            result.map(|_| ())
+        }));
+    }
+    let mut failures: Vec<JobError> = Vec::new();
+    for (j, task) in waiting.into_iter().enumerate() {
+        if let Err(e) = task.await.with_context(|| format!("job{j}"))? {
+            failures.push(e);
+        }
+    }
+    if let Some(first) = failures.first() {
+        bail!(
+            "{} of {} jobs failed; the first: {first}",
+            failures.len(),
+            plan.jobs
+        );
+    }
+    Ok(())
+}
+
+/// Mean of a detail value over the records of `event`.
+fn mean_of(timeline: &Timeline, event: &str, key: &str) -> Option<f64> {
+    let values: Vec<f64> = timeline
+        .records
+        .iter()
+        .filter(|r| r.event == event)
+        .filter_map(|r| r.get(key)?.parse().ok())
+        .collect();
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+/// The figures of the run, from its TIMELINE.
+fn summary(
+    plan: &Plan,
+    backend: &dyn ProverBackend,
+    timeline: &Timeline,
+    wall_s: f64,
+    peak: u64,
+) -> Value {
+    let gpu = summarize(timeline);
+    let synth = synth_stats(timeline);
+    let gpu_ms: Vec<f64> = gpu
+        .intervals
+        .iter()
+        .map(|i| i.end_ms - i.start_ms)
+        .collect();
+    let CircuitSpec::Synthetic(circuit) = &plan.spec;
+    json!({
+        "circuit": "synthetic",
+        "constraints": circuit.constraints,
+        "boolean_fraction": circuit.boolean_fraction,
+        "backend": backend.name(),
+        "jobs": plan.jobs,
+        "concurrency": plan.concurrency,
+        "partitions": plan.partitions,
+        "partition_workers": plan.config.partition_workers,
+        "gpu_workers": plan.config.gpu_workers_per_device,
+        "synthesis_concurrency": plan.config.synthesis_concurrency,
+        "memory_budget_bytes": plan.config.memory_budget,
+        "wall_s": wall_s,
+        "steady_state_s_per_proof": gpu.steady_state_s_per_job,
+        "synth_ms": {"mean": synth.mean_ms, "min": synth.min_ms, "max": synth.max_ms},
+        "gpu_ms_mean": (!gpu_ms.is_empty()).then(|| gpu_ms.iter().sum::<f64>() / gpu_ms.len() as f64),
+        "prove_start_ms_mean": mean_of(timeline, "PARTITION_STATS", "prove_start_ms"),
+        "gpu_busy_fraction": gpu.busy_fraction,
+        "gpu_idle_windows": gpu.idle_windows.len(),
+        "max_synth_in_flight": max_synth_in_flight(timeline),
+        "peak_memory_bytes": peak,
+    })
+}
+
+fn print_text(summary: &Value, plan: &Plan) {
+    let number = |key: &str| summary[key].as_f64().unwrap_or(f64::NAN);
+    let mib = |key: &str| number(key) / f64::from(1u32 << 20);
+    println!(
+        "{} jobs × {} partitions, {} at once, on {}: {}",
+        plan.jobs,
+        plan.partitions,
+        plan.concurrency,
+        summary["backend"].as_str().unwrap_or("?"),
+        plan.spec.describe()
+    );
+    match summary["steady_state_s_per_proof"].as_f64() {
+        Some(s) => println!("  steady state   {s:.3} s per proof"),
+        None => println!("  steady state   needs two or more jobs"),
+    }
+    println!("  wall           {:.3} s", number("wall_s"));
+    println!(
+        "  synthesis      {:.1} ms per partition (min {:.1}, max {:.1})",
+        summary["synth_ms"]["mean"].as_f64().unwrap_or(f64::NAN),
+        summary["synth_ms"]["min"].as_f64().unwrap_or(f64::NAN),
+        summary["synth_ms"]["max"].as_f64().unwrap_or(f64::NAN),
+    );
+    println!(
+        "  GPU            {:.1} ms per partition in the device region, prove_start {:.1} ms",
+        number("gpu_ms_mean"),
+        number("prove_start_ms_mean")
+    );
+    println!(
+        "  GPU busy       {:.1}% ({} idle windows)",
+        number("gpu_busy_fraction") * 100.0,
+        summary["gpu_idle_windows"]
+    );
+    println!(
+        "  syntheses      at most {} in flight",
+        summary["max_synth_in_flight"]
+    );
+    println!(
+        "  peak memory    {:.1} MiB of a {:.1} MiB budget",
+        mib("peak_memory_bytes"),
+        mib("memory_budget_bytes")
+    );
+}
+
+pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
+    let plan = Plan::from_args(&args)?;
+    let backend: Arc<dyn ProverBackend> = Arc::from(backend::select(args.backend, global.json)?);
+    let progress = Progress::new(global.json);
+    let CircuitSpec::Synthetic(circuit) = &plan.spec;
+    let (params, _) = progress.stage(
+        "generating parameters (random, NOT a trusted setup)",
+        || generate_random_parameters(circuit.clone(), &mut rand::rngs::OsRng),
+    );
+    let params = Arc::new(params.context("setup failed")?);
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let sink = Arc::new(MemorySink::default());
+    let (ran, elapsed) = progress.stage("proving", || {
+        runtime.block_on(async {
+            let engine = Engine::start(
+                plan.config.clone(),
+                vec![Arc::clone(&backend)],
+                sink.clone(),
+            )?;
+            run_jobs(&engine, &plan, &params).await?;
+            anyhow::Ok(engine.memory().peak())
+        })
+    });
+    let peak = ran?;
+    let timeline = sink.timeline();
+    if let Some(path) = &args.timeline {
+        let text: String = timeline.records.iter().map(|r| format!("{r}\n")).collect();
+        super::write_output(path, text.as_bytes())?;
+    }
+    let summary = summary(
+        &plan,
+        backend.as_ref(),
+        &timeline,
+        elapsed.as_secs_f64(),
+        peak,
+    );
+    if let Some(path) = &args.json_out {
+        super::write_output(path, format!("{summary}\n").as_bytes())?;
+    }
+    if global.json {
+        println!("{summary}");
+    } else {
+        print_text(&summary, &plan);
+    }
+    Ok(Outcome::Success)
+}
