@@ -4,23 +4,27 @@
 //!   and prints where the reports are.
 //! - `kernels [--archs 80,90] [--verbose]`: compiles `cuda/` into `target/cuda/cuzk.fatbin`, first
 //!   installing nvcc from PyPI into `target/cuda-toolchain` when none is found.
+//! - `sweep [--partition-workers L] [--gpu-workers L] [--concurrency L] [--out DIR] [-- BENCH ARGS]`:
+//!   `cuzk bench` over the grid of those lists, into `target/sweep/sweep.csv` and `sweep.svg`.
 //!
 //! Tasks are glue: how to find nvcc and which flags to give it belong to `cuzk-nvcc`, which
 //! `cuzk-gpu`'s build script shares, and must not be decided here.
 
 mod bench;
 mod kernels;
+mod sweep;
 
 use anyhow::{bail, Result};
 
 const USAGE: &str =
-    "usage: cargo xtask bench [prover|setup|math]\n       cargo xtask kernels [--archs 80,90] [--verbose]";
+    "usage: cargo xtask bench [prover|setup|math]\n       cargo xtask kernels [--archs 80,90] [--verbose]\n       cargo xtask sweep [--partition-workers 1,2] [--gpu-workers 1,2] [--concurrency 1,2] [--out DIR] [-- BENCH ARGS]";
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("bench") => bench::run(args.get(1).map(String::as_str)),
         Some("kernels") => kernels::run(&args[1..]),
+        Some("sweep") => sweep::run(&args[1..]),
         _ => bail!("{USAGE}"),
     }
 }
