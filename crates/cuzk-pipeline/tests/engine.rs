@@ -143,6 +143,19 @@ fn job_and_partition(record: &Record) -> (String, u32) {
     (record.job_id.clone(), record.partition().unwrap())
 }
 
+/// Partitions of failed jobs may still be finishing when the other jobs are done: give them a
+/// moment, then nothing may be left in flight.
+async fn assert_drained(engine: &Engine) {
+    for _ in 0..200 {
+        if engine.memory().in_use() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(engine.memory().in_use(), 0);
+    assert_eq!(engine.jobs_in_flight(), 0);
+}
+
 async fn wait_all(handles: Vec<JobHandle>) -> Vec<JobResult> {
     let mut results = Vec::new();
     for handle in handles {
@@ -175,8 +188,7 @@ async fn oldest_job_first_and_proofs_in_partition_order() {
     }
     assert_eq!(events(&timeline, "JOB_DONE").len(), 3);
     assert_eq!(events(&timeline, "PARTITION_STATS").len(), 9);
-    assert_eq!(engine.jobs_in_flight(), 0);
-    assert_eq!(engine.memory().in_use(), 0);
+    assert_drained(&engine).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -210,7 +222,7 @@ async fn the_memory_budget_holds_back_synthesis() {
         "at most (and, with 4 workers, exactly) two in flight"
     );
     assert_eq!(engine.memory().peak(), 2 * MIB);
-    assert_eq!(engine.memory().in_use(), 0);
+    assert_drained(&engine).await;
 }
 
 /// Blocks a synthesis until opened, and says when one is blocked.
@@ -270,8 +282,7 @@ async fn cancelled_jobs_end_at_once_and_others_go_on() {
     assert!(events(&timeline, "GPU_PICKUP")
         .iter()
         .all(|r| r.job_id == "fine"));
-    assert_eq!(engine.jobs_in_flight(), 0);
-    assert_eq!(engine.memory().in_use(), 0);
+    assert_drained(&engine).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -376,8 +387,7 @@ async fn a_failing_partition_fails_only_its_job() {
     );
     assert_eq!(results[6], Err(JobError::NoPartitions));
     check_proofs(&results[7], 7, 3, &params);
-    assert_eq!(engine.jobs_in_flight(), 0);
-    assert_eq!(engine.memory().in_use(), 0);
+    assert_drained(&engine).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -502,4 +512,48 @@ async fn two_workers_share_the_device_only_inside_the_lock() {
     let stats = events(&timeline, "PARTITION_STATS");
     assert!(stats.iter().all(|r| r.get("fake_kernels_ms") == Some("40")));
     assert!(stats.iter().all(|r| r.get("prove_start_ms").is_some()));
+}
+
+/// Panics inside its device region for job 9's partition 0.
+struct PanicsOnJob9;
+
+impl ProverBackend for PanicsOnJob9 {
+    fn name(&self) -> &str {
+        "panics"
+    }
+
+    fn prove_start(
+        &self,
+        params: &Parameters,
+        assignment: ProvingAssignment,
+    ) -> Result<QuerySums, ProveError> {
+        if assignment.input_assignment[1] == expected_input(9, 0) {
+            panic!("kernel exploded on purpose");
+        }
+        CpuBackend.prove_start(params, assignment)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_inside_the_device_region_fails_only_its_job() {
+    let params = params();
+    let (engine, _sink) = start(config(2, 3, 2), Arc::new(PanicsOnJob9));
+    let handles = vec![
+        engine.submit(job("before", 0, 2, &params)),
+        engine.submit(job("boom", 9, 2, &params)),
+        engine.submit(job("after", 1, 3, &params)),
+    ];
+    let results = wait_all(handles).await;
+    check_proofs(&results[0], 0, 2, &params);
+    assert_eq!(
+        results[1],
+        Err(JobError::Panicked {
+            partition: 0,
+            stage: "prove_start",
+            message: "kernel exploded on purpose".into()
+        })
+    );
+    // The device lock was held by the panicking call; the next job still gets the device.
+    check_proofs(&results[2], 1, 3, &params);
+    assert_drained(&engine).await;
 }

@@ -284,7 +284,7 @@ async fn finalize(
     let completed = shared
         .scheduler()
         .proved(job.seq, partition, proof, public_inputs);
-    if let Some(completed) = completed {
-        shared.ended(&completed.info, "ok");
+    if let Some(info) = completed {
+        shared.ended(&info, "ok");
     }
 }

@@ -69,11 +69,6 @@ pub(crate) struct Scheduler {
     synthesis_concurrency: usize,
 }
 
-/// A job whose every partition is proven and verified.
-pub(crate) struct Completed {
-    pub info: Arc<JobInfo>,
-}
-
 impl Scheduler {
     pub fn new(synthesis_concurrency: usize) -> Self {
         Scheduler {
@@ -150,14 +145,14 @@ impl Scheduler {
     }
 
     /// Records a verified proof; when it is the job's last, ends the job with all its proofs in
-    /// partition order.
+    /// partition order and returns it.
     pub fn proved(
         &mut self,
         seq: u64,
         partition: usize,
         proof: Proof,
         public_inputs: Vec<Scalar>,
-    ) -> Option<Completed> {
+    ) -> Option<Arc<JobInfo>> {
         let job = self.jobs.get_mut(&seq)?;
         if job.proofs[partition]
             .replace((proof, public_inputs))
@@ -175,7 +170,7 @@ impl Scheduler {
             proofs,
             public_inputs,
         }))));
-        Some(Completed { info: job.info })
+        Some(job.info)
     }
 
     /// Ends a job with `error`, dropping its queued partitions (and their memory); `None` when it
