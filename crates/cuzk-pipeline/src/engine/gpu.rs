@@ -160,11 +160,6 @@ async fn prove_start(shared: &Arc<Shared>, device: &Arc<Device>, ready: Ready, w
         queued,
     } = ready;
     let pickup = Instant::now();
-    shared.clock.emit(
-        Event::GpuPickup,
-        &job.id,
-        vec![kv("partition", partition), kv("worker", worker)],
-    );
     let region = Region {
         shared: Arc::clone(shared),
         device: Arc::clone(device),
@@ -173,6 +168,9 @@ async fn prove_start(shared: &Arc<Shared>, device: &Arc<Device>, ready: Ready, w
         worker,
         held: Mutex::default(),
     };
+    shared
+        .clock
+        .emit_at(pickup, Event::GpuPickup, &job.id, region.detail());
     let params = Arc::clone(&job.params);
     let outcome = blocking(move || {
         let started = region
