@@ -1,13 +1,19 @@
-// Pippenger MSM over affine bases, every stage on the device:
+// Pippenger MSM over affine bases, every stage but the final doublings on the device:
 //
-//   digits   scalars (Montgomery form, as uploaded) → canonical, s > r/2 replaced by r − s with the
-//            point negated (so s < 2^254) → signed c-bit window digits
-//   sort     per-window counting sort of (point, sign) by |digit|: histogram, scan, scatter
-//   buckets  one thread per (window, bucket) sums its points in XYZZ
-//   reduce   per window Σ (b+1)·bucket_b by running sums over segments, segments summed in a tree
-//   combine  windows by doublings (Horner) into one point
+//   digits   one thread per scalar: Montgomery → canonical; s > r/2 becomes r − s with the point
+//            negated (so s < 2^254); the signed c-bit digits of all windows in one pass, each
+//            stored as a code (|d|, sign) and counted into its bucket's histogram
+//   sort     exclusive scan of the histogram; scatter of (point, sign) entries into bucket order
+//   chunks   every bucket cut into chunks of at most `chunk` entries, one thread per chunk; the
+//            chunk sums are summed again in chunks, level after level, until each bucket holds
+//            one point. A thread's work is bounded whatever the scalars (all equal, small, sparse),
+//            and the threads of a warp do near-equal work
+//   reduce   per window Σ (b+1)·bucket_b by running sums over segments, then a tree per window
+//   combine  on the host: windows by doublings (Horner), a few hundred group operations
 //
-// Kernels are instantiated per group with the suffix _g1 / _g2 by MSM_KERNELS below.
+// Counting atomics are aggregated per warp (one atomic per distinct bucket in the warp), so equal
+// scalars do not serialise on one counter. Kernels are instantiated per group with the suffix
+// _g1 / _g2 by MSM_KERNELS below.
 #pragma once
 
 #include "curve/xyzz.cuh"
@@ -18,10 +24,15 @@ namespace cuzk {
 struct msm_params {
     uint32_t n;            // points and scalars
     uint32_t window_bits;  // c
-    uint32_t windows;      // ⌈255 / c⌉
+    uint32_t windows;      // ⌈255 / c⌉: a scalar below 2^254 never carries out of the top window
     uint32_t buckets;      // 2^(c−1) per window (digit d ≠ 0 goes to bucket |d| − 1)
     uint32_t segments;     // running-sum segments per window in the reduction
 };
+
+// A digit code: |d| in the low bits, the sign of the point to add in the top bit; 0 for d = 0.
+constexpr uint32_t CODE_NEGATE = 0x80000000u;
+// The bucket key of a lane that has nothing to count.
+constexpr uint32_t NO_BUCKET = 0xffffffffu;
 
 // Bits [at, at + count) of a 256-bit little-endian integer (count ≤ 31).
 __device__ __forceinline__ uint32_t scalar_bits(const fr_t& s, uint32_t at, uint32_t count) {
@@ -31,41 +42,47 @@ __device__ __forceinline__ uint32_t scalar_bits(const fr_t& s, uint32_t at, uint
     return uint32_t(word >> shift) & ((1u << count) - 1);
 }
 
-// Bit 255 of a canonical scalar, free once s < 2^254: set when the point is to be negated.
-constexpr uint32_t NEGATE_FLAG = 0x80000000u;
-
-// The signed digit of window w, recomputing the carries of the windows below it. Digits lie in
-// [−2^(c−1), 2^(c−1)]; a scalar below 2^254 never carries out of ⌈255/c⌉ windows (the top window
-// holds at most c − 1 bits).
-__device__ __forceinline__ int32_t signed_digit(const fr_t& s, uint32_t w, uint32_t c) {
-    uint32_t carry = 0;
-    int32_t digit = 0;
-    for (uint32_t i = 0; i <= w; i++) {
-        const uint32_t bits = i * c < 254 ? scalar_bits(s, i * c, min(c, 254 - i * c)) : 0;
-        const uint32_t raw = bits + carry;
-        carry = raw > (1u << (c - 1)) ? 1 : 0;
-        digit = int32_t(raw) - int32_t(carry << c);
-    }
-    return digit;
+// Adds `amount` to counter[key] once per group of lanes sharing a key (every lane of the warp
+// calls this; lanes with key NO_BUCKET take no part) and returns, per lane, the counter's old value
+// plus the lane's rank in its group: a distinct slot for each lane.
+__device__ __forceinline__ uint32_t warp_reserve(uint32_t* counter, uint32_t key) {
+    const uint32_t lane = threadIdx.x % 32;
+    const uint32_t peers = __match_any_sync(0xffffffffu, key);
+    const uint32_t leader = __ffs(peers) - 1;
+    const uint32_t rank = __popc(peers & ((1u << lane) - 1));
+    uint32_t base = 0;
+    if (key != NO_BUCKET && lane == leader) base = atomicAdd(&counter[key], __popc(peers));
+    return __shfl_sync(0xffffffffu, base, leader) + rank;
 }
 
-template <class F>
-__device__ __forceinline__ xyzz_t<F> bucket_sum(const affine_t<F>* bases, const uint32_t* entries,
-                                                uint32_t begin, uint32_t end) {
-    xyzz_t<F> acc = xyzz_t<F>::identity();
-    for (uint32_t e = begin; e < end; e++) {
-        const uint32_t entry = entries[e];
-        const affine_t<F> p = bases[entry & 0x7fffffffu];
-        acc.add_affine((entry >> 31) ? -p : p);
+// The bucket b whose chunk range [chunk_offsets[b], chunk_offsets[b + 1]) holds chunk c, for
+// c < chunk_offsets[buckets]: the last b with chunk_offsets[b] ≤ c.
+__device__ __forceinline__ uint32_t bucket_of_chunk(const uint32_t* chunk_offsets, uint32_t buckets,
+                                                    uint32_t c) {
+    uint32_t lo = 0, hi = buckets;  // chunk_offsets[lo] ≤ c < chunk_offsets[hi]
+    while (hi - lo > 1) {
+        const uint32_t mid = (lo + hi) / 2;
+        if (chunk_offsets[mid] <= c) lo = mid; else hi = mid;
     }
-    return acc;
+    return lo;
 }
+
+// The entries [begin, end) of chunk c, given per-bucket entry offsets and chunk offsets.
+struct chunk_range {
+    uint32_t begin, end;
+    __device__ __forceinline__ static chunk_range of(const uint32_t* offsets, const uint32_t* chunk_offsets,
+                                                     uint32_t buckets, uint32_t chunk, uint32_t c) {
+        const uint32_t b = bucket_of_chunk(chunk_offsets, buckets, c);
+        const uint32_t begin = offsets[b] + (c - chunk_offsets[b]) * chunk;
+        return {begin, min(begin + chunk, offsets[b + 1])};
+    }
+};
 
 // k·p for a small non-negative k, by double-and-add.
 template <class F>
 __device__ __forceinline__ xyzz_t<F> mul_small(const xyzz_t<F>& p, uint32_t k) {
     xyzz_t<F> acc = xyzz_t<F>::identity();
-    for (int b = 31; b >= 0; b--) {
+    for (int b = 31 - __clz(k | 1); b >= 0; b--) {
         acc = acc.dbl();
         if ((k >> b) & 1) acc.add(p);
     }
@@ -74,13 +91,13 @@ __device__ __forceinline__ xyzz_t<F> mul_small(const xyzz_t<F>& p, uint32_t k) {
 
 }  // namespace cuzk
 
-// Scalars: Montgomery form in; canonical integers below r/2 out, with NEGATE_FLAG where s was
-// replaced by r − s (s·P = (r − s)·(−P)). Halving the range keeps the top window's digits spread
-// instead of piling into a few buckets.
-extern "C" __global__ void msm_scalars_canonical(const cuzk::fr_t* in, cuzk::fr_t* out, uint32_t n) {
+// Digits of every window of scalar i, counted into counts[w·K + |d| − 1]; codes[w·n + i].
+// Every lane of a warp reaches the counting (the warp-aggregated atomic needs all 32).
+extern "C" __global__ void msm_digits(const cuzk::fr_t* scalars, cuzk::msm_params p, uint32_t* codes,
+                                      uint32_t* counts) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    cuzk::fr_t s = in[i].from_montgomery();
+    const bool valid = i < p.n;
+    cuzk::fr_t s = valid ? scalars[i].from_montgomery() : cuzk::fr_t::zero();
     // s > (r − 1)/2, compared limb by limb from the top; r − 1 = 2·half with half = (r − 1)/2.
     bool above = false, decided = false;
 #pragma unroll
@@ -91,46 +108,73 @@ extern "C" __global__ void msm_scalars_canonical(const cuzk::fr_t* in, cuzk::fr_
             decided = true;
         }
     }
-    if (above) {
-        s = -s;  // r − s (s ≠ 0 here), still canonical: negation of the integer mod r
-        s.l[7] |= cuzk::NEGATE_FLAG;
+    if (above) s = -s;  // r − s (s ≠ 0 here): s·P = (r − s)·(−P)
+    const uint32_t c = p.window_bits;
+    uint32_t carry = 0;
+    for (uint32_t w = 0; w < p.windows; w++) {
+        const uint32_t bits = w * c < 254 ? cuzk::scalar_bits(s, w * c, min(c, 254 - w * c)) : 0;
+        const uint32_t raw = bits + carry;
+        carry = raw > (1u << (c - 1)) ? 1 : 0;
+        const int32_t d = int32_t(raw) - int32_t(carry << c);
+        const uint32_t magnitude = uint32_t(abs(d));
+        if (valid) codes[size_t(w) * p.n + i] = magnitude | ((d < 0) != above ? cuzk::CODE_NEGATE : 0);
+        const uint32_t key = valid && d != 0 ? w * p.buckets + magnitude - 1 : cuzk::NO_BUCKET;
+        cuzk::warp_reserve(counts, key);
     }
-    out[i] = s;
 }
 
-// counts[w·K + b] = points whose window-w digit is ±(b + 1). Thread per (point, window).
-extern "C" __global__ void msm_histogram(const cuzk::fr_t* scalars, cuzk::msm_params p, uint32_t* counts) {
-    const uint64_t t = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (t >= uint64_t(p.n) * p.windows) return;
-    const uint32_t i = uint32_t(t / p.windows), w = uint32_t(t % p.windows);
-    const int32_t d = cuzk::signed_digit(scalars[i], w, p.window_bits);
-    if (d != 0) atomicAdd(&counts[w * p.buckets + (abs(d) - 1)], 1u);
+// entries[offsets[k] + slot] = i | sign for each point i with a nonzero digit in bucket k.
+// Grid: (⌈n / blockDim⌉, windows); blockDim a multiple of 32.
+extern "C" __global__ void msm_scatter(const uint32_t* codes, cuzk::msm_params p, const uint32_t* offsets,
+                                       uint32_t* cursors, uint32_t* entries) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x, w = blockIdx.y;
+    const uint32_t code = i < p.n ? codes[size_t(w) * p.n + i] : 0;
+    const uint32_t magnitude = code & ~cuzk::CODE_NEGATE;
+    const uint32_t key = magnitude != 0 ? w * p.buckets + magnitude - 1 : cuzk::NO_BUCKET;
+    const uint32_t slot = cuzk::warp_reserve(cursors, key);
+    if (key != cuzk::NO_BUCKET) entries[offsets[key] + slot] = i | (code & cuzk::CODE_NEGATE);
 }
 
-// entries[offsets[w·K + b] + k] = point | sign bit, for the k-th point landing in bucket b.
-extern "C" __global__ void msm_scatter(const cuzk::fr_t* scalars, cuzk::msm_params p,
-                                       const uint32_t* offsets, uint32_t* cursors, uint32_t* entries) {
-    const uint64_t t = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (t >= uint64_t(p.n) * p.windows) return;
-    const uint32_t i = uint32_t(t / p.windows), w = uint32_t(t % p.windows);
-    const int32_t d = cuzk::signed_digit(scalars[i], w, p.window_bits);
-    if (d == 0) return;
-    const uint32_t bucket = w * p.buckets + (abs(d) - 1);
-    const uint32_t at = offsets[bucket] + atomicAdd(&cursors[bucket], 1u);
-    const bool negate = (d < 0) != bool(scalars[i].l[7] & cuzk::NEGATE_FLAG);
-    entries[at] = i | (negate ? 0x80000000u : 0);
+// counts[b] = ⌈(offsets[b + 1] − offsets[b]) / chunk⌉: the chunks bucket b is cut into.
+// counts[buckets] = 0, the slot the scan turns into the total. Launched with buckets + 1 threads.
+extern "C" __global__ void msm_chunk_counts(const uint32_t* offsets, uint32_t buckets, uint32_t chunk,
+                                            uint32_t* counts) {
+    const uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b < buckets) counts[b] = (offsets[b + 1] - offsets[b] + chunk - 1) / chunk;
+    else if (b == buckets) counts[b] = 0;
 }
 
 #define MSM_KERNELS(SUFFIX, F)                                                                        \
-    extern "C" __global__ void msm_buckets_##SUFFIX(const cuzk::affine_t<F>* bases,                  \
-                                                    const uint32_t* offsets, const uint32_t* entries, \
-                                                    cuzk::msm_params p, cuzk::xyzz_t<F>* buckets) {   \
-        const uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;                                     \
-        if (b >= p.windows * p.buckets) return;                                                       \
-        buckets[b] = cuzk::bucket_sum(bases, entries, offsets[b], offsets[b + 1]);                    \
+    /* Level 0: out[c] = Σ ±bases over the entries of chunk c. */                                     \
+    extern "C" __global__ void msm_chunks_affine_##SUFFIX(                                            \
+        const cuzk::affine_t<F>* bases, const uint32_t* entries, const uint32_t* offsets,             \
+        const uint32_t* chunk_offsets, uint32_t buckets, uint32_t chunk, cuzk::xyzz_t<F>* out) {      \
+        const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;                                     \
+        if (c >= chunk_offsets[buckets]) return;                                                      \
+        const auto r = cuzk::chunk_range::of(offsets, chunk_offsets, buckets, chunk, c);              \
+        cuzk::xyzz_t<F> acc = cuzk::xyzz_t<F>::identity();                                           \
+        for (uint32_t e = r.begin; e < r.end; e++) {                                                  \
+            const uint32_t entry = entries[e];                                                        \
+            const cuzk::affine_t<F> pt = bases[entry & ~cuzk::CODE_NEGATE];                           \
+            acc.add_affine((entry & cuzk::CODE_NEGATE) ? -pt : pt);                                   \
+        }                                                                                             \
+        out[c] = acc;                                                                                 \
     }                                                                                                 \
-    /* partial[w·S + s] = Σ_{b in segment s} (b + 1)·bucket_b of window w. */                        \
-    extern "C" __global__ void msm_reduce_##SUFFIX(const cuzk::xyzz_t<F>* buckets, cuzk::msm_params p,\
+    /* Later levels: out[c] = Σ of the previous level's sums in chunk c. */                           \
+    extern "C" __global__ void msm_chunks_xyzz_##SUFFIX(                                              \
+        const cuzk::xyzz_t<F>* in, const uint32_t* offsets, const uint32_t* chunk_offsets,            \
+        uint32_t buckets, uint32_t chunk, cuzk::xyzz_t<F>* out) {                                     \
+        const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;                                     \
+        if (c >= chunk_offsets[buckets]) return;                                                      \
+        const auto r = cuzk::chunk_range::of(offsets, chunk_offsets, buckets, chunk, c);              \
+        cuzk::xyzz_t<F> acc = in[r.begin];                                                            \
+        for (uint32_t e = r.begin + 1; e < r.end; e++) acc.add(in[e]);                                \
+        out[c] = acc;                                                                                 \
+    }                                                                                                 \
+    /* partial[w·S + s] = Σ_{b in segment s} (b + 1)·bucket_b of window w; bucket b is sums[k] for   \
+       its one chunk k = chunk_offsets[b], or the identity when it has none. */                       \
+    extern "C" __global__ void msm_reduce_##SUFFIX(const cuzk::xyzz_t<F>* sums,                      \
+                                                   const uint32_t* chunk_offsets, cuzk::msm_params p, \
                                                    cuzk::xyzz_t<F>* partial) {                        \
         const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;                                     \
         if (t >= p.windows * p.segments) return;                                                      \
@@ -139,7 +183,8 @@ extern "C" __global__ void msm_scatter(const cuzk::fr_t* scalars, cuzk::msm_para
         const uint32_t lo = min(s * per, p.buckets), hi = min(lo + per, p.buckets);                   \
         cuzk::xyzz_t<F> running = cuzk::xyzz_t<F>::identity(), acc = running;                        \
         for (uint32_t b = hi; b > lo; b--) {                                                          \
-            running.add(buckets[w * p.buckets + b - 1]);                                              \
+            const uint32_t k = w * p.buckets + b - 1;                                                 \
+            if (chunk_offsets[k + 1] > chunk_offsets[k]) running.add(sums[chunk_offsets[k]]);         \
             acc.add(running);                                                                         \
         }                                                                                             \
         /* acc = Σ (b − lo + 1)·B_b; add lo·Σ B_b for the weights b + 1. */                           \
@@ -152,7 +197,7 @@ extern "C" __global__ void msm_scatter(const cuzk::fr_t* scalars, cuzk::msm_para
         extern __shared__ unsigned char raw[];                                                        \
         cuzk::xyzz_t<F>* s = reinterpret_cast<cuzk::xyzz_t<F>*>(raw);                                 \
         const uint32_t w = blockIdx.x, t = threadIdx.x;                                               \
-        cuzk::xyzz_t<F> acc = cuzk::xyzz_t<F>::identity();                                            \
+        cuzk::xyzz_t<F> acc = cuzk::xyzz_t<F>::identity();                                           \
         for (uint32_t i = t; i < p.segments; i += blockDim.x) acc.add(partial[w * p.segments + i]);   \
         s[t] = acc;                                                                                   \
         for (uint32_t half = blockDim.x / 2; half > 0; half /= 2) {                                   \
@@ -160,17 +205,6 @@ extern "C" __global__ void msm_scatter(const cuzk::fr_t* scalars, cuzk::msm_para
             if (t < half) s[t].add(s[t + half]);                                                      \
         }                                                                                             \
         if (t == 0) sums[w] = s[0];                                                                   \
-    }                                                                                                 \
-    /* Horner over the windows, most significant first: one thread. */                               \
-    extern "C" __global__ void msm_combine_##SUFFIX(const cuzk::xyzz_t<F>* sums, cuzk::msm_params p,  \
-                                                    cuzk::xyzz_t<F>* out) {                           \
-        if (blockIdx.x != 0 || threadIdx.x != 0) return;                                              \
-        cuzk::xyzz_t<F> acc = sums[p.windows - 1];                                                    \
-        for (int w = int(p.windows) - 2; w >= 0; w--) {                                               \
-            for (uint32_t i = 0; i < p.window_bits; i++) acc = acc.dbl();                             \
-            acc.add(sums[w]);                                                                         \
-        }                                                                                             \
-        *out = acc;                                                                                   \
     }
 
 MSM_KERNELS(g1, cuzk::fp_t)

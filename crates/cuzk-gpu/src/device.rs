@@ -1,6 +1,7 @@
 //! One CUDA device: its context, the embedded kernel module, and its resources.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
@@ -19,6 +20,9 @@ pub struct Gpu {
     stream: Arc<CudaStream>,
     name: String,
     multiprocessors: u32,
+    /// Most free bytes `memory` reports (usize::MAX: no limit), for sharing a device with others
+    /// and for testing the paths taken when memory is short.
+    memory_limit: AtomicUsize,
 }
 
 impl Gpu {
@@ -42,6 +46,7 @@ impl Gpu {
             stream,
             name,
             multiprocessors,
+            memory_limit: AtomicUsize::new(usize::MAX),
         }))
     }
 
@@ -81,9 +86,17 @@ impl Gpu {
         Ok(function)
     }
 
-    /// (free, total) bytes of device memory now.
+    /// (free, total) bytes of device memory now; free is capped by [`Gpu::limit_memory`].
     pub fn memory(&self) -> Result<(usize, usize), GpuError> {
-        self.ctx.mem_get_info().call("cuMemGetInfo")
+        let (free, total) = self.ctx.mem_get_info().call("cuMemGetInfo")?;
+        Ok((free.min(self.memory_limit.load(Ordering::Relaxed)), total))
+    }
+
+    /// Caps the free memory this handle's operations plan with (`None`: what the device has).
+    /// Operations that size themselves from [`Gpu::memory`] then split or refuse their work.
+    pub fn limit_memory(&self, bytes: Option<usize>) {
+        self.memory_limit
+            .store(bytes.unwrap_or(usize::MAX), Ordering::Relaxed);
     }
 
     /// Runs `f`, which enqueues work on this device's stream, and returns its result with the device

@@ -5,7 +5,7 @@
 use std::marker::PhantomData;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaView, DeviceRepr, LaunchConfig, PushKernelArg};
 use group::Group;
 
 use crate::error::DriverContext;
@@ -57,10 +57,10 @@ impl MsmParams {
 /// The names of one group's MSM kernels (`msm_<stage>_<group>`).
 #[derive(Debug)]
 pub struct MsmKernels {
-    pub buckets: &'static str,
+    pub chunks_affine: &'static str,
+    pub chunks_xyzz: &'static str,
     pub reduce: &'static str,
     pub window_sum: &'static str,
-    pub combine: &'static str,
     pub batch_add: &'static str,
 }
 
@@ -73,10 +73,10 @@ pub trait MsmAffine: DeviceWords {
 impl MsmAffine for G1Affine {
     type Projective = G1Projective;
     const KERNELS: MsmKernels = MsmKernels {
-        buckets: "msm_buckets_g1",
+        chunks_affine: "msm_chunks_affine_g1",
+        chunks_xyzz: "msm_chunks_xyzz_g1",
         reduce: "msm_reduce_g1",
         window_sum: "msm_window_sum_g1",
-        combine: "msm_combine_g1",
         batch_add: "batch_add_g1",
     };
 }
@@ -84,10 +84,10 @@ impl MsmAffine for G1Affine {
 impl MsmAffine for G2Affine {
     type Projective = G2Projective;
     const KERNELS: MsmKernels = MsmKernels {
-        buckets: "msm_buckets_g2",
+        chunks_affine: "msm_chunks_affine_g2",
+        chunks_xyzz: "msm_chunks_xyzz_g2",
         reduce: "msm_reduce_g2",
         window_sum: "msm_window_sum_g2",
-        combine: "msm_combine_g2",
         batch_add: "batch_add_g2",
     };
 }
@@ -186,6 +186,12 @@ fn exclusive_scan(gpu: &Gpu, values: &mut CudaSlice<u32>) -> Result<(), GpuError
     Ok(())
 }
 
+/// Entries per thread at the first accumulation level (mixed additions) and at later levels
+/// (full additions): small enough that every thread's work is bounded and a warp's threads do
+/// near-equal work, large enough that the later levels are a small share.
+const FIRST_CHUNK: u32 = 32;
+const LEVEL_CHUNK: u32 = 32;
+
 /// Σ scalars[i]·bases[i] over the first `scalars.len()` bases, scalars from the host.
 pub fn msm<A: MsmAffine>(
     gpu: &Gpu,
@@ -199,6 +205,9 @@ pub fn msm<A: MsmAffine>(
 }
 
 /// Σ scalars[i]·bases[i] over the first `scalars.len()` bases, scalars already on the device.
+///
+/// Runs as one Pippenger pass when its working memory fits the device's free memory, otherwise as
+/// consecutive passes over slices of the points, summed on the host.
 pub fn msm_device<A: MsmAffine>(
     gpu: &Gpu,
     bases: &DeviceBases<A>,
@@ -211,102 +220,212 @@ pub fn msm_device<A: MsmAffine>(
             reason: format!("{n} scalars but only {} bases", bases.len()),
         });
     }
-    if n >= 1 << 31 {
-        return Err(GpuError::InvalidInput {
-            what: "MSM",
-            reason: format!("{n} points exceed the 2^31 a single MSM call takes"),
-        });
+    let (free, _) = gpu.memory()?;
+    let slice = pass_size::<A>(n, free).ok_or(GpuError::OutOfMemory {
+        what: "MSM working memory",
+        needed: working_bytes::<A>(&MsmParams::new(MIN_PASS.min(n))),
+        free,
+    })?;
+    let mut total = A::Projective::identity();
+    let mut start = 0;
+    while start < n {
+        let end = (start + slice).min(n);
+        total += pippenger::<A>(
+            gpu,
+            &bases.words.slice(start * A::WORDS..end * A::WORDS),
+            &scalars
+                .words
+                .slice(start * SCALAR_WORDS..end * SCALAR_WORDS),
+        )?;
+        start = end;
     }
+    Ok(total)
+}
+
+/// The smallest slice of points a split MSM runs as one pass.
+const MIN_PASS: usize = 1 << 12;
+/// Points per pass at most: keeps n·windows (entry indices) inside u32.
+const MAX_PASS: usize = 1 << 26;
+/// Free device memory left to others (driver, caller's later allocations).
+const MEMORY_MARGIN: usize = 256 << 20;
+
+/// The largest number of points per pass, up to `n`, whose working memory fits `free` bytes.
+fn pass_size<A: MsmAffine>(n: usize, free: usize) -> Option<usize> {
+    let budget = free.saturating_sub(MEMORY_MARGIN);
+    let mut points = n.min(MAX_PASS);
+    while working_bytes::<A>(&MsmParams::new(points)) > budget {
+        if points <= MIN_PASS {
+            return None;
+        }
+        points = points.div_ceil(2);
+    }
+    Some(points)
+}
+
+/// Device bytes one Pippenger pass allocates.
+fn working_bytes<A: MsmAffine>(p: &MsmParams) -> usize {
+    let entries = p.n as usize * p.windows as usize;
+    let buckets = p.total_buckets();
+    let xyzz_bytes = 4 * <A::Projective as XyzzPoint>::XYZZ_WORDS;
+    let (first, later) = level_bounds(p);
+    4 * (2 * entries + 4 * (buckets + 1))
+        + xyzz_bytes * (first + later + p.windows as usize * (p.segments as usize + 1))
+}
+
+/// Upper bounds on the chunks of the first level and of any later level: Σ⌈count/chunk⌉ over the
+/// buckets is below Σcount/chunk + buckets.
+fn level_bounds(p: &MsmParams) -> (usize, usize) {
+    let buckets = p.total_buckets();
+    let first = p.n as usize * p.windows as usize / FIRST_CHUNK as usize + buckets + 1;
+    (first, first / LEVEL_CHUNK as usize + buckets + 1)
+}
+
+/// One Pippenger pass over `bases` (affine words) and `scalars` (Montgomery words) of equal count.
+fn pippenger<A: MsmAffine>(
+    gpu: &Gpu,
+    bases: &CudaView<'_, u32>,
+    scalars: &CudaView<'_, u32>,
+) -> Result<A::Projective, GpuError> {
+    let n = scalars.len() / SCALAR_WORDS;
     if n == 0 {
         return Ok(A::Projective::identity());
     }
     let p = MsmParams::new(n);
     let stream = gpu.stream();
-    let total_buckets = p.total_buckets();
+    let buckets = p.total_buckets();
     let xyzz_words = <A::Projective as XyzzPoint>::XYZZ_WORDS;
     let entries_len = n * p.windows as usize;
-    gpu.ensure_fits(
-        "MSM working memory",
-        4 * (n * SCALAR_WORDS + entries_len + 3 * total_buckets)
-            + 4 * xyzz_words * (total_buckets + p.windows as usize * p.segments as usize),
-    )?;
-
-    let raw = &scalars.words;
-    let mut canonical = stream
-        .alloc_zeros::<u32>(n * SCALAR_WORDS)
-        .call("cuMemAlloc")?;
-    let mut offsets = stream
-        .alloc_zeros::<u32>(total_buckets + 1)
-        .call("cuMemAlloc")?;
-    let mut cursors = stream
-        .alloc_zeros::<u32>(total_buckets)
-        .call("cuMemAlloc")?;
-    let mut entries = stream.alloc_zeros::<u32>(entries_len).call("cuMemAlloc")?;
-    let mut buckets = stream
-        .alloc_zeros::<u32>(total_buckets * xyzz_words)
-        .call("cuMemAlloc")?;
+    let (first_bound, later_bound) = level_bounds(&p);
     let partial_len = p.windows as usize * p.segments as usize;
-    let mut partial = stream
-        .alloc_zeros::<u32>(partial_len * xyzz_words)
-        .call("cuMemAlloc")?;
-    let mut sums = stream
-        .alloc_zeros::<u32>(p.windows as usize * xyzz_words)
-        .call("cuMemAlloc")?;
-    let mut out = stream.alloc_zeros::<u32>(xyzz_words).call("cuMemAlloc")?;
+    let alloc = |len: usize| stream.alloc_zeros::<u32>(len).call("cuMemAlloc (MSM)");
+    let mut codes = alloc(entries_len)?;
+    let mut offsets = alloc(buckets + 1)?;
+    let mut cursors = alloc(buckets)?;
+    let mut entries = alloc(entries_len)?;
+    let mut chunk_offsets = [alloc(buckets + 1)?, alloc(buckets + 1)?];
+    let mut level_sums = [
+        alloc(first_bound * xyzz_words)?,
+        alloc(later_bound * xyzz_words)?,
+    ];
+    let mut partial = alloc(partial_len * xyzz_words)?;
+    let mut window_sums = alloc(p.windows as usize * xyzz_words)?;
 
-    let n32 = n as u32;
-    let canonical_kernel = gpu.kernel("msm_scalars_canonical")?;
-    let histogram = gpu.kernel("msm_histogram")?;
-    let scatter = gpu.kernel("msm_scatter")?;
-    let (bucket_kernel, reduce, window_sum, combine) = (
-        gpu.kernel(A::KERNELS.buckets)?,
+    let (digits, scatter, chunk_counts) = (
+        gpu.kernel("msm_digits")?,
+        gpu.kernel("msm_scatter")?,
+        gpu.kernel("msm_chunk_counts")?,
+    );
+    let (chunks_affine, chunks_xyzz, reduce, window_sum) = (
+        gpu.kernel(A::KERNELS.chunks_affine)?,
+        gpu.kernel(A::KERNELS.chunks_xyzz)?,
         gpu.kernel(A::KERNELS.reduce)?,
         gpu.kernel(A::KERNELS.window_sum)?,
-        gpu.kernel(A::KERNELS.combine)?,
     );
+    let buckets32 = buckets as u32;
     const SUM_BLOCK: u32 = 64;
-    // SAFETY: every buffer is sized above for the index ranges the kernels use with these params:
-    // scalars n·8 words; offsets W·K + 1; cursors W·K; entries n·W (each (point, window) writes at
-    // most one entry, at a distinct position below the total count); buckets W·K points; partial
-    // W·S points; sums W points; out one point. Bases hold ≥ n points. The window-sum kernel gets
-    // SUM_BLOCK threads (a power of two) and SUM_BLOCK points of shared memory.
+    // SAFETY: this and the launches below: buffers are sized above for the index ranges the kernels use
+    // with these params: scalars n·8 words and bases n points (the views); codes and entries n·W
+    // (one per (point, window), entries at distinct slots below the histogram's total); offsets,
+    // chunk offsets W·K + 1 and cursors W·K; the first level writes at most `first_bound` sums
+    // and later levels at most `later_bound` (Σ⌈count/chunk⌉ bounds, see `level_bounds`), each
+    // kernel exiting past its level's total; partial W·S points, window sums W points. The digit
+    // and scatter kernels run with blocks of 256 (a multiple of 32, as their warp-wide atomics
+    // need); the window-sum kernel gets SUM_BLOCK threads (a power of two) and SUM_BLOCK points of
+    // shared memory.
     unsafe {
         stream
-            .launch_builder(&canonical_kernel)
-            .arg(raw)
-            .arg(&mut canonical)
-            .arg(&n32)
-            .launch(grid(n, 256))
-            .call("msm_scalars_canonical")?;
-        stream
-            .launch_builder(&histogram)
-            .arg(&canonical)
+            .launch_builder(&digits)
+            .arg(scalars)
             .arg(&p)
+            .arg(&mut codes)
             .arg(&mut offsets)
-            .launch(grid(entries_len, 256))
-            .call("msm_histogram")?;
-        exclusive_scan(gpu, &mut offsets)?;
+            .launch(grid(n, 256))
+            .call("msm_digits")?;
+    }
+    exclusive_scan(gpu, &mut offsets)?;
+    // SAFETY: as above.
+    unsafe {
         stream
             .launch_builder(&scatter)
-            .arg(&canonical)
+            .arg(&codes)
             .arg(&p)
             .arg(&offsets)
             .arg(&mut cursors)
             .arg(&mut entries)
-            .launch(grid(entries_len, 256))
+            .launch(LaunchConfig {
+                grid_dim: (n.div_ceil(256) as u32, p.windows, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            })
             .call("msm_scatter")?;
+    }
+    drop(codes);
+
+    // Level 0: chunks of entries; then chunks of chunk sums until every bucket has one sum.
+    let count_chunks = |from: &CudaSlice<u32>, chunk: u32, to: &mut CudaSlice<u32>| {
+        // SAFETY: as above (buckets + 1 threads, `from` and `to` hold W·K + 1 offsets).
+        unsafe {
+            stream
+                .launch_builder(&chunk_counts)
+                .arg(from)
+                .arg(&buckets32)
+                .arg(&chunk)
+                .arg(to)
+                .launch(grid(buckets + 1, 256))
+                .call("msm_chunk_counts")
+        }
+    };
+    count_chunks(&offsets, FIRST_CHUNK, &mut chunk_offsets[0])?;
+    exclusive_scan(gpu, &mut chunk_offsets[0])?;
+    // SAFETY: as above.
+    unsafe {
         stream
-            .launch_builder(&bucket_kernel)
-            .arg(&bases.words)
-            .arg(&offsets)
+            .launch_builder(&chunks_affine)
+            .arg(bases)
             .arg(&entries)
-            .arg(&p)
-            .arg(&mut buckets)
-            .launch(grid(total_buckets, 128))
-            .call(A::KERNELS.buckets)?;
+            .arg(&offsets)
+            .arg(&chunk_offsets[0])
+            .arg(&buckets32)
+            .arg(&FIRST_CHUNK)
+            .arg(&mut level_sums[0])
+            .launch(grid(first_bound, 128))
+            .call(A::KERNELS.chunks_affine)?;
+    }
+    let mut level = 0;
+    let mut largest = n.div_ceil(FIRST_CHUNK as usize);
+    while largest > 1 {
+        let [now, next] = &mut chunk_offsets;
+        let [sums_now, sums_next] = &mut level_sums;
+        let (now, next, sums_now, sums_next) = if level % 2 == 0 {
+            (now, next, sums_now, sums_next)
+        } else {
+            (next, now, sums_next, sums_now)
+        };
+        count_chunks(now, LEVEL_CHUNK, next)?;
+        exclusive_scan(gpu, next)?;
+        // SAFETY: as above.
+        unsafe {
+            stream
+                .launch_builder(&chunks_xyzz)
+                .arg(&*sums_now)
+                .arg(&*now)
+                .arg(&*next)
+                .arg(&buckets32)
+                .arg(&LEVEL_CHUNK)
+                .arg(sums_next)
+                .launch(grid(later_bound, 128))
+                .call(A::KERNELS.chunks_xyzz)?;
+        }
+        largest = largest.div_ceil(LEVEL_CHUNK as usize);
+        level += 1;
+    }
+    let (sums, sum_offsets) = (&level_sums[level % 2], &chunk_offsets[level % 2]);
+    // SAFETY: as above.
+    unsafe {
         stream
             .launch_builder(&reduce)
-            .arg(&buckets)
+            .arg(sums)
+            .arg(sum_offsets)
             .arg(&p)
             .arg(&mut partial)
             .launch(grid(partial_len, 64))
@@ -315,23 +434,26 @@ pub fn msm_device<A: MsmAffine>(
             .launch_builder(&window_sum)
             .arg(&partial)
             .arg(&p)
-            .arg(&mut sums)
+            .arg(&mut window_sums)
             .launch(LaunchConfig {
                 grid_dim: (p.windows, 1, 1),
                 block_dim: (SUM_BLOCK, 1, 1),
                 shared_mem_bytes: SUM_BLOCK * 4 * xyzz_words as u32,
             })
             .call(A::KERNELS.window_sum)?;
-        stream
-            .launch_builder(&combine)
-            .arg(&sums)
-            .arg(&p)
-            .arg(&mut out)
-            .launch(grid(1, 1))
-            .call(A::KERNELS.combine)?;
     }
-    let words = stream.clone_dtoh(&out).call("cuMemcpyDtoH (MSM result)")?;
-    A::Projective::from_xyzz(&words)
+    let words = stream
+        .clone_dtoh(&window_sums)
+        .call("cuMemcpyDtoH (MSM window sums)")?;
+    // Horner over the windows, most significant first: (W − 1)·c doublings on the host.
+    let mut acc = A::Projective::identity();
+    for window in words.chunks_exact(xyzz_words).rev() {
+        for _ in 0..p.window_bits {
+            acc = acc.double();
+        }
+        acc += A::Projective::from_xyzz(window)?;
+    }
+    Ok(acc)
 }
 
 /// Σ bases[i] over the set bits i < n of a bitmap given as little-endian u64 words (the layout of

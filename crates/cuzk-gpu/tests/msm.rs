@@ -113,7 +113,62 @@ fn g1_msm_matches_cpu() {
     );
     let powers: Vec<usize> = (4..=common::max_log()).map(|l| 1 << l).collect();
     check(&gpu, &mut rng, &points, &powers, &["random"]);
+    // Skewed scalars at the largest size: buckets of up to n entries, summed over several levels.
+    let largest = [1 << common::max_log()];
+    check(
+        &gpu,
+        &mut rng,
+        &points,
+        &largest,
+        &["equal", "small", "boolean_mix"],
+    );
     check_bitmap_sums(&gpu, &mut rng, &points);
+}
+
+/// Σ sᵢ·Pᵢ with Pᵢ = Q_(i mod m) equals Σⱼ (Σ_(i ≡ j) sᵢ)·Qⱼ: a check of one large MSM against a
+/// CPU MSM of only m points (run with CUZK_GPU_TEST_MAX_LOG=26 for the 2^26 check).
+#[test]
+fn large_g1_msm_matches_cpu_on_repeated_bases() {
+    let Some(gpu) = common::gpu("large_g1_msm_matches_cpu_on_repeated_bases") else {
+        return;
+    };
+    let mut rng = common::rng("large_g1_msm_matches_cpu_on_repeated_bases");
+    let n = 1usize << common::max_log();
+    let distinct = cuzk_testkit::distinct_points::<G1Projective>(&mut rng, 1 << 14);
+    let points: Vec<G1Affine> = (0..n).map(|i| distinct[i % distinct.len()]).collect();
+    let s = scalars(&mut rng, "random", n);
+    let mut folded = vec![Scalar::ZERO; distinct.len()];
+    for (i, si) in s.iter().enumerate() {
+        folded[i % distinct.len()] += si;
+    }
+    let expect = cuzk_math::msm(&distinct, &folded);
+    let bases = DeviceBases::upload(&gpu, &points).unwrap();
+    assert_eq!(msm(&gpu, &bases, &s).unwrap(), expect, "n = {n}");
+}
+
+/// With free memory capped below one pass's needs, the MSM runs as several passes and still agrees;
+/// with too little for the smallest pass it is refused with an out-of-memory error.
+#[test]
+fn msm_splits_when_memory_is_short() {
+    let Some(gpu) = common::gpu("msm_splits_when_memory_is_short") else {
+        return;
+    };
+    let mut rng = common::rng("msm_splits_when_memory_is_short");
+    let n = 1 << 16;
+    let points = cuzk_testkit::distinct_points::<G1Projective>(&mut rng, n);
+    let bases = DeviceBases::upload(&gpu, &points).unwrap();
+    let s = scalars(&mut rng, "random", n);
+    let expect = cuzk_math::msm(&points, &s);
+    gpu.limit_memory(Some(300 << 20));
+    let split = msm(&gpu, &bases, &s);
+    gpu.limit_memory(Some(1 << 20));
+    let refused = msm(&gpu, &bases, &s);
+    gpu.limit_memory(None);
+    assert_eq!(split.unwrap(), expect);
+    assert!(
+        matches!(refused, Err(cuzk_gpu::GpuError::OutOfMemory { .. })),
+        "{refused:?}"
+    );
 }
 
 #[test]

@@ -363,3 +363,32 @@ fn reports_device_time() {
         }
     }
 }
+
+/// One forward NTT and one coset inverse NTT at the largest size alone (run with
+/// CUZK_GPU_TEST_MAX_LOG=27 for the 2^27 check).
+#[test]
+fn largest_ntt_matches_the_cpu() {
+    let Some(gpu) = common::gpu("largest_ntt_matches_the_cpu") else {
+        return;
+    };
+    let mut rng = common::rng("largest_ntt_matches_the_cpu");
+    let log = common::max_log();
+    let n = 1usize << log;
+    let domain = EvaluationDomain::new(n).unwrap();
+    let tables = NttTables::new(&gpu, log).unwrap();
+    let values = random(&mut rng, n);
+    for transform in [
+        Transform::ntt(NttOrder::NaturalToBitReversed),
+        Transform::coset_intt(NttOrder::BitReversedToNatural),
+    ] {
+        let want = cpu(&domain, transform, &values);
+        check(
+            &gpu,
+            &tables,
+            &values,
+            &want,
+            transform,
+            &format!("2^{log} {transform:?}"),
+        );
+    }
+}
