@@ -136,7 +136,7 @@ struct mont {
 
     // Out of line for wide fields: a G2 point addition inlines dozens of Fp products, and inlined
     // they cost minutes of ptxas time and spill heavily; the call costs a few percent.
-    __device__ __noinline__ static mont mul_call(const mont& a, const mont& b) { return mul_inline(a, b); }
+    __device__ __noinline__ static mont mul_call(const mont a, const mont b) { return mul_inline(a, b); }
 
     __device__ __forceinline__ mont operator*(const mont& b) const {
         if constexpr (P::INLINE_MUL) {

@@ -18,6 +18,7 @@ pub struct Gpu {
     module: Arc<CudaModule>,
     kernels: Mutex<HashMap<&'static str, CudaFunction>>,
     stream: Arc<CudaStream>,
+    copy_stream: Arc<CudaStream>,
     name: String,
     multiprocessors: u32,
     /// Most free bytes `memory` reports (usize::MAX: no limit), for sharing a device with others
@@ -35,6 +36,7 @@ impl Gpu {
             .load_module(Ptx::from_binary(image.to_vec()))
             .call("cuModuleLoadData")?;
         let stream = ctx.new_stream().call("cuStreamCreate")?;
+        let copy_stream = ctx.new_stream().call("cuStreamCreate")?;
         let name = ctx.name().call("cuDeviceGetName")?;
         let multiprocessors = ctx
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
@@ -44,6 +46,7 @@ impl Gpu {
             module,
             kernels: Mutex::new(HashMap::new()),
             stream,
+            copy_stream,
             name,
             multiprocessors,
             memory_limit: AtomicUsize::new(usize::MAX),
@@ -70,6 +73,11 @@ impl Gpu {
     /// The stream the layer's operations run on unless given another.
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
+    }
+
+    /// A second stream for copies that overlap the kernels on [`Gpu::stream`].
+    pub fn copy_stream(&self) -> &Arc<CudaStream> {
+        &self.copy_stream
     }
 
     /// A kernel of the embedded module by its `extern "C"` name.

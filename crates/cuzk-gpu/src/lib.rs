@@ -4,7 +4,8 @@
 //! - [`probe`]: which devices are usable, or why none is.
 //! - [`Gpu`]: one device with the kernel module loaded.
 //! - [`layout`]: how blstrs values are laid out for the device (uploads are byte copies).
-//! - [`msm`]: multi-scalar multiplication in G1 and G2 over resident bases.
+//! - [`Pinned`]: page-locked host buffers, for copies that overlap kernels.
+//! - [`msm`]: multi-scalar multiplication in G1 and G2, bases resident or streamed from the host.
 //! - [`ntt`]: forward/inverse NTTs over Fr, on the subgroup or its coset, in chainable orders.
 //!
 //! It knows BLS12-381 arithmetic and nothing of Groth16: it must not know what a proof, a query or
@@ -16,11 +17,13 @@ mod error;
 pub mod layout;
 pub mod msm;
 pub mod ntt;
+mod pinned;
 mod probe;
 mod scalars;
 
 pub use device::Gpu;
 pub use error::GpuError;
+pub use pinned::Pinned;
 pub use probe::{probe, DeviceInfo, GpuUnavailable};
 pub use scalars::DeviceScalars;
 

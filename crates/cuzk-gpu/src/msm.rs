@@ -10,7 +10,7 @@ use group::Group;
 
 use crate::error::DriverContext;
 use crate::layout::{as_words, DeviceWords, XyzzPoint, SCALAR_WORDS};
-use crate::{DeviceScalars, Gpu, GpuError};
+use crate::{DeviceScalars, Gpu, GpuError, Pinned};
 
 /// Launch parameters, mirrored by `msm_params` in `cuda/msm/pippenger.cuh`.
 #[repr(C)]
@@ -52,6 +52,11 @@ impl MsmParams {
     fn total_buckets(&self) -> usize {
         self.windows as usize * self.buckets as usize
     }
+}
+
+/// Windows of the Pippenger pass over n points: each point costs about this many additions.
+pub fn windows(n: usize) -> u32 {
+    MsmParams::new(n).windows
 }
 
 /// The names of one group's MSM kernels (`msm_<stage>_<group>`).
@@ -221,15 +226,9 @@ pub fn msm_device<A: MsmAffine>(
         });
     }
     let (free, _) = gpu.memory()?;
-    let slice = pass_size::<A>(n, free).ok_or(GpuError::OutOfMemory {
-        what: "MSM working memory",
-        needed: working_bytes::<A>(&MsmParams::new(MIN_PASS.min(n))),
-        free,
-    })?;
+    let slice = fit_points(n.min(MAX_PASS), free, working_bytes::<A>)?;
     let mut total = A::Projective::identity();
-    let mut start = 0;
-    while start < n {
-        let end = (start + slice).min(n);
+    for (start, end) in ranges(n, slice) {
         total += pippenger::<A>(
             gpu,
             &bases.words.slice(start * A::WORDS..end * A::WORDS),
@@ -237,9 +236,107 @@ pub fn msm_device<A: MsmAffine>(
                 .words
                 .slice(start * SCALAR_WORDS..end * SCALAR_WORDS),
         )?;
-        start = end;
     }
     Ok(total)
+}
+
+/// Σ scalars[i]·points[i] with the points streamed from page-locked host memory, for bases that
+/// do not stay on the device: chunks of points are copied on the copy stream into two device
+/// buffers in turn, each copy overlapping the Pippenger pass over the chunk before it.
+pub fn msm_streamed<A: MsmAffine>(
+    gpu: &Gpu,
+    points: &Pinned<A>,
+    scalars: &DeviceScalars,
+) -> Result<A::Projective, GpuError> {
+    let n = scalars.len();
+    if n > points.len() {
+        return Err(GpuError::InvalidInput {
+            what: "streamed MSM",
+            reason: format!("{n} scalars but only {} points", points.len()),
+        });
+    }
+    if n == 0 {
+        return Ok(A::Projective::identity());
+    }
+    // Quarters, but passes of at least 2^22 points: smaller passes cost more per point than the
+    // copy they would hide (an H200 copies 2^22 G1 points in ~8 ms and sums them in ~58).
+    let wanted = n.div_ceil(4).max(1 << 22).min(n).min(MAX_PASS);
+    let (free, _) = gpu.memory()?;
+    let chunk = fit_points(wanted, free, |p| {
+        working_bytes::<A>(p) + 2 * p.n as usize * A::WORDS * 4
+    })?;
+    let copy = gpu.copy_stream();
+    let alloc = || {
+        gpu.stream()
+            .alloc_zeros::<u32>(chunk * A::WORDS)
+            .call("cuMemAlloc (MSM point chunk)")
+    };
+    let mut buffers = [alloc()?, alloc()?];
+    let chunks = ranges(n, chunk);
+    let upload = |(start, end): (usize, usize), buffer: &mut CudaSlice<u32>| {
+        copy.memcpy_htod(
+            points.words_of(start, end)?,
+            &mut buffer.slice_mut(..(end - start) * A::WORDS),
+        )
+        .call("cuMemcpyHtoDAsync (MSM points)")?;
+        copy.record_event(None)
+            .call("cuEventRecord (points copied)")
+    };
+    let mut copied = upload(chunks[0], &mut buffers[0])?;
+    let mut total = A::Projective::identity();
+    for (k, &(start, end)) in chunks.iter().enumerate() {
+        gpu.stream()
+            .wait(&copied)
+            .call("cuStreamWaitEvent (points copied)")?;
+        let [even, odd] = &mut buffers;
+        let (current, next) = if k % 2 == 0 { (even, odd) } else { (odd, even) };
+        // The next buffer's last pass has finished (each pass ends by reading its result back),
+        // so the next copy may start now and overlap this pass.
+        if let Some(&following) = chunks.get(k + 1) {
+            copied = upload(following, next)?;
+        }
+        total += pippenger::<A>(
+            gpu,
+            &current.slice(..(end - start) * A::WORDS),
+            &scalars
+                .words
+                .slice(start * SCALAR_WORDS..end * SCALAR_WORDS),
+        )?;
+    }
+    Ok(total)
+}
+
+/// [start, end) ranges of at most `size` covering 0..n.
+fn ranges(n: usize, size: usize) -> Vec<(usize, usize)> {
+    (0..n)
+        .step_by(size.max(1))
+        .map(|start| (start, (start + size).min(n)))
+        .collect()
+}
+
+/// The largest number of points, up to `wanted`, whose device bytes (`bytes` of their params)
+/// fit in `free` less a margin; halving from `wanted` down to [`MIN_PASS`].
+fn fit_points(
+    wanted: usize,
+    free: usize,
+    bytes: impl Fn(&MsmParams) -> usize,
+) -> Result<usize, GpuError> {
+    let budget = free.saturating_sub(MEMORY_MARGIN);
+    let mut points = wanted;
+    loop {
+        let needed = bytes(&MsmParams::new(points));
+        if needed <= budget {
+            return Ok(points);
+        }
+        if points <= MIN_PASS {
+            return Err(GpuError::OutOfMemory {
+                what: "MSM working memory",
+                needed,
+                free,
+            });
+        }
+        points = points.div_ceil(2);
+    }
 }
 
 /// The smallest slice of points a split MSM runs as one pass.
@@ -248,19 +345,6 @@ const MIN_PASS: usize = 1 << 12;
 const MAX_PASS: usize = 1 << 26;
 /// Free device memory left to others (driver, caller's later allocations).
 const MEMORY_MARGIN: usize = 256 << 20;
-
-/// The largest number of points per pass, up to `n`, whose working memory fits `free` bytes.
-fn pass_size<A: MsmAffine>(n: usize, free: usize) -> Option<usize> {
-    let budget = free.saturating_sub(MEMORY_MARGIN);
-    let mut points = n.min(MAX_PASS);
-    while working_bytes::<A>(&MsmParams::new(points)) > budget {
-        if points <= MIN_PASS {
-            return None;
-        }
-        points = points.div_ceil(2);
-    }
-    Some(points)
-}
 
 /// Device bytes one Pippenger pass allocates.
 fn working_bytes<A: MsmAffine>(p: &MsmParams) -> usize {

@@ -5,8 +5,8 @@
 mod common;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cuzk_gpu::msm::{bitmap_sum, msm, DeviceBases, MsmAffine};
-use cuzk_gpu::Gpu;
+use cuzk_gpu::msm::{bitmap_sum, msm, msm_streamed, DeviceBases, MsmAffine};
+use cuzk_gpu::{DeviceScalars, Gpu, Pinned};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
 use rand_core::RngCore;
@@ -193,4 +193,39 @@ fn g2_msm_matches_cpu() {
         .collect();
     check(&gpu, &mut rng, &points, &powers, &["random"]);
     check_bitmap_sums(&gpu, &mut rng, &points);
+}
+
+/// Points streamed from page-locked memory give the CPU's result, in one chunk and (with free
+/// memory capped) in several double-buffered chunks.
+#[test]
+fn streamed_msm_matches_cpu() {
+    let Some(gpu) = common::gpu("streamed_msm_matches_cpu") else {
+        return;
+    };
+    let mut rng = common::rng("streamed_msm_matches_cpu");
+    let n = 1 << 16;
+    let g1 = cuzk_testkit::distinct_points::<G1Projective>(&mut rng, n);
+    let g2 = cuzk_testkit::distinct_points::<G2Projective>(&mut rng, 1 << 10);
+    let (pinned_g1, pinned_g2) = (
+        Pinned::from_slice(&gpu, &g1).unwrap(),
+        Pinned::from_slice(&gpu, &g2).unwrap(),
+    );
+    for (size, limit) in [(1, None), (1000, None), (n, None), (n, Some(300 << 20))] {
+        let s = scalars(&mut rng, "random", size);
+        let device = DeviceScalars::upload(&gpu, &s).unwrap();
+        gpu.limit_memory(limit);
+        let got = msm_streamed(&gpu, &pinned_g1, &device);
+        gpu.limit_memory(None);
+        assert_eq!(
+            got.unwrap(),
+            cuzk_math::msm(&g1[..size], &s),
+            "G1 n = {size}, {limit:?}"
+        );
+    }
+    let s = scalars(&mut rng, "boolean_mix", g2.len());
+    let device = DeviceScalars::upload(&gpu, &s).unwrap();
+    assert_eq!(
+        msm_streamed(&gpu, &pinned_g2, &device).unwrap(),
+        cuzk_math::msm(&g2, &s)
+    );
 }

@@ -10,8 +10,7 @@ use blstrs::Scalar;
 use cuzk_gpu::ntt::{
     ab_minus_c, bit_reverse, ntt, ntt_host, Coset, Direction, NttOrder, NttTables, Transform,
 };
-use cuzk_gpu::DeviceScalars;
-use cuzk_gpu::{Gpu, GpuError};
+use cuzk_gpu::{DeviceScalars, Gpu, GpuError, Pinned};
 use cuzk_math::EvaluationDomain;
 use ff::{Field, PrimeField};
 use rand_core::RngCore;
@@ -391,4 +390,28 @@ fn largest_ntt_matches_the_cpu() {
             &format!("2^{log} {transform:?}"),
         );
     }
+}
+
+/// Host → device → host through page-locked buffers, around a transform.
+#[test]
+fn pinned_round_trip_matches_the_cpu() {
+    let Some(gpu) = common::gpu("pinned_round_trip_matches_the_cpu") else {
+        return;
+    };
+    let mut rng = common::rng("pinned_round_trip_matches_the_cpu");
+    let log = 12;
+    let domain = EvaluationDomain::new(1 << log).unwrap();
+    let tables = NttTables::new(&gpu, log).unwrap();
+    let values = random(&mut rng, 1 << log);
+    let transform = Transform::ntt(NttOrder::NaturalToNatural);
+    let pinned = Pinned::from_slice(&gpu, &values).unwrap();
+    let mut data = DeviceScalars::upload_pinned(&gpu, &pinned).unwrap();
+    ntt(&gpu, &tables, &mut data, transform).unwrap();
+    let mut out = Pinned::from_slice(&gpu, &vec![Scalar::ZERO; 1 << log]).unwrap();
+    data.download_pinned(&gpu, &mut out).unwrap();
+    assert_same(
+        out.as_slice().unwrap(),
+        &cpu(&domain, transform, &values),
+        "pinned NTT",
+    );
 }

@@ -1,17 +1,23 @@
 //! `cuzk bench-kernels`: times the GPU kernels on this machine's first device and prints one table.
 //!
 //! Each figure is the median of `--runs` calls after one warm-up.
-//! - MSM: bases and scalars on the device; CUDA events around the call (which allocates its work
-//!   buffers and downloads the one result point).
+//! - MSM: bases and scalars on the device, CUDA events around the call (which allocates its work
+//!   buffers and downloads the result); and, as "streamed", wall clock of the call with the bases
+//!   streamed from page-locked host memory (scalars on the device).
 //! - NTT: data on the device, CUDA events around the transform; and, as "h2d2h", wall clock of
-//!   upload + transform + download from pageable host memory.
+//!   upload + transform + download through page-locked host memory.
+//!
+//! The share of the arithmetic ceiling counts Fp (MSM) or Fr (NTT) products: a mixed addition is
+//! 10 Fp products in G1 and 28 in G2 (8 Fp2 products of 3, 2 squarings of 2), one per point and window; an NTT is
+//! one product per butterfly. The ceilings are the product rates measured on an H200 with a
+//! dependent chain of products at full occupancy (docs/perf-notes.md).
 
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use cuzk_gpu::msm::{msm_device, DeviceBases, MsmAffine};
+use cuzk_gpu::msm::{msm_device, msm_streamed, windows, DeviceBases, MsmAffine};
 use cuzk_gpu::ntt::{ntt, NttOrder, NttTables, Transform};
-use cuzk_gpu::{DeviceScalars, Gpu};
+use cuzk_gpu::{DeviceScalars, Gpu, Pinned};
 use cuzk_math::{G1Projective, G2Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
@@ -27,20 +33,37 @@ fn median_ms(mut runs: Vec<f64>) -> f64 {
     runs[runs.len() / 2]
 }
 
-fn time_msm<A: MsmAffine>(gpu: &Gpu, bases: &DeviceBases<A>, log: u32, runs: usize) -> Result<f64> {
+/// Fp products per second an H200 sustains on a dependent chain (docs/perf-notes.md).
+const FP_PRODUCTS_PER_S: f64 = 17.0e9;
+/// Fr products per second, the same way.
+const FR_PRODUCTS_PER_S: f64 = 36.6e9;
+
+/// (resident, streamed) medians in ms.
+fn time_msm<A: MsmAffine>(
+    gpu: &Gpu,
+    bases: &DeviceBases<A>,
+    pinned: &Pinned<A>,
+    log: u32,
+    runs: usize,
+) -> Result<(f64, f64)> {
     let scalars = DeviceScalars::upload(gpu, &random_scalars(1 << log))?;
     msm_device(gpu, bases, &scalars).context("warm-up")?;
-    let mut times = Vec::with_capacity(runs);
+    msm_streamed(gpu, pinned, &scalars).context("warm-up (streamed)")?;
+    let (mut resident, mut streamed) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
     for _ in 0..runs {
         let (_, ms) = gpu.time(|| msm_device(gpu, bases, &scalars))?;
-        times.push(f64::from(ms));
+        resident.push(f64::from(ms));
+        let start = Instant::now();
+        msm_streamed(gpu, pinned, &scalars)?;
+        streamed.push(start.elapsed().as_secs_f64() * 1e3);
     }
-    Ok(median_ms(times))
+    Ok((median_ms(resident), median_ms(streamed)))
 }
 
 fn bench_group<P>(
     gpu: &Gpu,
     group: &str,
+    products_per_add: f64,
     logs: std::ops::RangeInclusive<u32>,
     runs: usize,
     rows: &mut Vec<serde_json::Value>,
@@ -55,12 +78,21 @@ where
     };
     let host = cuzk_testkit::distinct_points::<P>(&mut OsRng, 1 << max);
     let bases = DeviceBases::upload(gpu, &host)?;
+    let pinned = Pinned::from_slice(gpu, &host)?;
     for log in logs {
-        let ms = time_msm(gpu, &bases, log, runs)?;
+        let (ms, streamed_ms) = time_msm(gpu, &bases, &pinned, log, runs)?;
+        let products = f64::from(1u32 << log) * f64::from(windows(1 << log)) * products_per_add;
+        let ceiling = products / FP_PRODUCTS_PER_S * 1e3 / ms;
         if !json {
-            println!("msm {group:<3} 2^{log:<3} {ms:>10.2} ms");
+            println!(
+                "msm {group:<3} 2^{log:<3} {ms:>10.2} ms {streamed_ms:>10.2} ms streamed  ({:.0}% of the Fp product ceiling)",
+                100.0 * ceiling
+            );
         }
-        rows.push(json!({"kernel": format!("msm_{group}"), "log_n": log, "median_ms": ms}));
+        rows.push(
+            json!({"kernel": format!("msm_{group}"), "log_n": log, "median_ms": ms,
+            "streamed_ms": streamed_ms, "ceiling_fraction": ceiling}),
+        );
     }
     Ok(())
 }
@@ -83,16 +115,18 @@ fn bench_ntt(
     let transform = Transform::ntt(NttOrder::NaturalToBitReversed);
     for log in logs {
         let tables = NttTables::new(gpu, log)?;
-        let mut host = random_scalars(1 << log);
-        let mut data = DeviceScalars::upload(gpu, &host)?;
+        let host = Pinned::from_slice(gpu, &random_scalars(1 << log))?;
+        let mut back = Pinned::from_slice(gpu, &vec![Scalar::ZERO; 1 << log])?;
+        let mut data = DeviceScalars::upload_pinned(gpu, &host)?;
         let mut on_device = Vec::with_capacity(runs);
         let mut round_trip = Vec::with_capacity(runs);
         for run in 0..=runs {
             let ((), ms) = gpu.time(|| ntt(gpu, &tables, &mut data, transform))?;
             let start = Instant::now();
-            let mut staged = DeviceScalars::upload(gpu, &host)?;
+            let mut staged = DeviceScalars::upload_pinned(gpu, &host)?;
             ntt(gpu, &tables, &mut staged, transform)?;
-            staged.download(gpu, &mut host)?;
+            staged.download_pinned(gpu, &mut back)?;
+            back.as_slice()?;
             let wall = start.elapsed().as_secs_f64() * 1e3;
             if run > 0 {
                 on_device.push(f64::from(ms));
@@ -100,15 +134,20 @@ fn bench_ntt(
             }
         }
         let (device_ms, h2d2h_ms) = (median_ms(on_device), median_ms(round_trip));
-        // Bytes read and written once per radix pass would be the memory floor; report data size.
         let gib = (32u64 << log) as f64 / f64::from(1u32 << 30);
+        let products = f64::from(log) * f64::from(1u32 << log) / 2.0;
+        let ceiling = products / FR_PRODUCTS_PER_S * 1e3 / device_ms;
+        // Each way over the link: the data size over half the round trip beyond the transform.
+        let link_gb_s = 2.0 * (32u64 << log) as f64 / 1e9 / ((h2d2h_ms - device_ms) / 1e3);
         if !json {
             println!(
-                "ntt fr  2^{log:<3} {device_ms:>10.3} ms on device {h2d2h_ms:>10.2} ms h2d2h  ({gib:.3} GiB)"
+                "ntt fr  2^{log:<3} {device_ms:>10.3} ms on device {h2d2h_ms:>10.2} ms h2d2h  ({gib:.3} GiB, {:.0}% of the Fr product ceiling, {link_gb_s:.1} GB/s copies)",
+                100.0 * ceiling
             );
         }
         rows.push(
-            json!({"kernel": "ntt_fr", "log_n": log, "median_ms": device_ms, "h2d2h_ms": h2d2h_ms}),
+            json!({"kernel": "ntt_fr", "log_n": log, "median_ms": device_ms,
+            "h2d2h_ms": h2d2h_ms, "ceiling_fraction": ceiling, "copy_gb_per_s": link_gb_s}),
         );
     }
     Ok(())
@@ -129,6 +168,7 @@ pub fn run(global: &GlobalArgs, args: BenchKernelsArgs) -> Result<Outcome> {
     bench_group::<G1Projective>(
         &gpu,
         "g1",
+        10.0,
         args.g1_min..=args.g1_max,
         runs,
         &mut rows,
@@ -137,6 +177,7 @@ pub fn run(global: &GlobalArgs, args: BenchKernelsArgs) -> Result<Outcome> {
     bench_group::<G2Projective>(
         &gpu,
         "g2",
+        28.0,
         args.g2_min..=args.g2_max,
         runs,
         &mut rows,
