@@ -135,7 +135,8 @@ struct mont {
     }
 
     // Out of line for wide fields: a G2 point addition inlines dozens of Fp products, and inlined
-    // they cost minutes of ptxas time and spill heavily; the call costs a few percent.
+    // they cost minutes of ptxas time and spill heavily; the call costs a few percent. Arguments by
+    // value travel in registers; by reference they went through the stack (G2 MSM 26% slower).
     __device__ __noinline__ static mont mul_call(const mont a, const mont b) { return mul_inline(a, b); }
 
     __device__ __forceinline__ mont operator*(const mont& b) const {
