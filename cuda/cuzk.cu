@@ -1,4 +1,5 @@
 // The one translation unit of the kernel fatbin: every kernel family, by folder.
+#include "util/gather.cuh"
 #include "util/scan.cuh"
 #include "msm/pippenger.cuh"
 #include "msm/batch_add.cuh"

@@ -41,6 +41,8 @@ pub enum Command {
     Analyze(AnalyzeArgs),
     /// Time the GPU kernels (MSM in G1 and G2, NTT) on the first device and print a table.
     BenchKernels(BenchKernelsArgs),
+    /// Time one backend's prove_start on a built-in circuit (synthesis apart), stage by stage.
+    BenchProver(BenchProverArgs),
     /// Run jobs of a built-in circuit through the engine: steady-state seconds per proof, GPU busy
     /// fraction, synthesis and GPU time per partition, peak memory.
     Bench(BenchArgs),
@@ -132,6 +134,17 @@ pub struct VerifyArgs {
     /// Public inputs (JSON array of 0x-hex scalars), shared by every proof in the file.
     #[arg(long)]
     pub inputs: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchProverArgs {
+    #[command(flatten)]
+    pub circuit: CircuitArgs,
+    /// Timed proofs (the median is reported), after one warm-up.
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
 }
 
 #[derive(Debug, Args)]

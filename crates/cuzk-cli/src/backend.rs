@@ -1,32 +1,40 @@
 //! Choosing the prover backend.
 
-use anyhow::{bail, Result};
-use cuzk_groth16::backend::CpuBackend;
+use std::sync::Arc;
+
+use anyhow::{anyhow, bail, Context, Result};
+use cuzk_groth16::backend::{CpuBackend, GpuBackend};
 use cuzk_groth16::ProverBackend;
 
 use crate::args::BackendChoice;
 
-/// The backend to prove with. `Auto` falls back to the CPU and says why, once.
-pub fn select(choice: BackendChoice, quiet: bool) -> Result<Box<dyn ProverBackend>> {
-    let gpu = cuzk_gpu::probe();
-    match (choice, gpu) {
-        (BackendChoice::Cpu, _) => Ok(Box::new(CpuBackend)),
+/// One backend per device to prove with (one CPU backend when there is no GPU). `Auto` falls back
+/// to the CPU and says why, once.
+pub fn select_all(choice: BackendChoice, quiet: bool) -> Result<Vec<Arc<dyn ProverBackend>>> {
+    let cpu = || -> Vec<Arc<dyn ProverBackend>> { vec![Arc::new(CpuBackend)] };
+    match (choice, cuzk_gpu::probe()) {
+        (BackendChoice::Cpu, _) => Ok(cpu()),
         (BackendChoice::Gpu, Err(why)) => bail!("--backend gpu: no usable GPU: {why}"),
         (BackendChoice::Auto, Err(why)) => {
             if !quiet {
                 eprintln!("cuzk: no usable GPU ({why}); proving on the CPU");
             }
-            Ok(Box::new(CpuBackend))
+            Ok(cpu())
         }
-        (BackendChoice::Auto, Ok(devices)) => {
-            if !quiet {
-                eprintln!(
-                    "cuzk: found {} GPU(s), but this build has no GPU prover yet; proving on the CPU",
-                    devices.len()
-                );
-            }
-            Ok(Box::new(CpuBackend))
+        (BackendChoice::Gpu | BackendChoice::Auto, Ok(_)) => {
+            let backends = GpuBackend::all().context("opening the GPUs")?;
+            Ok(backends
+                .into_iter()
+                .map(|b| Arc::new(b) as Arc<dyn ProverBackend>)
+                .collect())
         }
-        (BackendChoice::Gpu, Ok(_)) => bail!("--backend gpu: this build has no GPU prover yet"),
     }
+}
+
+/// The backend of the first device (or the CPU), for single proofs.
+pub fn select(choice: BackendChoice, quiet: bool) -> Result<Arc<dyn ProverBackend>> {
+    select_all(choice, quiet)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| anyhow!("no prover backend"))
 }

@@ -44,6 +44,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => commands::verify::run(&cli.global, args),
         Command::Analyze(args) => commands::analyze::run(&cli.global, args),
         Command::BenchKernels(args) => commands::bench_kernels::run(&cli.global, args),
+        Command::BenchProver(args) => commands::bench_prover::run(&cli.global, args),
         Command::Bench(args) => commands::bench::run(&cli.global, args),
     };
     match result {

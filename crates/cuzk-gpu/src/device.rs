@@ -19,6 +19,7 @@ pub struct Gpu {
     kernels: Mutex<HashMap<&'static str, CudaFunction>>,
     stream: Arc<CudaStream>,
     copy_stream: Arc<CudaStream>,
+    ordinal: usize,
     name: String,
     multiprocessors: u32,
     /// Most free bytes `memory` reports (usize::MAX: no limit), for sharing a device with others
@@ -47,6 +48,7 @@ impl Gpu {
             kernels: Mutex::new(HashMap::new()),
             stream,
             copy_stream,
+            ordinal,
             name,
             multiprocessors,
             memory_limit: AtomicUsize::new(usize::MAX),
@@ -56,6 +58,11 @@ impl Gpu {
     /// The first device, or why there is none (for tests and simple callers).
     pub fn first() -> Result<Arc<Self>, GpuError> {
         Self::new(0)
+    }
+
+    /// The device's index among the driver's devices.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
     }
 
     pub fn name(&self) -> &str {

@@ -27,6 +27,10 @@ pub use pinned::Pinned;
 pub use probe::{probe, DeviceInfo, GpuUnavailable};
 pub use scalars::DeviceScalars;
 
+/// Free device memory that plans leave unused: for the driver, for other processes' small
+/// allocations and for estimates that run short.
+pub const MEMORY_MARGIN: usize = 256 << 20;
+
 /// The embedded kernel fatbin, when the build had one.
 pub fn fatbin() -> Option<&'static [u8]> {
     #[cfg(cuzk_kernels)]

@@ -10,7 +10,7 @@ use group::Group;
 
 use crate::error::DriverContext;
 use crate::layout::{as_words, DeviceWords, XyzzPoint, SCALAR_WORDS};
-use crate::{DeviceScalars, Gpu, GpuError, Pinned};
+use crate::{DeviceScalars, Gpu, GpuError, Pinned, MEMORY_MARGIN};
 
 /// Launch parameters, mirrored by `msm_params` in `cuda/msm/pippenger.cuh`.
 #[repr(C)]
@@ -57,6 +57,12 @@ impl MsmParams {
 /// Windows of the Pippenger pass over n points: each point costs about this many additions.
 pub fn windows(n: usize) -> u32 {
     MsmParams::new(n).windows
+}
+
+/// Device bytes an MSM over n resident points allocates beyond its bases and scalars (its largest
+/// pass), for callers planning what else fits.
+pub fn working_memory<A: MsmAffine>(n: usize) -> usize {
+    working_bytes::<A>(&MsmParams::new(n.min(MAX_PASS)))
 }
 
 /// The names of one group's MSM kernels (`msm_<stage>_<group>`).
@@ -343,8 +349,6 @@ fn fit_points(
 const MIN_PASS: usize = 1 << 12;
 /// Points per pass at most: keeps n·windows (entry indices) inside u32.
 const MAX_PASS: usize = 1 << 26;
-/// Free device memory left to others (driver, caller's later allocations).
-const MEMORY_MARGIN: usize = 256 << 20;
 
 /// Device bytes one Pippenger pass allocates.
 fn working_bytes<A: MsmAffine>(p: &MsmParams) -> usize {

@@ -79,6 +79,8 @@ pub enum ProveError {
         params: usize,
         circuit: usize,
     },
+    #[error("GPU: {0}")]
+    Gpu(#[from] cuzk_gpu::GpuError),
     #[error("{backend} backend: {reason}")]
     Backend {
         backend: &'static str,

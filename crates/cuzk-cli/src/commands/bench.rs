@@ -198,7 +198,7 @@ fn print_text(summary: &Value, plan: &Plan) {
 
 pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
     let plan = Plan::from_args(&args)?;
-    let backend: Arc<dyn ProverBackend> = Arc::from(backend::select(args.backend, global.json)?);
+    let backends = backend::select_all(args.backend, global.json)?;
     let progress = Progress::new(global.json);
     let CircuitSpec::Synthetic(circuit) = &plan.spec;
     let (params, _) = progress.stage(
@@ -215,11 +215,7 @@ pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
     let sink = Arc::new(MemorySink::default());
     let (ran, elapsed) = progress.stage("proving", || {
         runtime.block_on(async {
-            let engine = Engine::start(
-                plan.config.clone(),
-                vec![Arc::clone(&backend)],
-                sink.clone(),
-            )?;
+            let engine = Engine::start(plan.config.clone(), backends.clone(), sink.clone())?;
             run_jobs(&engine, &plan, &params).await?;
             anyhow::Ok(engine.memory().peak())
         })
@@ -232,7 +228,7 @@ pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
     }
     let summary = summary(
         &plan,
-        backend.as_ref(),
+        backends[0].as_ref(),
         &timeline,
         elapsed.as_secs_f64(),
         peak,

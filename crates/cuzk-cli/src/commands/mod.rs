@@ -3,6 +3,7 @@
 pub mod analyze;
 pub mod bench;
 pub mod bench_kernels;
+pub mod bench_prover;
 pub mod demo;
 pub mod prove;
 pub mod setup;

@@ -1,0 +1,91 @@
+//! `cuzk bench-prover`: the prover's time excluding synthesis, stage by stage.
+//!
+//! Generates random parameters for the circuit (not timed), then for one warm-up and `--runs`
+//! timed proofs: synthesises (timed apart) and runs the backend's `prove_start` (wall clock), with
+//! the stages the backend reports. Prints the medians; the last proof is checked to verify.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use anyhow::{ensure, Context, Result};
+use cuzk_groth16::setup::generate_random_parameters;
+use cuzk_groth16::{prove_finish, verify_proof, PreparedVerifyingKey, Randomness, Unshared};
+use cuzk_synth::ProvingAssignment;
+use rand::rngs::OsRng;
+use serde_json::json;
+
+use crate::args::{BenchProverArgs, GlobalArgs};
+use crate::circuit::CircuitSpec;
+use crate::progress::Progress;
+use crate::{backend, Outcome};
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+pub fn run(global: &GlobalArgs, args: BenchProverArgs) -> Result<Outcome> {
+    let CircuitSpec::Synthetic(circuit) = CircuitSpec::from_args(&args.circuit)?;
+    let progress = Progress::new(global.json);
+    if !global.json {
+        eprintln!("{}", CircuitSpec::Synthetic(circuit.clone()).describe());
+    }
+    let backend = backend::select(args.backend, global.json)?;
+    let (params, _) = progress.stage(
+        "generating parameters (random, NOT a trusted setup)",
+        || generate_random_parameters(circuit.clone(), &mut OsRng),
+    );
+    let params = params.context("setup failed")?;
+    let (mut synth_ms, mut prove_ms) = (Vec::new(), Vec::new());
+    let mut stages: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
+    let mut last = None;
+    for run in 0..=args.runs.max(1) {
+        let start = Instant::now();
+        let assignment = ProvingAssignment::synthesize(circuit.clone())?;
+        let synthesized = Instant::now();
+        let started = backend.prove_start_shared(&params, assignment, &Unshared)?;
+        let done = Instant::now();
+        if run > 0 {
+            synth_ms.push((synthesized - start).as_secs_f64() * 1e3);
+            prove_ms.push((done - synthesized).as_secs_f64() * 1e3);
+            for m in &started.stages {
+                stages.entry(m.key).or_default().push(m.value);
+            }
+        }
+        last = Some(started.sums);
+    }
+    let sums = last.context("no proof was run")?;
+    let proof = prove_finish(&params.vk, &sums, Randomness::random(&mut OsRng));
+    let pvk = PreparedVerifyingKey::new(&params.vk);
+    let valid = verify_proof(&pvk, &proof, &circuit.public_input_values())?;
+    ensure!(
+        valid,
+        "the benchmarked prover made a proof that does not verify"
+    );
+
+    let stage_medians: BTreeMap<&str, f64> =
+        stages.into_iter().map(|(k, v)| (k, median(v))).collect();
+    let (synth, prove) = (median(synth_ms), median(prove_ms));
+    if global.json {
+        println!(
+            "{}",
+            json!({
+                "backend": backend.name(),
+                "constraints": circuit.constraints,
+                "boolean_fraction": circuit.boolean_fraction,
+                "runs": args.runs,
+                "synthesis_ms": synth,
+                "prove_start_ms": prove,
+                "stages": stage_medians,
+            })
+        );
+    } else {
+        println!("backend {}, median of {} runs", backend.name(), args.runs);
+        println!("synthesis      {synth:>10.2} ms");
+        println!("prove_start    {prove:>10.2} ms");
+        for (key, value) in &stage_medians {
+            println!("  {key:<16} {value:>12.2}");
+        }
+    }
+    Ok(Outcome::Success)
+}

@@ -1,0 +1,125 @@
+//! The GPU backend gives the CPU backend's query sums (so, with the same r and s, the same proof)
+//! for synthetic circuits of several sizes and boolean fractions and for a hand-written circuit,
+//! with the proving key resident on the device or streamed from host memory.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed test should stop loudly
+
+mod common;
+
+use std::io::Write;
+
+use bellpepper_core::Circuit;
+use cuzk_groth16::backend::{CpuBackend, GpuBackend};
+use cuzk_groth16::setup::generate_random_parameters;
+use cuzk_groth16::{
+    prove_finish, verify_proof, Parameters, PreparedVerifyingKey, ProverBackend, Randomness,
+    Unshared,
+};
+use cuzk_math::Scalar;
+use cuzk_synth::ProvingAssignment;
+
+/// A backend on the first device, or `None` after printing why the test is skipped.
+fn gpu_backend(test: &str) -> Option<GpuBackend> {
+    match cuzk_gpu::Gpu::first() {
+        Ok(gpu) => Some(GpuBackend::with_gpu(gpu)),
+        Err(why) => {
+            // Past libtest's capture, so CI logs show the skip.
+            let _ = writeln!(std::io::stderr(), "{test}: SKIPPED (no GPU: {why})");
+            None
+        }
+    }
+}
+
+/// Proves `circuit` on both backends; asserts equal sums and a verifying proof; returns the GPU
+/// backend's stage metrics.
+fn same_as_cpu<C: Circuit<Scalar> + Clone>(
+    gpu: &GpuBackend,
+    params: &Parameters,
+    circuit: C,
+    inputs: &[Scalar],
+    what: &str,
+) -> Vec<(&'static str, f64)> {
+    let synth = || ProvingAssignment::synthesize(circuit.clone()).unwrap();
+    let cpu = CpuBackend.prove_start(params, synth()).unwrap();
+    let started = gpu.prove_start_shared(params, synth(), &Unshared).unwrap();
+    assert_eq!(started.sums, cpu, "{what}: GPU and CPU query sums");
+    let mut rng = common::rng(what);
+    let proof = prove_finish(&params.vk, &started.sums, Randomness::random(&mut rng));
+    let pvk = PreparedVerifyingKey::new(&params.vk);
+    assert!(
+        verify_proof(&pvk, &proof, inputs).unwrap(),
+        "{what}: proof verifies"
+    );
+    started.stages.iter().map(|m| (m.key, m.value)).collect()
+}
+
+#[test]
+fn gpu_proofs_match_cpu_proofs() {
+    let Some(gpu) = gpu_backend("gpu_proofs_match_cpu_proofs") else {
+        return;
+    };
+    let mut rng = common::rng("gpu_proofs_match_cpu_proofs");
+    // Rows = constraints + public inputs + 1: full domains, one row past a power of two, odd sizes.
+    for (constraints, boolean) in [
+        (1, 0.0),
+        (1000, 0.5),
+        ((1 << 12) - 4, 0.0),
+        ((1 << 12) - 3, 0.9),
+        ((1 << 14) - 4, 0.5),
+        ((1 << 16) - 4, 0.95),
+        ((1 << 16) - 4, 0.5),
+    ] {
+        let circuit = common::synthetic(constraints, boolean, constraints as u64);
+        let params = generate_random_parameters(circuit.clone(), &mut rng).unwrap();
+        let inputs = circuit.public_input_values();
+        let what = format!("synthetic {constraints} constraints, {boolean} boolean");
+        let stages = same_as_cpu(&gpu, &params, circuit, &inputs, &what);
+        let keys: Vec<&str> = stages.iter().map(|(k, _)| *k).collect();
+        for key in [
+            "ntt_ms",
+            "msm_h_ms",
+            "msm_l_ms",
+            "msm_a_ms",
+            "msm_b_g1_ms",
+            "msm_b_g2_ms",
+            "h2d_bytes",
+        ] {
+            assert!(
+                keys.contains(&key),
+                "{what}: stage {key} reported in {keys:?}"
+            );
+        }
+    }
+    let circuit = common::CubicCircuit {
+        x: Scalar::from(3u64),
+    };
+    let params = generate_random_parameters(circuit.clone(), &mut rng).unwrap();
+    let inputs = circuit.public_inputs();
+    same_as_cpu(&gpu, &params, circuit, &inputs, "cubic circuit");
+}
+
+/// With the device's free memory capped below the proving key plus a proof's working memory, the
+/// key is streamed from page-locked memory and the proofs are the same.
+#[test]
+fn streams_the_proving_key_when_memory_is_short() {
+    let Ok(device) = cuzk_gpu::Gpu::first() else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "streams_the_proving_key_when_memory_is_short: SKIPPED (no GPU)"
+        );
+        return;
+    };
+    let mut rng = common::rng("streams_the_proving_key_when_memory_is_short");
+    let circuit = common::synthetic((1 << 16) - 4, 0.5, 7);
+    let params = generate_random_parameters(circuit.clone(), &mut rng).unwrap();
+    let inputs = circuit.public_input_values();
+    device.limit_memory(Some(cuzk_gpu::MEMORY_MARGIN + (60 << 20)));
+    let gpu = GpuBackend::with_gpu(device.clone());
+    let stages = same_as_cpu(&gpu, &params, circuit, &inputs, "capped memory");
+    device.limit_memory(None);
+    let resident = stages
+        .iter()
+        .find(|(k, _)| *k == "srs_resident")
+        .map(|s| s.1);
+    assert_eq!(resident, Some(0.0), "the key was streamed: {stages:?}");
+}
