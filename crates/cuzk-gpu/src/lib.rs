@@ -25,7 +25,7 @@ pub use device::Gpu;
 pub use error::GpuError;
 pub use pinned::Pinned;
 pub use probe::{probe, DeviceInfo, GpuUnavailable};
-pub use scalars::DeviceScalars;
+pub use scalars::{DeviceIndex, DeviceScalars};
 
 /// Free device memory that plans leave unused: for the driver, for other processes' small
 /// allocations and for estimates that run short.

@@ -37,6 +37,35 @@ impl<T: DeviceWords> Pinned<T> {
         })
     }
 
+    /// `len` zero values (a reusable staging buffer).
+    pub fn zeroed(gpu: &Gpu, len: usize) -> Result<Self, GpuError> {
+        let words = len * T::WORDS;
+        // Plain page-locked memory, as in `from_slice`.
+        // SAFETY: every word is zeroed below before anything reads it.
+        let mut buffer = unsafe { gpu.context().alloc_pinned_with_flags::<u32>(words, 0) }
+            .call("cuMemHostAlloc")?;
+        buffer
+            .as_mut_slice()
+            .call("cuEventSynchronize (pinned buffer)")?
+            .fill(0);
+        Ok(Pinned {
+            words: buffer,
+            len,
+            _values: PhantomData,
+        })
+    }
+
+    /// The values for writing, once every copy the device has scheduled on them has finished.
+    /// All-zero words must be a valid `T` (true of scalars and of the identity point).
+    pub fn as_mut_slice(&mut self) -> Result<&mut [T], GpuError> {
+        let words = self
+            .words
+            .as_mut_slice()
+            .call("cuEventSynchronize (pinned buffer)")?;
+        // SAFETY: as in `as_slice`, and the borrow of `self` is exclusive.
+        Ok(unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<T>(), self.len) })
+    }
+
     /// The values, once every copy the device has scheduled on them has finished.
     pub fn as_slice(&self) -> Result<&[T], GpuError> {
         let words = self

@@ -50,15 +50,58 @@ impl DeviceScalars {
     /// Uploads from page-locked memory: an asynchronous copy on the device's stream, ordered
     /// before the work enqueued after it.
     pub fn upload_pinned(gpu: &Gpu, values: &Pinned<Scalar>) -> Result<Self, GpuError> {
-        gpu.ensure_fits("scalars", values.len() * 4 * SCALAR_WORDS)?;
-        let words = gpu
-            .stream()
-            .clone_htod(&values.words)
+        Self::upload_pinned_range(gpu, values, 0, values.len())
+    }
+
+    /// Uploads values [start, end) of page-locked memory, asynchronously like `upload_pinned`.
+    pub fn upload_pinned_range(
+        gpu: &Gpu,
+        values: &Pinned<Scalar>,
+        start: usize,
+        end: usize,
+    ) -> Result<Self, GpuError> {
+        if start > end || end > values.len() {
+            return Err(GpuError::InvalidInput {
+                what: "pinned scalar upload",
+                reason: format!("range {start}..{end} of {} values", values.len()),
+            });
+        }
+        let len = end - start;
+        gpu.ensure_fits("scalars", len * 4 * SCALAR_WORDS)?;
+        let stream = gpu.stream();
+        let mut words = stream
+            .alloc_zeros::<u32>(len.max(1) * SCALAR_WORDS)
+            .call("cuMemAlloc (scalars)")?;
+        stream
+            .memcpy_htod(
+                values.words_of(start, end)?,
+                &mut words.slice_mut(..len * SCALAR_WORDS),
+            )
             .call("cuMemcpyHtoDAsync (scalars)")?;
-        Ok(DeviceScalars {
-            words,
-            len: values.len(),
-        })
+        Ok(DeviceScalars { words, len })
+    }
+
+    /// Values [start, end) as a new device vector (a copy within the device).
+    pub fn copy_range(&self, gpu: &Gpu, start: usize, end: usize) -> Result<Self, GpuError> {
+        if start > end || end > self.len {
+            return Err(GpuError::InvalidInput {
+                what: "scalar range copy",
+                reason: format!("range {start}..{end} of {} scalars", self.len),
+            });
+        }
+        let len = end - start;
+        gpu.ensure_fits("scalars", len * 4 * SCALAR_WORDS)?;
+        let stream = gpu.stream();
+        let mut words = stream
+            .alloc_zeros::<u32>(len.max(1) * SCALAR_WORDS)
+            .call("cuMemAlloc (scalars)")?;
+        stream
+            .memcpy_dtod(
+                &self.words.slice(start * SCALAR_WORDS..end * SCALAR_WORDS),
+                &mut words.slice_mut(..len * SCALAR_WORDS),
+            )
+            .call("cuMemcpyDtoD (scalars)")?;
+        Ok(DeviceScalars { words, len })
     }
 
     /// Copies the values into page-locked `out` of the same length, asynchronously: reading `out`
@@ -94,61 +137,87 @@ impl DeviceScalars {
         Ok(out)
     }
 
-    /// The scalars at `indices` (each below `len()`), in that order, as a new device vector: one
-    /// gather on the device instead of a compaction on the host and a second upload.
-    pub fn gather(&self, gpu: &Gpu, indices: &[u32]) -> Result<DeviceScalars, GpuError> {
-        if indices.len() > u32::MAX as usize {
+    /// The scalars at `index`'s positions, in its order, as a new device vector: one gather on
+    /// the device instead of a compaction on the host and a second upload.
+    pub fn gather(&self, gpu: &Gpu, index: &DeviceIndex) -> Result<DeviceScalars, GpuError> {
+        if index.len > 0 && index.max as usize >= self.len {
             return Err(GpuError::InvalidInput {
                 what: "scalar gather",
-                reason: format!("{} indices exceed one launch's 2^32", indices.len()),
+                reason: format!("index {} of {} scalars", index.max, self.len),
             });
         }
-        if let Some(&bad) = indices.iter().find(|&&i| i as usize >= self.len) {
-            return Err(GpuError::InvalidInput {
-                what: "scalar gather",
-                reason: format!("index {bad} of {} scalars", self.len),
-            });
-        }
-        if indices.is_empty() {
-            return Ok(DeviceScalars {
-                words: gpu
-                    .stream()
-                    .alloc_zeros::<u32>(SCALAR_WORDS)
-                    .call("cuMemAlloc")?,
-                len: 0,
-            });
-        }
-        gpu.ensure_fits("gathered scalars", indices.len() * (4 * SCALAR_WORDS + 4))?;
+        gpu.ensure_fits("gathered scalars", index.len * 4 * SCALAR_WORDS)?;
         let stream = gpu.stream();
-        let index = stream
-            .clone_htod(indices)
-            .call("cuMemcpyHtoD (gather indices)")?;
         let mut out = stream
-            .alloc_zeros::<u32>(indices.len() * SCALAR_WORDS)
+            .alloc_zeros::<u32>(index.len.max(1) * SCALAR_WORDS)
             .call("cuMemAlloc (gathered scalars)")?;
-        let kernel = gpu.kernel("gather_fr")?;
-        let n = indices.len() as u32;
-        // SAFETY: `index` holds n indices, each checked above to be below self.len, the scalars
-        // `self.words` holds; `out` holds n scalars; threads at or past n return.
-        unsafe {
-            stream
-                .launch_builder(&kernel)
-                .arg(&self.words)
-                .arg(&index)
-                .arg(&n)
-                .arg(&mut out)
-                .launch(cudarc::driver::LaunchConfig::for_num_elems(n))
-                .call("gather_fr")?;
+        if index.len > 0 {
+            let kernel = gpu.kernel("gather_fr")?;
+            let n = index.len as u32;
+            // SAFETY: `index.words` holds n indices, all at most `index.max`, checked above to be
+            // below self.len, the scalars `self.words` holds; `out` holds n scalars; threads at or
+            // past n return.
+            unsafe {
+                stream
+                    .launch_builder(&kernel)
+                    .arg(&self.words)
+                    .arg(&index.words)
+                    .arg(&n)
+                    .arg(&mut out)
+                    .launch(cudarc::driver::LaunchConfig::for_num_elems(n))
+                    .call("gather_fr")?;
+            }
         }
         Ok(DeviceScalars {
             words: out,
-            len: indices.len(),
+            len: index.len,
         })
     }
 
     /// Keeps the first `len` scalars (no copy; the rest of the buffer is no longer used).
     pub fn truncate(&mut self, len: usize) {
         self.len = self.len.min(len);
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// Positions into a scalar vector, uploaded once and reused by every gather with them (a query's
+/// variables are the same for every proof of a circuit).
+#[derive(Debug)]
+pub struct DeviceIndex {
+    words: CudaSlice<u32>,
+    len: usize,
+    max: u32,
+}
+
+impl DeviceIndex {
+    pub fn upload(gpu: &Gpu, indices: &[u32]) -> Result<Self, GpuError> {
+        if indices.len() > u32::MAX as usize {
+            return Err(GpuError::InvalidInput {
+                what: "gather index",
+                reason: format!("{} indices exceed one launch's 2^32", indices.len()),
+            });
+        }
+        gpu.ensure_fits("gather index", 4 * indices.len())?;
+        let words = if indices.is_empty() {
+            gpu.stream().alloc_zeros::<u32>(1).call("cuMemAlloc")?
+        } else {
+            gpu.stream()
+                .clone_htod(indices)
+                .call("cuMemcpyHtoD (gather index)")?
+        };
+        Ok(DeviceIndex {
+            words,
+            len: indices.len(),
+            max: indices.iter().copied().max().unwrap_or(0),
+        })
     }
 
     pub fn len(&self) -> usize {

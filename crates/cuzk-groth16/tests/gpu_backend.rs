@@ -43,6 +43,9 @@ fn same_as_cpu<C: Circuit<Scalar> + Clone>(
     let cpu = CpuBackend.prove_start(params, synth()).unwrap();
     let started = gpu.prove_start_shared(params, synth(), &Unshared).unwrap();
     assert_eq!(started.sums, cpu, "{what}: GPU and CPU query sums");
+    // Again, with the proving key, query positions and staging buffer reused.
+    let again = gpu.prove_start_shared(params, synth(), &Unshared).unwrap();
+    assert_eq!(again.sums, cpu, "{what}: second proof on the GPU");
     let mut rng = common::rng(what);
     let proof = prove_finish(&params.vk, &started.sums, Randomness::random(&mut rng));
     let pvk = PreparedVerifyingKey::new(&params.vk);

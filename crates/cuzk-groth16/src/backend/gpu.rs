@@ -18,10 +18,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use cuzk_gpu::msm::{msm_device, msm_streamed, working_memory, DeviceBases, MsmAffine};
 use cuzk_gpu::ntt::{ab_minus_c, ntt, NttOrder, NttTables, Transform};
-use cuzk_gpu::{DeviceScalars, Gpu, GpuError, Pinned};
-use cuzk_math::{EvaluationDomain, G1Affine, G2Affine, Scalar};
+use cuzk_gpu::{DeviceIndex, DeviceScalars, Gpu, GpuError, Pinned};
+use cuzk_math::{Bitmap, EvaluationDomain, G1Affine, G2Affine, Scalar};
 use cuzk_synth::ProvingAssignment;
 use ff::{Field, PrimeField};
+use rayon::prelude::*;
 
 use crate::prover::{check_params_fit, DeviceLock, StageMetric, Started, Unshared};
 use crate::{Parameters, ProveError, ProverBackend, QuerySums};
@@ -35,6 +36,41 @@ pub struct GpuBackend {
     /// replaces it).
     srs: Mutex<Option<Arc<DeviceSrs>>>,
     tables: Mutex<HashMap<u32, Arc<NttTables>>>,
+    /// The A and B queries' variable positions of the last circuit proven, on the device.
+    index: Mutex<Option<Arc<QueryIndex>>>,
+    /// Page-locked staging buffers, one per proof in preparation, reused.
+    staging: Mutex<Vec<Pinned<Scalar>>>,
+}
+
+/// Which variables the A and B queries take, as positions into inputs ++ aux: fixed by the
+/// circuit's structure, so built and uploaded once and reused while the densities are the same.
+#[derive(Debug)]
+struct QueryIndex {
+    densities: Densities,
+    a: DeviceIndex,
+    b: DeviceIndex,
+}
+
+#[derive(Debug, PartialEq)]
+struct Densities {
+    inputs: usize,
+    a_aux: Bitmap,
+    b_input: Bitmap,
+    b_aux: Bitmap,
+}
+
+impl Densities {
+    fn a_index(&self) -> Vec<u32> {
+        let mut index: Vec<u32> = (0..self.inputs as u32).collect();
+        index.extend(self.a_aux.iter_ones().map(|i| (self.inputs + i) as u32));
+        index
+    }
+
+    fn b_index(&self) -> Vec<u32> {
+        let mut index: Vec<u32> = self.b_input.iter_ones().map(|i| i as u32).collect();
+        index.extend(self.b_aux.iter_ones().map(|i| (self.inputs + i) as u32));
+        index
+    }
 }
 
 /// Where one query's points live.
@@ -109,13 +145,16 @@ struct Prepared {
     log_n: u32,
     /// 1/Z on the coset: Z(gX) = g^n − 1 there.
     z_inv: Scalar,
-    abc: [Vec<Scalar>; 3],
-    inputs: Vec<Scalar>,
-    aux: Vec<Scalar>,
-    /// Indices into inputs ++ aux of the scalars of L, A and B.
-    l_index: Vec<u32>,
-    a_index: Vec<u32>,
-    b_index: Vec<u32>,
+    /// a, b, c (n values each, zero-padded), then inputs ++ aux: one upload source.
+    staging: Pinned<Scalar>,
+    inputs: usize,
+    witness: usize,
+}
+
+/// The query positions of a proof: from the cache, or made now (uploaded and cached on the device).
+enum IndexSource {
+    Cached(Arc<QueryIndex>),
+    Fresh(Densities),
 }
 
 /// Collects stage timings as they happen.
@@ -160,41 +199,81 @@ impl GpuBackend {
             name,
             srs: Mutex::new(None),
             tables: Mutex::new(HashMap::new()),
+            index: Mutex::new(None),
+            staging: Mutex::new(Vec::new()),
         }
     }
 
-    fn prepare(params: &Parameters, assignment: ProvingAssignment) -> Result<Prepared, ProveError> {
+    /// A staging buffer of at least `len` scalars: a returned one if large enough, else new.
+    fn take_staging(&self, len: usize) -> Result<Pinned<Scalar>, GpuError> {
+        let mut pool = self.staging.lock().unwrap_or_else(PoisonError::into_inner);
+        match pool.iter().position(|b| b.len() >= len) {
+            Some(i) => Ok(pool.swap_remove(i)),
+            None => Pinned::zeroed(&self.gpu, len),
+        }
+    }
+
+    fn return_staging(&self, buffer: Pinned<Scalar>) {
+        self.staging
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(buffer);
+    }
+
+    /// Host work of one proof: checks, a staging copy of everything to upload (in parallel; the
+    /// assignment's own vectors are freed here), the query positions.
+    fn prepare(
+        &self,
+        params: &Parameters,
+        assignment: ProvingAssignment,
+    ) -> Result<(Prepared, IndexSource), ProveError> {
         let domain = EvaluationDomain::new(assignment.num_rows())?;
         let n = domain.size();
         check_params_fit(params, &assignment, n)?;
         let ProvingAssignment {
             input_assignment: inputs,
             aux_assignment: aux,
-            mut a,
-            mut b,
-            mut c,
+            a,
+            b,
+            c,
             a_aux_density,
             b_input_density,
             b_aux_density,
         } = assignment;
-        for values in [&mut a, &mut b, &mut c] {
-            values.resize(n, Scalar::ZERO);
-        }
-        let n_in = inputs.len();
-        let witness = n_in + aux.len();
+        let witness = inputs.len() + aux.len();
         if witness > u32::MAX as usize {
             return Err(ProveError::Backend {
                 backend: "gpu",
                 reason: format!("{witness} variables exceed the 2^32 a gather index holds"),
             });
         }
-        let aux_index = |density: &cuzk_math::Bitmap| -> Vec<u32> {
-            density.iter_ones().map(|i| (n_in + i) as u32).collect()
+        let mut staging = self.take_staging(3 * n + witness)?;
+        {
+            let values = staging.as_mut_slice()?;
+            let (abc, rest) = values.split_at_mut(3 * n);
+            let (input_part, aux_part) = rest.split_at_mut(inputs.len());
+            let mut parts: Vec<(&mut [Scalar], &[Scalar])> = abc
+                .chunks_mut(n)
+                .zip([&a, &b, &c])
+                .map(|(dst, src)| (dst, src.as_slice()))
+                .collect();
+            parts.push((input_part, &inputs));
+            parts.push((&mut aux_part[..aux.len()], &aux));
+            parts.into_par_iter().for_each(|(dst, src)| stage(dst, src));
+        }
+        drop((a, b, c, aux));
+        let densities = Densities {
+            inputs: inputs.len(),
+            a_aux: a_aux_density,
+            b_input: b_input_density,
+            b_aux: b_aux_density,
         };
-        let mut a_index: Vec<u32> = (0..n_in as u32).collect();
-        a_index.extend(aux_index(&a_aux_density));
-        let mut b_index: Vec<u32> = b_input_density.iter_ones().map(|i| i as u32).collect();
-        b_index.extend(aux_index(&b_aux_density));
+        let cached = self
+            .index
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .filter(|index| index.densities == densities);
         // g is no n-th root of unity, so Z(g) = g^n − 1 is never zero.
         let z_inv = Option::from(domain.z_at(&Scalar::MULTIPLICATIVE_GENERATOR).invert()).ok_or(
             ProveError::Backend {
@@ -202,16 +281,18 @@ impl GpuBackend {
                 reason: "the coset's vanishing polynomial is zero".into(),
             },
         )?;
-        Ok(Prepared {
+        let index = match cached {
+            Some(index) => IndexSource::Cached(index),
+            None => IndexSource::Fresh(densities),
+        };
+        let prepared = Prepared {
             log_n: n.trailing_zeros(),
             z_inv,
-            abc: [a, b, c],
-            inputs,
-            aux,
-            l_index: (n_in as u32..witness as u32).collect(),
-            a_index,
-            b_index,
-        })
+            staging,
+            inputs: inputs.len(),
+            witness,
+        };
+        Ok((prepared, index))
     }
 
     fn ntt_tables(&self, log_n: u32) -> Result<Arc<NttTables>, GpuError> {
@@ -262,37 +343,49 @@ impl GpuBackend {
     }
 
     /// Device bytes a proof needs besides the SRS: a, b, c; the witness and the gathered query
-    /// scalars; the largest MSM's work buffers.
+    /// scalars (each at most the witness); the largest MSM's work buffers.
     fn working_bytes(p: &Prepared) -> usize {
         let scalar = std::mem::size_of::<Scalar>();
         let n = 1usize << p.log_n;
-        let witness = p.inputs.len() + p.aux.len();
-        let gathered = p.l_index.len() + p.a_index.len() + p.b_index.len();
-        let largest_g1 = n.max(witness);
-        scalar * (3 * n + witness + gathered)
-            + working_memory::<G1Affine>(largest_g1)
-                .max(working_memory::<G2Affine>(p.b_index.len()))
+        scalar * (3 * n + 4 * p.witness)
+            + working_memory::<G1Affine>(n.max(p.witness))
+                .max(working_memory::<G2Affine>(p.witness))
+    }
+
+    /// The A and B positions on the device: cached, or uploaded now and cached.
+    fn query_index(&self, source: IndexSource) -> Result<Arc<QueryIndex>, GpuError> {
+        Ok(match source {
+            IndexSource::Cached(index) => index,
+            IndexSource::Fresh(densities) => {
+                let index = Arc::new(QueryIndex {
+                    a: DeviceIndex::upload(&self.gpu, &densities.a_index())?,
+                    b: DeviceIndex::upload(&self.gpu, &densities.b_index())?,
+                    densities,
+                });
+                *self.index.lock().unwrap_or_else(PoisonError::into_inner) = Some(index.clone());
+                index
+            }
+        })
     }
 
     /// The device region of one proof.
     fn on_device(
         &self,
         params: &Parameters,
-        p: Prepared,
+        p: &Prepared,
+        index: IndexSource,
         stages: &mut Stages,
     ) -> Result<QuerySums, GpuError> {
         let gpu = &*self.gpu;
-        let srs = self.srs(params, Self::working_bytes(&p), stages)?;
+        let srs = self.srs(params, Self::working_bytes(p), stages)?;
         stages.push("srs_resident", if srs.resident { 1.0 } else { 0.0 });
         let tables = self.ntt_tables(p.log_n)?;
-        let scalar_bytes = std::mem::size_of::<Scalar>();
-        let [a, b, c] = &p.abc;
+        let n = 1usize << p.log_n;
+        let upload = |start: usize, end: usize| {
+            DeviceScalars::upload_pinned_range(gpu, &p.staging, start, end)
+        };
         let (mut h, db, dc) = stages.time(gpu, "h2d_abc_ms", || {
-            Ok((
-                DeviceScalars::upload(gpu, a)?,
-                DeviceScalars::upload(gpu, b)?,
-                DeviceScalars::upload(gpu, c)?,
-            ))
+            Ok((upload(0, n)?, upload(n, 2 * n)?, upload(2 * n, 3 * n)?))
         })?;
         stages.time(gpu, "ntt_ms", || {
             let (mut db, mut dc) = (db, dc);
@@ -319,33 +412,43 @@ impl GpuBackend {
             )
         })?;
         // H has n − 1 coefficients (the top one is zero).
-        h.truncate((1 << p.log_n) - 1);
+        h.truncate(n - 1);
         let sum_h = stages.time(gpu, "msm_h_ms", || srs.h.msm(gpu, &h))?;
         drop(h);
 
-        let witness = stages.time(gpu, "h2d_witness_ms", || {
-            DeviceScalars::upload_concat(gpu, &[&p.inputs, &p.aux])
-        })?;
+        let witness = stages.time(gpu, "h2d_witness_ms", || upload(3 * n, 3 * n + p.witness))?;
+        let index = self.query_index(index)?;
         let (l, a, b) = stages.time(gpu, "gather_ms", || {
             Ok((
-                witness.gather(gpu, &p.l_index)?,
-                witness.gather(gpu, &p.a_index)?,
-                witness.gather(gpu, &p.b_index)?,
+                witness.copy_range(gpu, p.inputs, p.witness)?,
+                witness.gather(gpu, &index.a)?,
+                witness.gather(gpu, &index.b)?,
             ))
         })?;
         drop(witness);
-        let index_bytes = 4 * (p.l_index.len() + p.a_index.len() + p.b_index.len());
-        let h2d = scalar_bytes * (3 * (1 << p.log_n) + p.inputs.len() + p.aux.len()) + index_bytes;
-        stages.push("h2d_bytes", h2d as f64);
-        let sums = QuerySums {
+        let scalar_bytes = std::mem::size_of::<Scalar>();
+        stages.push("h2d_bytes", (scalar_bytes * (3 * n + p.witness)) as f64);
+        Ok(QuerySums {
             h: sum_h,
             l: stages.time(gpu, "msm_l_ms", || srs.l.msm(gpu, &l))?,
             a: stages.time(gpu, "msm_a_ms", || srs.a.msm(gpu, &a))?,
             b_g1: stages.time(gpu, "msm_b_g1_ms", || srs.b_g1.msm(gpu, &b))?,
             b_g2: stages.time(gpu, "msm_b_g2_ms", || srs.b_g2.msm(gpu, &b))?,
-        };
-        Ok(sums)
+        })
     }
+}
+
+/// Copies `src` to the front of `dst` and zeroes the rest, in parallel chunks.
+fn stage(dst: &mut [Scalar], src: &[Scalar]) {
+    const CHUNK: usize = 1 << 16;
+    let (copied, padding) = dst.split_at_mut(src.len());
+    copied
+        .par_chunks_mut(CHUNK)
+        .zip(src.par_chunks(CHUNK))
+        .for_each(|(d, s)| d.copy_from_slice(s));
+    padding
+        .par_chunks_mut(CHUNK)
+        .for_each(|d| d.fill(Scalar::ZERO));
 }
 
 impl ProverBackend for GpuBackend {
@@ -371,14 +474,19 @@ impl ProverBackend for GpuBackend {
     ) -> Result<Started, ProveError> {
         let mut stages = Stages::default();
         let start = std::time::Instant::now();
-        let prepared = Self::prepare(params, assignment)?;
+        let (prepared, index) = self.prepare(params, assignment)?;
         stages.push("prep_ms", start.elapsed().as_secs_f64() * 1e3);
-        let _device = device.acquire();
-        let sums = self
-            .on_device(params, prepared, &mut stages)
-            .map_err(ProveError::Gpu)?;
+        let device_guard = device.acquire();
+        let sums = self.on_device(params, &prepared, index, &mut stages);
+        // Whatever happened, no copy from the staging buffer is still in flight once the stream
+        // is idle; then the buffer can serve another proof.
+        let idle = self.gpu.stream().synchronize();
+        drop(device_guard);
+        if idle.is_ok() {
+            self.return_staging(prepared.staging);
+        }
         Ok(Started {
-            sums,
+            sums: sums.map_err(ProveError::Gpu)?,
             stages: stages.0,
         })
     }
