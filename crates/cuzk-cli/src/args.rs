@@ -31,12 +31,14 @@ pub struct GlobalArgs {
 pub enum Command {
     /// Set up, prove and verify a built-in circuit in a temporary directory.
     Demo(DemoArgs),
-    /// Generate random test parameters for a circuit (NOT a trusted setup).
+    /// Generate random test parameters for a circuit or a PoRep sector size (NOT a trusted setup).
     Setup(SetupArgs),
-    /// Prove a circuit with existing parameters.
-    Prove(ProveArgs),
-    /// Verify a proof (exit 0 valid, 1 invalid, 2 unusable input).
-    Verify(VerifyArgs),
+    /// Prove a circuit with existing parameters, or a sector's PoRep C2 (`prove porep`).
+    Prove(ProveCommand),
+    /// Verify a proof (exit 0 valid, 1 invalid, 2 unusable input); `verify porep` asks filecoin-proofs.
+    Verify(VerifyCommand),
+    /// Seal a sector of random data with filecoin-proofs and write its C1 output (tests, benches).
+    SealTestSector(SealTestSectorArgs),
     /// Read a TIMELINE log (ours or the public engine's): GPU idle windows, busy fraction, throughput.
     Analyze(AnalyzeArgs),
     /// Time the GPU kernels (MSM in G1 and G2, NTT) on the first device and print a table.
@@ -95,10 +97,115 @@ pub struct DemoArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(mut_arg("constraints", |arg| arg.required_unless_present("porep")))]
 pub struct SetupArgs {
     #[command(flatten)]
-    pub circuit: CircuitArgs,
-    /// Where to write the parameters (bellperson's layout).
+    pub circuit: Option<CircuitArgs>,
+    /// Filecoin's PoRep circuit for this sector size (2KiB … 64GiB) or registered proof
+    /// (StackedDrg2KiBV1_1 …) instead of a built-in circuit; --out is then a directory.
+    #[arg(long, value_name = "SIZE", conflicts_with = "CircuitArgs")]
+    pub porep: Option<String>,
+    /// Where to write the parameters (bellperson's layout): a file, or for --porep a directory
+    /// that gets the .params and .vk files under filecoin-proofs' names.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// `prove` of a built-in circuit, or `prove porep`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct ProveCommand {
+    #[command(subcommand)]
+    pub target: Option<ProveTarget>,
+    #[command(flatten)]
+    pub circuit: Option<ProveArgs>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProveTarget {
+    /// Filecoin PoRep C2: prove a sector from its C1 output (one job, a partition per proof).
+    Porep(PorepProveArgs),
+}
+
+/// `verify` of a built-in circuit's proof, or `verify porep`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct VerifyCommand {
+    #[command(subcommand)]
+    pub target: Option<VerifyTarget>,
+    #[command(flatten)]
+    pub proof: Option<VerifyArgs>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum VerifyTarget {
+    /// Filecoin PoRep: check a C2 proof with filecoin-proofs' verify_seal.
+    Porep(PorepVerifyArgs),
+}
+
+/// Where a PoRep command finds its C1 output and parameters.
+#[derive(Debug, Args)]
+pub struct PorepInputArgs {
+    /// The C1 output (SealCommitPhase1Output JSON, the FFI's form or filecoin-proofs' raw form).
+    #[arg(long)]
+    pub c1: PathBuf,
+    /// The registered seal proof of a raw-form C1 output (the FFI's form names its own).
+    #[arg(long, value_name = "NAME")]
+    pub seal_proof: Option<String>,
+    /// Parameter directory (files named as filecoin-proofs names them); default:
+    /// $FIL_PROOFS_PARAMETER_CACHE or filecoin-proofs' default.
+    #[arg(long)]
+    pub params_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct PorepProveArgs {
+    #[command(flatten)]
+    pub input: PorepInputArgs,
+    /// Where to write the proof (partition proofs concatenated); default: the C1 file's name
+    /// with the extension `.proof`.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    /// Partitions synthesized at once (default: one per partition, at most the CPU threads).
+    #[arg(long)]
+    pub partition_workers: Option<usize>,
+    /// Host memory for partitions in flight (as for `bench`).
+    #[arg(long, default_value = "auto", value_parser = parse_memory)]
+    pub memory_budget: MemoryArg,
+    /// Check every parameter point (curve and subgroup): minutes for a 1 GB file. Off by default
+    /// because the engine verifies every proof before it is written, so a bad point shows up as a
+    /// proof that fails, never as a wrong proof.
+    #[arg(long)]
+    pub check_params: bool,
+    /// Write the engine's TIMELINE here.
+    #[arg(long)]
+    pub timeline: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct PorepVerifyArgs {
+    #[command(flatten)]
+    pub input: PorepInputArgs,
+    /// The proof (partition proofs concatenated).
+    #[arg(long)]
+    pub proof: PathBuf,
+    /// The prover id, 0x-prefixed hex of 32 bytes.
+    #[arg(long)]
+    pub prover_id: String,
+    /// The sector number.
+    #[arg(long)]
+    pub sector_id: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct SealTestSectorArgs {
+    /// Sector size (2KiB … 64GiB) or registered seal proof.
+    #[arg(long, default_value = "2KiB")]
+    pub size: String,
+    /// Directory for the sealed sector's files, its C1 output (c1.json, the FFI's form) and
+    /// sector.json (registered proof, prover id, sector id).
     #[arg(long)]
     pub out: PathBuf,
 }

@@ -46,6 +46,7 @@ fn main() -> ExitCode {
         Command::BenchKernels(args) => commands::bench_kernels::run(&cli.global, args),
         Command::BenchProver(args) => commands::bench_prover::run(&cli.global, args),
         Command::Bench(args) => commands::bench::run(&cli.global, args),
+        Command::SealTestSector(args) => commands::porep::seal_test_sector(&cli.global, args),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod bench_kernels;
 pub mod bench_prover;
 pub mod demo;
+pub mod porep;
 pub mod prove;
 pub mod setup;
 pub mod verify;

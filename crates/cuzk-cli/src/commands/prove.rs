@@ -2,14 +2,14 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use cuzk_groth16::params_file::PointCheck;
 use cuzk_groth16::{prove_finish, Parameters, Proof, ProverBackend, Randomness};
 use cuzk_math::Scalar;
 use cuzk_synth::ProvingAssignment;
 use serde_json::{json, Value};
 
-use crate::args::{GlobalArgs, ProveArgs};
+use crate::args::{GlobalArgs, ProveArgs, ProveCommand, ProveTarget};
 use crate::circuit::CircuitSpec;
 use crate::progress::Progress;
 use crate::{backend, inputs, Outcome};
@@ -62,7 +62,15 @@ pub fn load_params(path: &Path, check: PointCheck, progress: Progress) -> Result
     Ok(params?)
 }
 
-pub fn run(global: &GlobalArgs, args: ProveArgs) -> Result<Outcome> {
+pub fn run(global: &GlobalArgs, command: ProveCommand) -> Result<Outcome> {
+    match (command.target, command.circuit) {
+        (Some(ProveTarget::Porep(args)), _) => super::porep::prove(global, args),
+        (None, Some(args)) => prove(global, args),
+        (None, None) => bail!("give a circuit to prove (--params …) or `prove porep`"),
+    }
+}
+
+fn prove(global: &GlobalArgs, args: ProveArgs) -> Result<Outcome> {
     let spec = CircuitSpec::from_args(&args.circuit)?;
     let progress = Progress::new(global.json);
     let backend = backend::select(args.backend, global.json)?;

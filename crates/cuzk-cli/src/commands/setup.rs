@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use cuzk_groth16::setup::generate_random_parameters;
 use cuzk_groth16::Parameters;
 use serde_json::json;
@@ -28,7 +28,12 @@ pub fn generate(spec: &CircuitSpec, out: &Path, progress: Progress) -> Result<(P
 }
 
 pub fn run(global: &GlobalArgs, args: SetupArgs) -> Result<Outcome> {
-    let spec = CircuitSpec::from_args(&args.circuit)?;
+    let circuit = match (&args.porep, &args.circuit) {
+        (Some(proof), _) => return super::porep::setup(global, proof, &args.out),
+        (None, Some(circuit)) => circuit,
+        (None, None) => bail!("give a circuit (--constraints N) or --porep SIZE"),
+    };
+    let spec = CircuitSpec::from_args(circuit)?;
     let progress = Progress::new(global.json);
     if !global.json {
         eprintln!("{}", spec.describe());

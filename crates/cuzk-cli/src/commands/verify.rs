@@ -7,7 +7,7 @@ use cuzk_groth16::{verify_proof, PreparedVerifyingKey, Proof, VerifyingKey};
 use cuzk_math::Scalar;
 use serde_json::json;
 
-use crate::args::{GlobalArgs, VerifyArgs};
+use crate::args::{GlobalArgs, VerifyArgs, VerifyCommand, VerifyTarget};
 use crate::{inputs, Outcome};
 
 /// Checks every proof with its inputs; the first invalid one answers `false`.
@@ -25,7 +25,15 @@ fn read_proofs(path: &Path) -> Result<Vec<Proof>> {
     Proof::many_from_bytes(&bytes).with_context(|| format!("{}", path.display()))
 }
 
-pub fn run(global: &GlobalArgs, args: VerifyArgs) -> Result<Outcome> {
+pub fn run(global: &GlobalArgs, command: VerifyCommand) -> Result<Outcome> {
+    match (command.target, command.proof) {
+        (Some(VerifyTarget::Porep(args)), _) => super::porep::verify(global, args),
+        (None, Some(args)) => verify(global, args),
+        (None, None) => bail!("give a proof to verify (--params …) or `verify porep`"),
+    }
+}
+
+fn verify(global: &GlobalArgs, args: VerifyArgs) -> Result<Outcome> {
     let vk = VerifyingKey::read_params_file(&args.params)?;
     let proofs = read_proofs(&args.proof)?;
     let mut public_inputs = inputs::read(&args.inputs)?;

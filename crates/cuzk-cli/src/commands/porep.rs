@@ -1,0 +1,239 @@
+//! Filecoin PoRep: `setup --porep`, `prove porep`, `verify porep` and `seal-test-sector`.
+//!
+//! Every command that touches filecoin-proofs' parameter directory settles it first
+//! ([`cuzk_filecoin::parameter_dir`]), because filecoin-proofs reads its settings only once.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use cuzk_filecoin::{
+    parameter_dir, seal_random_sector, verify_seal, C1Output, ParamFiles, SealProof,
+    SectorIdentity, SectorJob,
+};
+use cuzk_groth16::params_file::PointCheck;
+use cuzk_pipeline::engine::auto_memory_budget;
+use cuzk_pipeline::sink::{MemorySink, TimelineSink, WriterSink};
+use cuzk_pipeline::{Engine, EngineConfig};
+use serde_json::json;
+
+use crate::args::{
+    GlobalArgs, MemoryArg, PorepInputArgs, PorepProveArgs, PorepVerifyArgs, SealTestSectorArgs,
+};
+use crate::progress::Progress;
+use crate::{backend, Outcome};
+
+/// What a PoRep command reads, validated: the parameter directory settled, the C1 output parsed.
+struct PorepInput {
+    params_dir: PathBuf,
+    c1: C1Output,
+}
+
+impl PorepInput {
+    fn open(args: &PorepInputArgs) -> Result<Self> {
+        let params_dir = parameter_dir(args.params_dir.as_deref())?;
+        let proof = args
+            .seal_proof
+            .as_deref()
+            .map(SealProof::from_size_or_name)
+            .transpose()?;
+        let c1 = C1Output::read(&args.c1, proof)?;
+        Ok(PorepInput { params_dir, c1 })
+    }
+}
+
+pub fn setup(global: &GlobalArgs, proof: &str, out: &Path) -> Result<Outcome> {
+    let proof = SealProof::from_size_or_name(proof)?;
+    let progress = Progress::new(global.json);
+    eprintln!(
+        "cuzk: WARNING: random test parameters for {proof}, NOT the Filecoin network's: proofs \
+         made with them verify only against this .vk, and they are not a trusted setup"
+    );
+    let (generated, elapsed) = progress.stage("generating PoRep parameters", || {
+        ParamFiles::generate(out, proof, &mut rand::rngs::OsRng)
+    });
+    let (files, params) = generated?;
+    let summary = json!({
+        "seal_proof": proof.name(),
+        "params": files.params,
+        "vk": files.vk,
+        "public_inputs": params.vk.ic.len() - 1,
+        "aux": params.l.len(),
+        "domain_size": params.h.len() + 1,
+        "file_bytes": params.file_size(),
+        "setup_s": elapsed.as_secs_f64(),
+    });
+    if global.json {
+        println!("{summary}");
+    } else {
+        println!(
+            "wrote {} ({} bytes) and {}",
+            files.params.display(),
+            params.file_size(),
+            files.vk.display()
+        );
+    }
+    Ok(Outcome::Success)
+}
+
+/// The default proof file: the C1 file's name with the extension `.proof`.
+fn default_proof_path(c1: &Path) -> PathBuf {
+    c1.with_extension("proof")
+}
+
+pub fn prove(global: &GlobalArgs, args: PorepProveArgs) -> Result<Outcome> {
+    let progress = Progress::new(global.json);
+    let input = PorepInput::open(&args.input)?;
+    let proof = input.c1.proof;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_proof_path(&args.input.c1));
+    let backends = backend::select_all(args.backend, global.json)?;
+    let files = ParamFiles::new(&input.params_dir, proof)?;
+    let check = if args.check_params {
+        PointCheck::Checked
+    } else {
+        PointCheck::Unchecked
+    };
+    let (params, _) = progress.stage("loading parameters", || files.load(check));
+    let params = Arc::new(params?);
+    let (job, _) = progress.stage("building the partition circuits", || {
+        SectorJob::new(
+            args.input.c1.display().to_string(),
+            &input.c1,
+            params,
+            &files,
+        )
+    });
+    let job = job?;
+    let partitions = job.partitions;
+    let memory_budget = match args.memory_budget {
+        MemoryArg::Auto => auto_memory_budget().context("--memory-budget auto")?,
+        MemoryArg::Bytes(bytes) => bytes,
+    };
+    let mut config = EngineConfig::new(
+        args.partition_workers
+            .unwrap_or_else(|| partitions.min(rayon::current_num_threads())),
+        memory_budget,
+    );
+    config.synthesis_concurrency = 1;
+    let sink: Arc<dyn TimelineSink> = match &args.timeline {
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .with_context(|| format!("creating {}", path.display()))?;
+            Arc::new(WriterSink::new(file))
+        }
+        None => Arc::new(MemorySink::default()),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let (bytes, elapsed) = progress.stage(
+        &format!("proving {partitions} partition(s) of {proof}"),
+        || {
+            runtime.block_on(async {
+                let engine = Engine::start(config, backends, sink)?;
+                anyhow::Ok(job.prove(&engine).await?)
+            })
+        },
+    );
+    let bytes = bytes.with_context(|| format!("proving {}", args.input.c1.display()))?;
+    super::write_output(&out, &bytes)?;
+    if global.json {
+        println!(
+            "{}",
+            json!({
+                "proof": out,
+                "seal_proof": proof.name(),
+                "partitions": partitions,
+                "prove_s": elapsed.as_secs_f64(),
+            })
+        );
+    } else {
+        println!("wrote {} ({} bytes)", out.display(), bytes.len());
+    }
+    Ok(Outcome::Success)
+}
+
+fn parse_prover_id(text: &str) -> Result<[u8; 32]> {
+    let digits = text
+        .strip_prefix("0x")
+        .with_context(|| format!("--prover-id {text:?}: expected 0x-prefixed hex"))?;
+    let bytes = hex::decode(digits).with_context(|| format!("--prover-id {text:?}"))?;
+    <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| {
+        anyhow::anyhow!(
+            "--prover-id {text:?}: expected 32 bytes, got {}",
+            bytes.len()
+        )
+    })
+}
+
+pub fn verify(global: &GlobalArgs, args: PorepVerifyArgs) -> Result<Outcome> {
+    let input = PorepInput::open(&args.input)?;
+    let identity = SectorIdentity {
+        prover_id: parse_prover_id(&args.prover_id)?,
+        sector_id: args.sector_id,
+    };
+    let proof_bytes =
+        std::fs::read(&args.proof).with_context(|| format!("reading {}", args.proof.display()))?;
+    let commitments = input.c1.commitments()?;
+    let valid = verify_seal(
+        input.c1.proof,
+        &commitments,
+        identity,
+        &proof_bytes,
+        &input.params_dir,
+    )
+    .with_context(|| format!("verifying {}", args.proof.display()))?;
+    if global.json {
+        println!(
+            "{}",
+            json!({ "valid": valid, "seal_proof": input.c1.proof.name() })
+        );
+    } else {
+        println!("{}", if valid { "valid" } else { "INVALID" });
+    }
+    Ok(if valid {
+        Outcome::Success
+    } else {
+        Outcome::Rejected
+    })
+}
+
+pub fn seal_test_sector(global: &GlobalArgs, args: SealTestSectorArgs) -> Result<Outcome> {
+    let proof = SealProof::from_size_or_name(&args.size)?;
+    if args.out.join("c1.json").exists() {
+        bail!(
+            "{} already holds a sealed sector (c1.json)",
+            args.out.display()
+        );
+    }
+    let progress = Progress::new(global.json);
+    let (sealed, elapsed) = progress.stage(&format!("sealing a random {proof} sector"), || {
+        seal_random_sector(proof, &args.out.join("sector"), &mut rand::rngs::OsRng)
+    });
+    let sealed = sealed?;
+    let c1_path = args.out.join("c1.json");
+    super::write_output(&c1_path, &sealed.c1.to_ffi_json())?;
+    let prover_id = format!("0x{}", hex::encode(sealed.identity.prover_id));
+    let sector = json!({
+        "seal_proof": proof.name(),
+        "prover_id": prover_id,
+        "sector_id": sealed.identity.sector_id,
+        "c1": c1_path,
+        "seal_s": elapsed.as_secs_f64(),
+    });
+    super::write_output(&args.out.join("sector.json"), sector.to_string().as_bytes())?;
+    if global.json {
+        println!("{sector}");
+    } else {
+        println!(
+            "wrote {} (prover id {prover_id}, sector id {})",
+            c1_path.display(),
+            sealed.identity.sector_id
+        );
+    }
+    Ok(Outcome::Success)
+}

@@ -1,0 +1,157 @@
+//! Commit-2 as cuzk runs it: the StackedDRG circuit and public inputs of every partition, built
+//! from a C1 output exactly as filecoin-proofs' `seal_commit_phase2` builds them, handed to the
+//! engine as one job of N partitions.
+
+use std::sync::Arc;
+
+use cuzk_groth16::Parameters;
+use cuzk_math::Scalar;
+use cuzk_pipeline::{Engine, JobRequest, Partition};
+use filecoin_hashers::Domain;
+use filecoin_proofs::parameters::public_params;
+use filecoin_proofs::{as_safe_commitment, with_shape, DefaultPieceDomain, MerkleTreeTrait};
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::proof::ProofScheme;
+use storage_proofs_porep::stacked;
+
+use crate::error::filecoin;
+use crate::seal_proof::Revision;
+use crate::shapes::{Circuit, Compound, Drg};
+use crate::{C1Output, FilecoinError, ParamFiles};
+
+/// A sector's commit-2, ready to be proven: one partition per vanilla proof set.
+#[derive(Debug)]
+pub struct SectorJob {
+    pub request: JobRequest,
+    pub partitions: usize,
+}
+
+impl SectorJob {
+    /// Builds the partition circuits of `c1` (after checking its vanilla proofs against its
+    /// commitments, so a tampered C1 output is named as such rather than failing as an unprovable
+    /// circuit) for proving with `params`, which were read from `files`.
+    pub fn new(
+        id: impl Into<String>,
+        c1: &C1Output,
+        params: Arc<Parameters>,
+        files: &ParamFiles,
+    ) -> Result<Self, FilecoinError> {
+        if c1.proof.revision == Revision::NonInteractive {
+            return Err(FilecoinError::Unsupported {
+                proof: c1.proof.name(),
+                reason: "a non-interactive PoRep proof is a SnarkPack aggregate of the partition \
+                         proofs, and cuzk does not aggregate yet",
+            });
+        }
+        let id = id.into();
+        with_shape!(c1.proof.size.bytes(), build, id, c1, params, files,)
+    }
+
+    /// Proves every partition through `engine` (each proof verified there) and returns the proof
+    /// bytes as filecoin-proofs writes them: the partition proofs concatenated, 192 bytes each.
+    pub async fn prove(self, engine: &Engine) -> Result<Vec<u8>, FilecoinError> {
+        Ok(engine.submit(self.request).wait().await?.proof_bytes())
+    }
+}
+
+fn build<Tree: 'static + MerkleTreeTrait>(
+    id: String,
+    c1: &C1Output,
+    params: Arc<Parameters>,
+    files: &ParamFiles,
+) -> Result<SectorJob, FilecoinError> {
+    let invalid = |field: &str, reason: &str| FilecoinError::C1Field {
+        file: c1.source.clone(),
+        field: field.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let config = c1.proof.porep_config()?;
+    let output = c1.typed::<Tree>()?;
+    for (name, value) in [
+        ("comm_d", &output.comm_d),
+        ("comm_r", &output.comm_r),
+        ("seed", &output.seed),
+    ] {
+        if *value == [0; 32] {
+            return Err(invalid(name, "all zero"));
+        }
+    }
+    let partitions = usize::from(config.partitions);
+    if output.vanilla_proofs.len() != partitions {
+        return Err(invalid(
+            "vanilla_proofs",
+            &format!(
+                "{} partitions, {} has {partitions}",
+                output.vanilla_proofs.len(),
+                c1.proof
+            ),
+        ));
+    }
+    if let Some(k) = output.vanilla_proofs.iter().position(Vec::is_empty) {
+        return Err(invalid(&format!("vanilla_proofs[{k}]"), "no proofs"));
+    }
+
+    let comm_r = as_safe_commitment(&output.comm_r, "comm_r")
+        .map_err(|e| invalid("comm_r", &format!("{e:#}")))?;
+    let comm_d = DefaultPieceDomain::try_from_bytes(&output.comm_d)
+        .map_err(|e| invalid("comm_d", &format!("{e:#}")))?;
+    let public_inputs = stacked::PublicInputs {
+        replica_id: output.replica_id,
+        tau: Some(stacked::Tau { comm_d, comm_r }),
+        k: None,
+        seed: Some(output.seed),
+    };
+    let vanilla_params =
+        public_params::<Tree>(&config).map_err(filecoin("the public parameters"))?;
+
+    let valid =
+        Drg::<Tree>::verify_all_partitions(&vanilla_params, &public_inputs, &output.vanilla_proofs)
+            .map_err(filecoin("verifying the vanilla proofs"))?;
+    if !valid {
+        return Err(FilecoinError::VanillaProofsInvalid {
+            file: c1.source.clone(),
+        });
+    }
+
+    let mut circuits = Vec::with_capacity(partitions);
+    let mut inputs: Vec<Vec<Scalar>> = Vec::with_capacity(partitions);
+    for (k, vanilla) in output.vanilla_proofs.iter().enumerate() {
+        circuits.push(
+            <Compound<Tree> as CompoundProof<'_, Drg<'_, Tree>, Circuit<Tree>>>::circuit(
+                &public_inputs,
+                (),
+                vanilla,
+                &vanilla_params,
+                Some(k),
+            )
+            .map_err(filecoin(format!("the circuit of partition {k}")))?,
+        );
+        inputs.push(
+            <Compound<Tree> as CompoundProof<'_, Drg<'_, Tree>, Circuit<Tree>>>::generate_public_inputs(
+                &public_inputs,
+                &vanilla_params,
+                Some(k),
+            )
+            .map_err(filecoin(format!("the public inputs of partition {k}")))?,
+        );
+    }
+    if params.vk.ic.len() != inputs[0].len() + 1 {
+        return Err(FilecoinError::WrongParams {
+            file: files.params.display().to_string(),
+            proof: c1.proof.name(),
+            reason: format!(
+                "the verifying key takes {} public inputs, the circuit has {}",
+                params.vk.ic.len().saturating_sub(1),
+                inputs[0].len()
+            ),
+        });
+    }
+    let request = JobRequest::new(id, params, partitions, move |k: usize| Partition {
+        circuit: circuits[k].clone(),
+        public_inputs: inputs[k].clone(),
+    });
+    Ok(SectorJob {
+        request,
+        partitions,
+    })
+}

@@ -1,0 +1,32 @@
+//! Filecoin PoRep commit-2 (C2) on cuzk: a sector's C1 output in, filecoin-proofs' proof bytes
+//! out.
+//!
+//! - [`seal_proof`]: registered seal proofs (`StackedDrg2KiBV1_1` …) and their PoRep configs.
+//! - [`c1`]: C1 outputs, raw or in the FFI's form, with errors naming the file and field.
+//! - [`c2`]: each partition's StackedDRG circuit and public inputs, built as filecoin-proofs'
+//!   `seal_commit_phase2` builds them, as one engine job.
+//! - [`params`]: parameter files by filecoin-proofs' names; test parameters by cuzk's setup.
+//! - [`verify`]: `filecoin_proofs::verify_seal` on a proof.
+//! - [`sealer`]: random sectors sealed by filecoin-proofs, for tests and benches.
+//!
+//! The circuits are filecoin's own (`storage-proofs-porep`, over `bellpepper-core` 0.2 like
+//! cuzk-synth), called, never copied. This crate glues them to the prover; it must not
+//! implement Groth16, schedule work itself or pick a backend.
+#![forbid(unsafe_code)]
+
+pub mod c1;
+pub mod c2;
+mod error;
+pub mod params;
+pub mod seal_proof;
+pub mod sealer;
+mod shapes;
+pub mod verify;
+
+pub use c1::{C1Output, SealCommitments};
+pub use c2::SectorJob;
+pub use error::FilecoinError;
+pub use params::{check_parameter_dir, parameter_dir, use_parameter_dir, ParamFiles};
+pub use seal_proof::{Revision, SealProof, SectorSize, SECTOR_SIZES};
+pub use sealer::{seal_random_sector, SealedSector};
+pub use verify::{verify_seal, SectorIdentity};

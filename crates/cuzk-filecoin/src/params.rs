@@ -1,0 +1,135 @@
+//! Groth16 parameter files of the PoRep circuits, under filecoin-proofs' own names
+//! (`v28-stacked-proof-of-replication-…-<hash>.params` and `.vk`) in a parameter directory, and
+//! test parameters made by cuzk's fast setup.
+
+use std::path::{Path, PathBuf};
+
+use cuzk_groth16::params_file::{write_atomically, PointCheck};
+use cuzk_groth16::setup::generate_random_parameters;
+use cuzk_groth16::Parameters;
+use filecoin_proofs::parameters::public_params;
+use filecoin_proofs::{with_shape, MerkleTreeTrait};
+use rand::RngCore;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::parameter_cache::{parameter_id, verifying_key_id};
+use storage_proofs_core::settings::SETTINGS;
+
+use crate::error::{filecoin, io};
+use crate::shapes::{Circuit, Compound, Drg};
+use crate::{FilecoinError, SealProof};
+
+/// The environment variable filecoin-proofs reads its parameter directory from.
+pub const PARAMETER_CACHE_ENV: &str = "FIL_PROOFS_PARAMETER_CACHE";
+
+/// The parameter files of one seal proof's circuit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamFiles {
+    pub proof: SealProof,
+    /// The proving parameters (bellperson's layout).
+    pub params: PathBuf,
+    /// The verifying key alone, which is all `verify_seal` reads.
+    pub vk: PathBuf,
+}
+
+impl ParamFiles {
+    /// The files `proof` uses in `dir`, named as filecoin-proofs names them.
+    pub fn new(dir: &Path, proof: SealProof) -> Result<Self, FilecoinError> {
+        let identifier = with_shape!(proof.size.bytes(), identifier, proof,)?;
+        Ok(ParamFiles {
+            proof,
+            params: dir.join(parameter_id(&identifier)),
+            vk: dir.join(verifying_key_id(&identifier)),
+        })
+    }
+
+    /// Memory-maps and decodes the proving parameters; a missing file says what to do.
+    pub fn load(&self, check: PointCheck) -> Result<Parameters, FilecoinError> {
+        self.require(&self.params)?;
+        Ok(Parameters::read_file(&self.params, check)?)
+    }
+
+    /// Fails with [`FilecoinError::ParamsMissing`] when `file` does not exist.
+    pub(crate) fn require(&self, file: &Path) -> Result<(), FilecoinError> {
+        if file.is_file() {
+            return Ok(());
+        }
+        Err(FilecoinError::ParamsMissing {
+            file: file.display().to_string(),
+            name: file
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            proof: self.proof.name(),
+            size: self.proof.size.name().to_owned(),
+        })
+    }
+
+    /// Generates random parameters for `proof`'s circuit with cuzk's setup and writes both files
+    /// (each atomically). **Not the network's parameters**: proofs made with them verify only
+    /// against this `.vk`, and whoever saw the setup's randomness can forge them.
+    pub fn generate(
+        dir: &Path,
+        proof: SealProof,
+        rng: &mut impl RngCore,
+    ) -> Result<(Self, Parameters), FilecoinError> {
+        let files = Self::new(dir, proof)?;
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let params = with_shape!(proof.size.bytes(), setup, proof, rng,)?;
+        params.write_file(&files.params)?;
+        write_atomically(&files.vk, |out| params.vk.write(out)).map_err(io(&files.vk))?;
+        Ok((files, params))
+    }
+}
+
+fn identifier<Tree: 'static + MerkleTreeTrait>(proof: SealProof) -> Result<String, FilecoinError> {
+    proof
+        .porep_config()?
+        .get_cache_identifier::<Tree>()
+        .map_err(filecoin(format!("the parameter identifier of {proof}")))
+}
+
+fn setup<Tree: 'static + MerkleTreeTrait>(
+    proof: SealProof,
+    rng: &mut impl RngCore,
+) -> Result<Parameters, FilecoinError> {
+    let vanilla = public_params::<Tree>(&proof.porep_config()?)
+        .map_err(filecoin(format!("the public parameters of {proof}")))?;
+    let circuit =
+        <Compound<Tree> as CompoundProof<'_, Drg<'_, Tree>, Circuit<Tree>>>::blank_circuit(
+            &vanilla,
+        );
+    Ok(generate_random_parameters(circuit, rng)?)
+}
+
+/// The parameter directory for this process: `dir` when given (and filecoin-proofs pointed at
+/// it, see [`use_parameter_dir`]), else where filecoin-proofs looks (`FIL_PROOFS_PARAMETER_CACHE`,
+/// its config file, or its default).
+pub fn parameter_dir(dir: Option<&Path>) -> Result<PathBuf, FilecoinError> {
+    match dir {
+        Some(dir) => {
+            use_parameter_dir(dir)?;
+            Ok(dir.to_path_buf())
+        }
+        None => Ok(PathBuf::from(&SETTINGS.parameter_cache)),
+    }
+}
+
+/// Points filecoin-proofs at `dir` for the rest of the process. It reads its settings once, so
+/// this must run before any other Filecoin call and while no other thread reads the
+/// environment; afterwards it checks that the settings took it.
+pub fn use_parameter_dir(dir: &Path) -> Result<(), FilecoinError> {
+    std::env::set_var(PARAMETER_CACHE_ENV, dir);
+    check_parameter_dir(dir)
+}
+
+/// Fails unless filecoin-proofs reads its parameters from `dir`.
+pub fn check_parameter_dir(dir: &Path) -> Result<(), FilecoinError> {
+    let settings = Path::new(&SETTINGS.parameter_cache);
+    if settings == dir {
+        return Ok(());
+    }
+    Err(FilecoinError::ParameterCacheElsewhere {
+        settings: settings.display().to_string(),
+        wanted: dir.display().to_string(),
+    })
+}

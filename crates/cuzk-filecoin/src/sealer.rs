@@ -1,0 +1,107 @@
+//! A sealer for tests and benches: a sector of random data sealed by filecoin-proofs itself
+//! (add piece, precommit 1 and 2, commit 1), so C1 outputs need no external data.
+//!
+//! Commit 1 needs no Groth16 parameters, only the SDR parent cache (made on demand where
+//! filecoin-proofs' settings say, `FIL_PROOFS_PARENT_CACHE`).
+
+use std::fs::File;
+use std::path::Path;
+
+use filecoin_proofs::{
+    add_piece, seal_commit_phase1, seal_pre_commit_phase1, seal_pre_commit_phase2, with_shape,
+    MerkleTreeTrait, UnpaddedBytesAmount,
+};
+use rand::RngCore;
+use storage_proofs_core::sector::SectorId;
+
+use crate::error::{filecoin, io};
+use crate::{C1Output, FilecoinError, SealProof, SectorIdentity};
+
+/// A freshly sealed sector: its C1 output and who sealed it.
+#[derive(Clone, Debug)]
+pub struct SealedSector {
+    pub c1: C1Output,
+    pub identity: SectorIdentity,
+}
+
+/// Seals a sector of random data for `proof` in `work_dir` (staged and sealed files, cache),
+/// with a random prover id, sector id, ticket and seed.
+pub fn seal_random_sector(
+    proof: SealProof,
+    work_dir: &Path,
+    rng: &mut impl RngCore,
+) -> Result<SealedSector, FilecoinError> {
+    with_shape!(proof.size.bytes(), seal, proof, work_dir, rng,)
+}
+
+fn random_bytes(rng: &mut impl RngCore) -> [u8; 32] {
+    let mut bytes = [0u8; 32];
+    rng.fill_bytes(&mut bytes);
+    bytes
+}
+
+fn seal<Tree: 'static + MerkleTreeTrait>(
+    proof: SealProof,
+    work_dir: &Path,
+    rng: &mut impl RngCore,
+) -> Result<SealedSector, FilecoinError> {
+    let config = proof.porep_config()?;
+    let (staged, sealed, cache) = (
+        work_dir.join("staged"),
+        work_dir.join("sealed"),
+        work_dir.join("cache"),
+    );
+    std::fs::create_dir_all(&cache).map_err(io(&cache))?;
+    let unpadded = UnpaddedBytesAmount::from(config.padded_bytes_amount());
+    let mut data = vec![0u8; u64::from(unpadded) as usize];
+    rng.fill_bytes(&mut data);
+    let staged_file = File::create(&staged).map_err(io(&staged))?;
+    let (piece, _) =
+        add_piece(data.as_slice(), staged_file, unpadded, &[]).map_err(filecoin("add_piece"))?;
+    File::create(&sealed).map_err(io(&sealed))?;
+
+    let identity = SectorIdentity {
+        prover_id: random_bytes(rng),
+        sector_id: rng.next_u64(),
+    };
+    let sector_id = SectorId::from(identity.sector_id);
+    let (ticket, seed) = (random_bytes(rng), random_bytes(rng));
+    let pieces = [piece];
+    let phase1 = seal_pre_commit_phase1::<_, _, _, Tree>(
+        &config,
+        &cache,
+        &staged,
+        &sealed,
+        identity.prover_id,
+        sector_id,
+        ticket,
+        &pieces,
+    )
+    .map_err(filecoin("seal_pre_commit_phase1"))?;
+    let precommit = seal_pre_commit_phase2(&config, phase1, &cache, &sealed)
+        .map_err(filecoin("seal_pre_commit_phase2"))?;
+    let output = seal_commit_phase1::<_, Tree>(
+        &config,
+        cache.as_path(),
+        sealed.as_path(),
+        identity.prover_id,
+        sector_id,
+        ticket,
+        seed,
+        precommit,
+        &pieces,
+    )
+    .map_err(filecoin("seal_commit_phase1"))?;
+    let json = serde_json::to_vec(&output).map_err(|e| FilecoinError::Filecoin {
+        what: "serialising the C1 output".into(),
+        reason: e.to_string(),
+    })?;
+    let source = format!(
+        "the C1 output of sealed {proof} sector {}",
+        identity.sector_id
+    );
+    Ok(SealedSector {
+        c1: C1Output::from_json(&json, &source, Some(proof))?,
+        identity,
+    })
+}
