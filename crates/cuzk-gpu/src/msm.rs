@@ -32,12 +32,16 @@ impl MsmParams {
     /// Window widths whose top window (of scalars below 2^254) still holds c − 2 or more bits, so
     /// its digits spread over many buckets: with others the top window has 1–4 bits and a few
     /// buckets get a large share of all points, one thread summing each.
+    ///
+    /// 17 bits (15 windows instead of 16) pay from 2^23 points: 1/16 fewer additions against
+    /// twice the buckets to reduce (H200: −3.6% at 2^24, −5% at 2^26, +4% at 2^22).
     fn new(n: usize) -> Self {
         let window_bits = match n {
             0..0x400 => 5,
             0x400..0x1_0000 => 8,
             0x1_0000..0x10_0000 => 15,
-            _ => 16,
+            0x10_0000..0x80_0000 => 16,
+            _ => 17,
         };
         let buckets = 1u32 << (window_bits - 1);
         MsmParams {
@@ -45,7 +49,8 @@ impl MsmParams {
             window_bits,
             windows: 255u32.div_ceil(window_bits),
             buckets,
-            segments: buckets.min(512),
+            // 64 buckets per running-sum thread: short serial chains, enough threads.
+            segments: buckets.div_ceil(64),
         }
     }
 
@@ -633,9 +638,9 @@ mod tests {
 
     #[test]
     fn window_choice_stays_in_range() {
-        for n in [0usize, 1, 2, 100, 1 << 16, 1 << 20, 1 << 26] {
+        for n in [0usize, 1, 2, 100, 1 << 16, 1 << 20, 1 << 22, 1 << 26] {
             let p = MsmParams::new(n);
-            assert!((4..=16).contains(&p.window_bits));
+            assert!((4..=17).contains(&p.window_bits));
             assert!(p.windows * p.window_bits >= 255);
             // The top window of a scalar below 2^254 keeps at least c − 2 bits.
             let top = 254 - (p.windows - 1) * p.window_bits;

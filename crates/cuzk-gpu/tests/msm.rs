@@ -126,24 +126,36 @@ fn g1_msm_matches_cpu() {
 }
 
 /// Σ sᵢ·Pᵢ with Pᵢ = Q_(i mod m) equals Σⱼ (Σ_(i ≡ j) sᵢ)·Qⱼ: a check of one large MSM against a
-/// CPU MSM of only m points (run with CUZK_GPU_TEST_MAX_LOG=26 for the 2^26 check).
-#[test]
-fn large_g1_msm_matches_cpu_on_repeated_bases() {
-    let Some(gpu) = common::gpu("large_g1_msm_matches_cpu_on_repeated_bases") else {
-        return;
-    };
-    let mut rng = common::rng("large_g1_msm_matches_cpu_on_repeated_bases");
-    let n = 1usize << common::max_log();
-    let distinct = cuzk_testkit::distinct_points::<G1Projective>(&mut rng, 1 << 14);
-    let points: Vec<G1Affine> = (0..n).map(|i| distinct[i % distinct.len()]).collect();
-    let s = scalars(&mut rng, "random", n);
+/// CPU MSM of only m = `distinct.len()` points.
+fn check_repeated_bases<A>(gpu: &Gpu, rng: &mut impl RngCore, distinct: &[A], log: u32)
+where
+    A: MsmAffine + cuzk_math::msm::AffineCoordinates<Scalar = Scalar> + Send + Sync,
+    A::Projective: PartialEq + std::fmt::Debug + From<A::Curve>,
+{
+    let n = 1usize << log;
+    let points: Vec<A> = (0..n).map(|i| distinct[i % distinct.len()]).collect();
+    let s = scalars(rng, "random", n);
     let mut folded = vec![Scalar::ZERO; distinct.len()];
     for (i, si) in s.iter().enumerate() {
         folded[i % distinct.len()] += si;
     }
-    let expect = cuzk_math::msm(&distinct, &folded);
-    let bases = DeviceBases::upload(&gpu, &points).unwrap();
-    assert_eq!(msm(&gpu, &bases, &s).unwrap(), expect, "n = {n}");
+    let expect = A::Projective::from(cuzk_math::msm(distinct, &folded));
+    let bases = DeviceBases::upload(gpu, &points).unwrap();
+    assert_eq!(msm(gpu, &bases, &s).unwrap(), expect, "n = 2^{log}");
+}
+
+/// One large MSM per group (run with CUZK_GPU_TEST_MAX_LOG=26 for 2^26 in G1 and 2^22 in G2).
+#[test]
+fn large_msm_matches_cpu_on_repeated_bases() {
+    let Some(gpu) = common::gpu("large_msm_matches_cpu_on_repeated_bases") else {
+        return;
+    };
+    let mut rng = common::rng("large_msm_matches_cpu_on_repeated_bases");
+    let log = common::max_log();
+    let g1 = cuzk_testkit::distinct_points::<G1Projective>(&mut rng, 1 << 14);
+    check_repeated_bases(&gpu, &mut rng, &g1, log);
+    let g2 = cuzk_testkit::distinct_points::<G2Projective>(&mut rng, 1 << 12);
+    check_repeated_bases(&gpu, &mut rng, &g2, log.min(22));
 }
 
 /// With free memory capped below one pass's needs, the MSM runs as several passes and still agrees;
