@@ -9,10 +9,12 @@ mod common;
 use std::io::Write;
 
 use bellpepper_core::Circuit;
+use bellperson::groth16 as bp;
+use blstrs::Bls12;
 use cuzk_groth16::backend::{CpuBackend, GpuBackend};
 use cuzk_groth16::setup::generate_random_parameters;
 use cuzk_groth16::{
-    prove_finish, verify_proof, Parameters, PreparedVerifyingKey, ProverBackend, Randomness,
+    prove_finish, verify_proof, Parameters, PreparedVerifyingKey, Proof, ProverBackend, Randomness,
     Unshared,
 };
 use cuzk_math::Scalar;
@@ -28,6 +30,13 @@ fn gpu_backend(test: &str) -> Option<GpuBackend> {
             None
         }
     }
+}
+
+/// bellperson's verdict on a cuzk proof (its verifying key read from the front of our params file).
+fn bellperson_verifies(params: &Parameters, proof: &Proof, inputs: &[Scalar]) -> bool {
+    let vk = bp::VerifyingKey::<Bls12>::read(&params.to_bytes()[..]).unwrap();
+    let proof = bp::Proof::<Bls12>::read(&proof.to_bytes()[..]).unwrap();
+    bp::verify_proof(&bp::prepare_verifying_key(&vk), &proof, inputs).unwrap()
 }
 
 /// Proves `circuit` on both backends; asserts equal sums and a verifying proof; returns the GPU
@@ -52,6 +61,10 @@ fn same_as_cpu<C: Circuit<Scalar> + Clone>(
     assert!(
         verify_proof(&pvk, &proof, inputs).unwrap(),
         "{what}: proof verifies"
+    );
+    assert!(
+        bellperson_verifies(params, &proof, inputs),
+        "{what}: bellperson accepts it"
     );
     started.stages.iter().map(|m| (m.key, m.value)).collect()
 }
