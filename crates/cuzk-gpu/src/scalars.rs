@@ -15,6 +15,26 @@ pub struct DeviceScalars {
     pub(crate) len: usize,
 }
 
+/// Room for `len` scalars on the device (at least one word, so empty vectors have a buffer), after
+/// checking it fits.
+fn alloc(gpu: &Gpu, what: &'static str, len: usize) -> Result<CudaSlice<u32>, GpuError> {
+    gpu.ensure_fits(what, len * 4 * SCALAR_WORDS)?;
+    gpu.stream()
+        .alloc_zeros::<u32>(len.max(1) * SCALAR_WORDS)
+        .call("cuMemAlloc (scalars)")
+}
+
+/// Refuses a range that is not inside `len` values.
+fn check_range(what: &'static str, start: usize, end: usize, len: usize) -> Result<(), GpuError> {
+    if start > end || end > len {
+        return Err(GpuError::InvalidInput {
+            what,
+            reason: format!("range {start}..{end} of {len} values"),
+        });
+    }
+    Ok(())
+}
+
 impl DeviceScalars {
     pub fn upload(gpu: &Gpu, values: &[Scalar]) -> Result<Self, GpuError> {
         gpu.ensure_fits("scalars", std::mem::size_of_val(values))?;
@@ -31,11 +51,8 @@ impl DeviceScalars {
     /// Uploads `parts` one after another into one device vector (no concatenation on the host).
     pub fn upload_concat(gpu: &Gpu, parts: &[&[Scalar]]) -> Result<Self, GpuError> {
         let len: usize = parts.iter().map(|p| p.len()).sum();
-        gpu.ensure_fits("scalars", len * 4 * SCALAR_WORDS)?;
+        let mut words = alloc(gpu, "scalars", len)?;
         let stream = gpu.stream();
-        let mut words = stream
-            .alloc_zeros::<u32>(len.max(1) * SCALAR_WORDS)
-            .call("cuMemAlloc (scalars)")?;
         let mut at = 0;
         for part in parts {
             let end = at + part.len() * SCALAR_WORDS;
@@ -60,19 +77,10 @@ impl DeviceScalars {
         start: usize,
         end: usize,
     ) -> Result<Self, GpuError> {
-        if start > end || end > values.len() {
-            return Err(GpuError::InvalidInput {
-                what: "pinned scalar upload",
-                reason: format!("range {start}..{end} of {} values", values.len()),
-            });
-        }
+        check_range("pinned scalar upload", start, end, values.len())?;
         let len = end - start;
-        gpu.ensure_fits("scalars", len * 4 * SCALAR_WORDS)?;
-        let stream = gpu.stream();
-        let mut words = stream
-            .alloc_zeros::<u32>(len.max(1) * SCALAR_WORDS)
-            .call("cuMemAlloc (scalars)")?;
-        stream
+        let mut words = alloc(gpu, "scalars", len)?;
+        gpu.stream()
             .memcpy_htod(
                 values.words_of(start, end)?,
                 &mut words.slice_mut(..len * SCALAR_WORDS),
@@ -83,19 +91,10 @@ impl DeviceScalars {
 
     /// Values [start, end) as a new device vector (a copy within the device).
     pub fn copy_range(&self, gpu: &Gpu, start: usize, end: usize) -> Result<Self, GpuError> {
-        if start > end || end > self.len {
-            return Err(GpuError::InvalidInput {
-                what: "scalar range copy",
-                reason: format!("range {start}..{end} of {} scalars", self.len),
-            });
-        }
+        check_range("scalar range copy", start, end, self.len)?;
         let len = end - start;
-        gpu.ensure_fits("scalars", len * 4 * SCALAR_WORDS)?;
-        let stream = gpu.stream();
-        let mut words = stream
-            .alloc_zeros::<u32>(len.max(1) * SCALAR_WORDS)
-            .call("cuMemAlloc (scalars)")?;
-        stream
+        let mut words = alloc(gpu, "scalars", len)?;
+        gpu.stream()
             .memcpy_dtod(
                 &self.words.slice(start * SCALAR_WORDS..end * SCALAR_WORDS),
                 &mut words.slice_mut(..len * SCALAR_WORDS),
@@ -146,11 +145,8 @@ impl DeviceScalars {
                 reason: format!("index {} of {} scalars", index.max, self.len),
             });
         }
-        gpu.ensure_fits("gathered scalars", index.len * 4 * SCALAR_WORDS)?;
+        let mut out = alloc(gpu, "gathered scalars", index.len)?;
         let stream = gpu.stream();
-        let mut out = stream
-            .alloc_zeros::<u32>(index.len.max(1) * SCALAR_WORDS)
-            .call("cuMemAlloc (gathered scalars)")?;
         if index.len > 0 {
             let kernel = gpu.kernel("gather_fr")?;
             let n = index.len as u32;

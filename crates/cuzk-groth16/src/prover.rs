@@ -9,7 +9,7 @@
 //! ```
 
 use bellpepper_core::Circuit;
-use cuzk_math::{G1Projective, G2Projective, Scalar};
+use cuzk_math::{EvaluationDomain, G1Projective, G2Projective, Scalar};
 use cuzk_synth::ProvingAssignment;
 use ff::Field;
 use group::Curve;
@@ -165,6 +165,16 @@ pub fn prove<C: Circuit<Scalar>>(
     let assignment = ProvingAssignment::synthesize(circuit)?;
     let sums = backend.prove_start(params, assignment)?;
     Ok(prove_finish(&params.vk, &sums, Randomness::random(rng)))
+}
+
+/// The evaluation domain of `assignment`, once `params` are checked to fit it.
+pub fn checked_domain(
+    params: &Parameters,
+    assignment: &ProvingAssignment,
+) -> Result<EvaluationDomain, ProveError> {
+    let domain = EvaluationDomain::new(assignment.num_rows())?;
+    check_params_fit(params, assignment, domain.size())?;
+    Ok(domain)
 }
 
 /// Checks that `params` were made for the circuit behind `assignment`, before any heavy work.

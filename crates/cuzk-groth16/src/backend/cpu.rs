@@ -5,7 +5,7 @@ use cuzk_synth::ProvingAssignment;
 use ff::Field;
 use rayon::prelude::*;
 
-use crate::prover::check_params_fit;
+use crate::prover::checked_domain;
 use crate::{Parameters, ProveError, ProverBackend, QuerySums};
 
 /// Proves on the CPU threads of the current rayon pool.
@@ -59,8 +59,7 @@ impl ProverBackend for CpuBackend {
         params: &Parameters,
         assignment: ProvingAssignment,
     ) -> Result<QuerySums, ProveError> {
-        let domain = EvaluationDomain::new(assignment.num_rows())?;
-        check_params_fit(params, &assignment, domain.size())?;
+        let domain = checked_domain(params, &assignment)?;
         let ProvingAssignment {
             input_assignment: inputs,
             aux_assignment: aux,

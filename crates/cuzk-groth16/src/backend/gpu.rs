@@ -19,12 +19,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use cuzk_gpu::msm::{msm_device, msm_streamed, working_memory, DeviceBases, MsmAffine};
 use cuzk_gpu::ntt::{ab_minus_c, ntt, NttOrder, NttTables, Transform};
 use cuzk_gpu::{DeviceIndex, DeviceScalars, Gpu, GpuError, Pinned};
-use cuzk_math::{Bitmap, EvaluationDomain, G1Affine, G2Affine, Scalar};
+use cuzk_math::{Bitmap, G1Affine, G2Affine, Scalar};
 use cuzk_synth::ProvingAssignment;
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
 
-use crate::prover::{check_params_fit, DeviceLock, StageMetric, Started, Unshared};
+use crate::prover::{checked_domain, DeviceLock, StageMetric, Started, Unshared};
 use crate::{Parameters, ProveError, ProverBackend, QuerySums};
 
 /// Proves on one device.
@@ -227,9 +227,8 @@ impl GpuBackend {
         params: &Parameters,
         assignment: ProvingAssignment,
     ) -> Result<(Prepared, IndexSource), ProveError> {
-        let domain = EvaluationDomain::new(assignment.num_rows())?;
+        let domain = checked_domain(params, &assignment)?;
         let n = domain.size();
-        check_params_fit(params, &assignment, n)?;
         let ProvingAssignment {
             input_assignment: inputs,
             aux_assignment: aux,
