@@ -117,8 +117,12 @@ pub struct SetupArgs {
 pub struct ProveCommand {
     #[command(subcommand)]
     pub target: Option<ProveTarget>,
+    // Two flattened groups, not one nesting the other: clap leaves an `Option` of a group that
+    // nests another group at `None` even when its arguments are given.
     #[command(flatten)]
-    pub circuit: Option<ProveArgs>,
+    pub args: Option<ProveArgs>,
+    #[command(flatten)]
+    pub circuit: Option<CircuitArgs>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -215,8 +219,6 @@ pub struct ProveArgs {
     /// Parameters file (bellperson's layout).
     #[arg(long)]
     pub params: PathBuf,
-    #[command(flatten)]
-    pub circuit: CircuitArgs,
     /// Where to write the 192-byte proof.
     #[arg(long)]
     pub proof_out: PathBuf,

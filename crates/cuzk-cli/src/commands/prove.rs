@@ -9,7 +9,7 @@ use cuzk_math::Scalar;
 use cuzk_synth::ProvingAssignment;
 use serde_json::{json, Value};
 
-use crate::args::{GlobalArgs, ProveArgs, ProveCommand, ProveTarget};
+use crate::args::{CircuitArgs, GlobalArgs, ProveArgs, ProveCommand, ProveTarget};
 use crate::circuit::CircuitSpec;
 use crate::progress::Progress;
 use crate::{backend, inputs, Outcome};
@@ -63,15 +63,15 @@ pub fn load_params(path: &Path, check: PointCheck, progress: Progress) -> Result
 }
 
 pub fn run(global: &GlobalArgs, command: ProveCommand) -> Result<Outcome> {
-    match (command.target, command.circuit) {
-        (Some(ProveTarget::Porep(args)), _) => super::porep::prove(global, args),
-        (None, Some(args)) => prove(global, args),
-        (None, None) => bail!("give a circuit to prove (--params …) or `prove porep`"),
+    match (command.target, command.args, command.circuit) {
+        (Some(ProveTarget::Porep(args)), _, _) => super::porep::prove(global, args),
+        (None, Some(args), Some(circuit)) => prove(global, args, &circuit),
+        _ => bail!("give a circuit to prove (--params … --constraints …) or `prove porep`"),
     }
 }
 
-fn prove(global: &GlobalArgs, args: ProveArgs) -> Result<Outcome> {
-    let spec = CircuitSpec::from_args(&args.circuit)?;
+fn prove(global: &GlobalArgs, args: ProveArgs, circuit: &CircuitArgs) -> Result<Outcome> {
+    let spec = CircuitSpec::from_args(circuit)?;
     let progress = Progress::new(global.json);
     let backend = backend::select(args.backend, global.json)?;
     let check = if args.unchecked_params {
