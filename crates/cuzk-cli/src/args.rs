@@ -186,6 +186,10 @@ pub struct PorepProveArgs {
     /// Write the engine's TIMELINE here.
     #[arg(long)]
     pub timeline: Option<PathBuf>,
+    /// Synthesize every constraint directly instead of by witness only with the circuit's
+    /// compiled R1CS (recorded once, cached beside the parameters).
+    #[arg(long)]
+    pub direct_synthesis: bool,
 }
 
 #[derive(Debug, Args)]

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use cuzk_groth16::Parameters;
 use cuzk_math::Scalar;
+use cuzk_pipeline::engine::PartitionedCircuit;
 use cuzk_pipeline::{Engine, JobRequest, Partition};
+use cuzk_synth::CompiledR1cs;
 use filecoin_hashers::Domain;
 use filecoin_proofs::parameters::public_params;
 use filecoin_proofs::{as_safe_commitment, with_shape, DefaultPieceDomain, MerkleTreeTrait};
@@ -27,14 +29,15 @@ pub struct SectorJob {
 }
 
 impl SectorJob {
-    /// Builds the partition circuits of `c1` (after checking its vanilla proofs against its
-    /// commitments, so a tampered C1 output is named as such rather than failing as an unprovable
-    /// circuit) for proving with `params`, which were read from `files`.
+    /// Builds the partition circuits of `c1` ([`SectorCircuits::new`]) for proving with `params`,
+    /// which were read from `files`; with `compiled` (the circuit's R1CS, see
+    /// [`crate::compiled_r1cs`]) the engine synthesizes by witness only.
     pub fn new(
         id: impl Into<String>,
         c1: &C1Output,
         params: Arc<Parameters>,
         files: &ParamFiles,
+        compiled: Option<Arc<CompiledR1cs>>,
     ) -> Result<Self, FilecoinError> {
         if c1.proof.revision == Revision::NonInteractive {
             return Err(FilecoinError::Unsupported {
@@ -44,7 +47,15 @@ impl SectorJob {
             });
         }
         let id = id.into();
-        with_shape!(c1.proof.size.bytes(), build, id, c1, params, files,)
+        with_shape!(
+            c1.proof.size.bytes(),
+            build,
+            id,
+            c1,
+            params,
+            files,
+            compiled,
+        )
     }
 
     /// Proves every partition through `engine` (each proof verified there) and returns the proof
@@ -54,104 +65,150 @@ impl SectorJob {
     }
 }
 
+/// A sector's partition circuits and their public inputs, built from its C1 output exactly as
+/// filecoin-proofs' commit-2 builds them.
+pub struct SectorCircuits<Tree: 'static + MerkleTreeTrait> {
+    pub circuits: Vec<Circuit<Tree>>,
+    pub public_inputs: Vec<Vec<Scalar>>,
+    compiled: Option<Arc<CompiledR1cs>>,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> SectorCircuits<Tree> {
+    /// Checks `c1` as `seal_commit_phase2` does, verifies its vanilla proofs against its
+    /// commitments (so a tampered C1 output is named as such, not found later as a circuit that
+    /// cannot be proven), then builds each partition's circuit and public inputs.
+    pub fn new(c1: &C1Output) -> Result<Self, FilecoinError> {
+        let invalid = |field: &str, reason: &str| FilecoinError::C1Field {
+            file: c1.source.clone(),
+            field: field.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let config = c1.proof.porep_config()?;
+        let output = c1.typed::<Tree>()?;
+        for (name, value) in [
+            ("comm_d", &output.comm_d),
+            ("comm_r", &output.comm_r),
+            ("seed", &output.seed),
+        ] {
+            if *value == [0; 32] {
+                return Err(invalid(name, "all zero"));
+            }
+        }
+        let partitions = usize::from(config.partitions);
+        if output.vanilla_proofs.len() != partitions {
+            return Err(invalid(
+                "vanilla_proofs",
+                &format!(
+                    "{} partitions, {} has {partitions}",
+                    output.vanilla_proofs.len(),
+                    c1.proof
+                ),
+            ));
+        }
+        if let Some(k) = output.vanilla_proofs.iter().position(Vec::is_empty) {
+            return Err(invalid(&format!("vanilla_proofs[{k}]"), "no proofs"));
+        }
+
+        let comm_r = as_safe_commitment(&output.comm_r, "comm_r")
+            .map_err(|e| invalid("comm_r", &format!("{e:#}")))?;
+        let comm_d = DefaultPieceDomain::try_from_bytes(&output.comm_d)
+            .map_err(|e| invalid("comm_d", &format!("{e:#}")))?;
+        let public_inputs = stacked::PublicInputs {
+            replica_id: output.replica_id,
+            tau: Some(stacked::Tau { comm_d, comm_r }),
+            k: None,
+            seed: Some(output.seed),
+        };
+        let vanilla_params =
+            public_params::<Tree>(&config).map_err(filecoin("the public parameters"))?;
+        let valid = Drg::<Tree>::verify_all_partitions(
+            &vanilla_params,
+            &public_inputs,
+            &output.vanilla_proofs,
+        )
+        .map_err(filecoin("verifying the vanilla proofs"))?;
+        if !valid {
+            return Err(FilecoinError::VanillaProofsInvalid {
+                file: c1.source.clone(),
+            });
+        }
+
+        let mut sector = SectorCircuits {
+            circuits: Vec::with_capacity(partitions),
+            public_inputs: Vec::with_capacity(partitions),
+            compiled: None,
+        };
+        for (k, vanilla) in output.vanilla_proofs.iter().enumerate() {
+            sector.circuits.push(
+                <Compound<Tree> as CompoundProof<'_, Drg<'_, Tree>, Circuit<Tree>>>::circuit(
+                    &public_inputs,
+                    (),
+                    vanilla,
+                    &vanilla_params,
+                    Some(k),
+                )
+                .map_err(filecoin(format!("the circuit of partition {k}")))?,
+            );
+            sector.public_inputs.push(
+                <Compound<Tree> as CompoundProof<'_, Drg<'_, Tree>, Circuit<Tree>>>::generate_public_inputs(
+                    &public_inputs,
+                    &vanilla_params,
+                    Some(k),
+                )
+                .map_err(filecoin(format!("the public inputs of partition {k}")))?,
+            );
+        }
+        Ok(sector)
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> std::fmt::Debug for SectorCircuits<Tree> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SectorCircuits")
+            .field("partitions", &self.circuits.len())
+            .field("compiled", &self.compiled.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PartitionedCircuit for SectorCircuits<Tree> {
+    type Circuit = Circuit<Tree>;
+
+    fn partition(&self, k: usize) -> Partition<Circuit<Tree>> {
+        Partition {
+            circuit: self.circuits[k].clone(),
+            public_inputs: self.public_inputs[k].clone(),
+        }
+    }
+
+    fn compiled(&self) -> Option<&CompiledR1cs> {
+        self.compiled.as_deref()
+    }
+}
+
 fn build<Tree: 'static + MerkleTreeTrait>(
     id: String,
     c1: &C1Output,
     params: Arc<Parameters>,
     files: &ParamFiles,
+    compiled: Option<Arc<CompiledR1cs>>,
 ) -> Result<SectorJob, FilecoinError> {
-    let invalid = |field: &str, reason: &str| FilecoinError::C1Field {
-        file: c1.source.clone(),
-        field: field.to_owned(),
-        reason: reason.to_owned(),
-    };
-    let config = c1.proof.porep_config()?;
-    let output = c1.typed::<Tree>()?;
-    for (name, value) in [
-        ("comm_d", &output.comm_d),
-        ("comm_r", &output.comm_r),
-        ("seed", &output.seed),
-    ] {
-        if *value == [0; 32] {
-            return Err(invalid(name, "all zero"));
-        }
-    }
-    let partitions = usize::from(config.partitions);
-    if output.vanilla_proofs.len() != partitions {
-        return Err(invalid(
-            "vanilla_proofs",
-            &format!(
-                "{} partitions, {} has {partitions}",
-                output.vanilla_proofs.len(),
-                c1.proof
-            ),
-        ));
-    }
-    if let Some(k) = output.vanilla_proofs.iter().position(Vec::is_empty) {
-        return Err(invalid(&format!("vanilla_proofs[{k}]"), "no proofs"));
-    }
-
-    let comm_r = as_safe_commitment(&output.comm_r, "comm_r")
-        .map_err(|e| invalid("comm_r", &format!("{e:#}")))?;
-    let comm_d = DefaultPieceDomain::try_from_bytes(&output.comm_d)
-        .map_err(|e| invalid("comm_d", &format!("{e:#}")))?;
-    let public_inputs = stacked::PublicInputs {
-        replica_id: output.replica_id,
-        tau: Some(stacked::Tau { comm_d, comm_r }),
-        k: None,
-        seed: Some(output.seed),
-    };
-    let vanilla_params =
-        public_params::<Tree>(&config).map_err(filecoin("the public parameters"))?;
-
-    let valid =
-        Drg::<Tree>::verify_all_partitions(&vanilla_params, &public_inputs, &output.vanilla_proofs)
-            .map_err(filecoin("verifying the vanilla proofs"))?;
-    if !valid {
-        return Err(FilecoinError::VanillaProofsInvalid {
-            file: c1.source.clone(),
-        });
-    }
-
-    let mut circuits = Vec::with_capacity(partitions);
-    let mut inputs: Vec<Vec<Scalar>> = Vec::with_capacity(partitions);
-    for (k, vanilla) in output.vanilla_proofs.iter().enumerate() {
-        circuits.push(
-            <Compound<Tree> as CompoundProof<'_, Drg<'_, Tree>, Circuit<Tree>>>::circuit(
-                &public_inputs,
-                (),
-                vanilla,
-                &vanilla_params,
-                Some(k),
-            )
-            .map_err(filecoin(format!("the circuit of partition {k}")))?,
-        );
-        inputs.push(
-            <Compound<Tree> as CompoundProof<'_, Drg<'_, Tree>, Circuit<Tree>>>::generate_public_inputs(
-                &public_inputs,
-                &vanilla_params,
-                Some(k),
-            )
-            .map_err(filecoin(format!("the public inputs of partition {k}")))?,
-        );
-    }
-    if params.vk.ic.len() != inputs[0].len() + 1 {
+    let mut sector = SectorCircuits::<Tree>::new(c1)?;
+    let inputs = sector.public_inputs[0].len();
+    if params.vk.ic.len() != inputs + 1 {
         return Err(FilecoinError::WrongParams {
             file: files.params.display().to_string(),
             proof: c1.proof.name(),
             reason: format!(
-                "the verifying key takes {} public inputs, the circuit has {}",
+                "the verifying key takes {} public inputs, the circuit has {inputs}",
                 params.vk.ic.len().saturating_sub(1),
-                inputs[0].len()
             ),
         });
     }
-    let request = JobRequest::new(id, params, partitions, move |k: usize| Partition {
-        circuit: circuits[k].clone(),
-        public_inputs: inputs[k].clone(),
-    });
+    sector.compiled = compiled;
+    let partitions = sector.circuits.len();
     Ok(SectorJob {
-        request,
+        request: JobRequest::new(id, params, partitions, sector),
         partitions,
     })
 }

@@ -6,6 +6,8 @@
 //! - [`c2`]: each partition's StackedDRG circuit and public inputs, built as filecoin-proofs'
 //!   `seal_commit_phase2` builds them, as one engine job.
 //! - [`params`]: parameter files by filecoin-proofs' names; test parameters by cuzk's setup.
+//! - [`r1cs`]: the circuit's compiled R1CS, cached beside the parameters, for witness-only
+//!   synthesis.
 //! - [`verify`]: `filecoin_proofs::verify_seal` on a proof.
 //! - [`sealer`]: random sectors sealed by filecoin-proofs, for tests and benches.
 //!
@@ -18,15 +20,17 @@ pub mod c1;
 pub mod c2;
 mod error;
 pub mod params;
+pub mod r1cs;
 pub mod seal_proof;
 pub mod sealer;
 mod shapes;
 pub mod verify;
 
 pub use c1::{C1Output, SealCommitments};
-pub use c2::SectorJob;
+pub use c2::{SectorCircuits, SectorJob};
 pub use error::FilecoinError;
 pub use params::{check_parameter_dir, parameter_dir, use_parameter_dir, ParamFiles};
+pub use r1cs::{compiled_r1cs, R1csOrigin};
 pub use seal_proof::{Revision, SealProof, SectorSize, SECTOR_SIZES};
 pub use sealer::{seal_random_sector, SealedSector};
 pub use verify::{verify_seal, SectorIdentity};

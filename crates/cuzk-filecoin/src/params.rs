@@ -7,15 +7,14 @@ use std::path::{Path, PathBuf};
 use cuzk_groth16::params_file::{write_atomically, PointCheck};
 use cuzk_groth16::setup::generate_random_parameters;
 use cuzk_groth16::Parameters;
-use filecoin_proofs::parameters::public_params;
+use cuzk_synth::FORMAT_VERSION;
 use filecoin_proofs::{with_shape, MerkleTreeTrait};
 use rand::RngCore;
-use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::parameter_cache::{parameter_id, verifying_key_id};
 use storage_proofs_core::settings::SETTINGS;
 
 use crate::error::{filecoin, io};
-use crate::shapes::{Circuit, Compound, Drg};
+use crate::shapes::blank_circuit;
 use crate::{FilecoinError, SealProof};
 
 /// The environment variable filecoin-proofs reads its parameter directory from.
@@ -29,6 +28,8 @@ pub struct ParamFiles {
     pub params: PathBuf,
     /// The verifying key alone, which is all `verify_seal` reads.
     pub vk: PathBuf,
+    /// cuzk's compiled R1CS of the circuit (see [`crate::compiled_r1cs`]).
+    pub r1cs: PathBuf,
 }
 
 impl ParamFiles {
@@ -39,6 +40,12 @@ impl ParamFiles {
             proof,
             params: dir.join(parameter_id(&identifier)),
             vk: dir.join(verifying_key_id(&identifier)),
+            r1cs: dir.join(format!(
+                "{}.cuzk-r1cs-v{FORMAT_VERSION}",
+                parameter_id(&identifier)
+                    .strip_suffix(".params")
+                    .unwrap_or(&identifier)
+            )),
         })
     }
 
@@ -92,13 +99,10 @@ fn setup<Tree: 'static + MerkleTreeTrait>(
     proof: SealProof,
     rng: &mut impl RngCore,
 ) -> Result<Parameters, FilecoinError> {
-    let vanilla = public_params::<Tree>(&proof.porep_config()?)
-        .map_err(filecoin(format!("the public parameters of {proof}")))?;
-    let circuit =
-        <Compound<Tree> as CompoundProof<'_, Drg<'_, Tree>, Circuit<Tree>>>::blank_circuit(
-            &vanilla,
-        );
-    Ok(generate_random_parameters(circuit, rng)?)
+    Ok(generate_random_parameters(
+        blank_circuit::<Tree>(proof)?,
+        rng,
+    )?)
 }
 
 /// The parameter directory for this process: `dir` when given (and filecoin-proofs pointed at

@@ -10,8 +10,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use cuzk_filecoin::{
-    seal_random_sector, use_parameter_dir, verify_seal, C1Output, FilecoinError, ParamFiles,
-    SealProof, SealedSector, SectorJob, SectorSize,
+    compiled_r1cs, seal_random_sector, use_parameter_dir, verify_seal, C1Output, FilecoinError,
+    ParamFiles, R1csOrigin, SealProof, SealedSector, SectorCircuits, SectorJob, SectorSize,
 };
 use cuzk_groth16::backend::CpuBackend;
 use cuzk_groth16::params_file::PointCheck;
@@ -20,6 +20,8 @@ use cuzk_groth16::Parameters;
 use cuzk_pipeline::sink::MemorySink;
 use cuzk_pipeline::{Engine, EngineConfig};
 use cuzk_synth::circuits::SyntheticCircuit;
+use cuzk_synth::{CompiledR1cs, ProvingAssignment};
+use filecoin_proofs::SectorShape2KiB;
 
 const PROOF: SealProof = SealProof {
     size: SectorSize::S2KiB,
@@ -30,6 +32,7 @@ struct Fixture {
     dir: PathBuf,
     files: ParamFiles,
     params: Arc<Parameters>,
+    compiled: Arc<CompiledR1cs>,
     /// Two sectors: the one proven, and another whose commitments the proof must not fit.
     sectors: [SealedSector; 2],
     _work: tempfile::TempDir,
@@ -59,6 +62,18 @@ fn fixture() -> &'static Fixture {
             );
             params
         };
+        let start = Instant::now();
+        let (compiled, origin) = compiled_r1cs(&files).unwrap();
+        assert!(
+            !matches!(origin, R1csOrigin::RecordedUncached(_)),
+            "{origin:?}"
+        );
+        eprintln!(
+            "compiled R1CS ({origin:?}): {:.1} s, {} rows, nnz {:?}",
+            start.elapsed().as_secs_f64(),
+            compiled.num_rows(),
+            compiled.nnz()
+        );
         let work = tempfile::tempdir().unwrap();
         let sectors = [0, 1].map(|i| {
             let start = Instant::now();
@@ -71,6 +86,7 @@ fn fixture() -> &'static Fixture {
             dir,
             files,
             params: Arc::new(params),
+            compiled,
             sectors,
             _work: work,
         }
@@ -90,7 +106,13 @@ fn prove(c1: &C1Output) -> Result<Vec<u8>, FilecoinError> {
             Arc::new(MemorySink::default()),
         )
         .unwrap();
-        let job = SectorJob::new("sector", c1, Arc::clone(&fixture.params), &fixture.files)?;
+        let job = SectorJob::new(
+            "sector",
+            c1,
+            Arc::clone(&fixture.params),
+            &fixture.files,
+            Some(Arc::clone(&fixture.compiled)),
+        )?;
         job.prove(&engine).await
     })
 }
@@ -135,8 +157,14 @@ fn a_tampered_c1_output_is_named_before_proving() {
     json["comm_r"] = theirs["comm_r"].clone();
     let tampered =
         C1Output::from_json(&serde_json::to_vec(&json).unwrap(), "tampered.json", None).unwrap();
-    let error =
-        SectorJob::new("t", &tampered, Arc::clone(&fixture.params), &fixture.files).unwrap_err();
+    let error = SectorJob::new(
+        "t",
+        &tampered,
+        Arc::clone(&fixture.params),
+        &fixture.files,
+        None,
+    )
+    .unwrap_err();
     assert!(
         matches!(&error, FilecoinError::VanillaProofsInvalid { file } if file == "tampered.json"),
         "{error}"
@@ -180,7 +208,8 @@ fn malformed_c1_outputs_name_the_file_and_field() {
     let mut json: serde_json::Value = serde_json::from_slice(&ffi).unwrap();
     json["vanilla_proofs"]["StackedDrg2KiBV1"][0][1]["comm_d_proofs"] = "oops".into();
     let bad = C1Output::from_json(&serde_json::to_vec(&json).unwrap(), "bad.json", None).unwrap();
-    let error = SectorJob::new("b", &bad, Arc::clone(&fixture.params), &fixture.files).unwrap_err();
+    let error =
+        SectorJob::new("b", &bad, Arc::clone(&fixture.params), &fixture.files, None).unwrap_err();
     match &error {
         FilecoinError::C1Field { file, field, .. } => {
             assert_eq!(file, "bad.json");
@@ -243,9 +272,30 @@ fn missing_or_foreign_parameters_are_refused() {
     };
     let foreign =
         generate_random_parameters(circuit, &mut cuzk_testkit::rng("foreign params")).unwrap();
-    let error = SectorJob::new("f", c1, Arc::new(foreign), &fixture.files).unwrap_err();
+    let error = SectorJob::new("f", c1, Arc::new(foreign), &fixture.files, None).unwrap_err();
     assert!(
         matches!(error, FilecoinError::WrongParams { .. }),
         "{error}"
     );
+}
+
+#[test]
+fn the_compiled_evaluator_equals_direct_synthesis_on_the_porep_circuit() {
+    let fixture = fixture();
+    let sector = SectorCircuits::<SectorShape2KiB>::new(&fixture.sectors[1].c1).unwrap();
+    let circuit = sector.circuits[0].clone();
+    let start = Instant::now();
+    let direct = ProvingAssignment::synthesize(circuit.clone()).unwrap();
+    let direct_s = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let compiled = fixture.compiled.synthesize(circuit).unwrap();
+    let compiled_s = start.elapsed().as_secs_f64();
+    eprintln!("2 KiB partition synthesis: direct {direct_s:.2} s, compiled {compiled_s:.2} s");
+    assert_eq!(
+        direct.num_rows(),
+        2_687_921 + 40,
+        "constraints and the input rows"
+    );
+    assert_eq!(compiled, direct);
+    assert_eq!(&direct.input_assignment[1..], &sector.public_inputs[0][..]);
 }

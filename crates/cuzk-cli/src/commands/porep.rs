@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use cuzk_filecoin::{
-    parameter_dir, seal_random_sector, verify_seal, C1Output, ParamFiles, SealProof,
-    SectorIdentity, SectorJob,
+    compiled_r1cs, parameter_dir, seal_random_sector, verify_seal, C1Output, ParamFiles,
+    R1csOrigin, SealProof, SectorIdentity, SectorJob,
 };
 use cuzk_groth16::params_file::PointCheck;
 use cuzk_pipeline::engine::auto_memory_budget;
@@ -98,12 +98,26 @@ pub fn prove(global: &GlobalArgs, args: PorepProveArgs) -> Result<Outcome> {
     };
     let (params, _) = progress.stage("loading parameters", || files.load(check));
     let params = Arc::new(params?);
+    let compiled = if args.direct_synthesis {
+        None
+    } else {
+        let (compiled, _) = progress.stage("loading the compiled R1CS", || compiled_r1cs(&files));
+        let (compiled, origin) = compiled?;
+        if let R1csOrigin::RecordedUncached(e) = origin {
+            eprintln!(
+                "cuzk: could not cache the compiled R1CS in {}: {e}",
+                files.r1cs.display()
+            );
+        }
+        Some(compiled)
+    };
     let (job, _) = progress.stage("building the partition circuits", || {
         SectorJob::new(
             args.input.c1.display().to_string(),
             &input.c1,
             params,
             &files,
+            compiled,
         )
     });
     let job = job?;

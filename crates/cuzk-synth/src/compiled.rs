@@ -1,0 +1,594 @@
+//! The pre-compiled constraint evaluator.
+//!
+//! Direct synthesis builds every constraint's three linear combinations and evaluates them term by
+//! term; for a circuit whose shape never changes (every partition of a PoRep sector, every sector
+//! of a size) that work is the same each time. [`CompiledR1cs`] records the R1CS once into
+//! compressed sparse rows; [`CompiledR1cs::synthesize`] then runs the circuit only for its witness
+//! (the constraint closures are never called) and computes a = A·z, b = B·z, c = C·z as parallel
+//! sparse matrix–vector products. The densities are properties of the matrices, computed once.
+//!
+//! The result equals [`ProvingAssignment::synthesize`]'s exactly: same witness (the same
+//! allocations run in the same order), same rows, same field sums.
+//!
+//! Bytes (for an on-disk cache) are versioned: `CUZKR1CS`, the format version, the counts, the
+//! distinct coefficients, then per matrix its row starts, columns and coefficient indices.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use bellpepper_core::{
+    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
+};
+use cuzk_math::{Bitmap, Scalar};
+use ff::{Field, PrimeField};
+use rayon::prelude::*;
+
+use crate::drive::{drive, CountsInputs};
+use crate::ProvingAssignment;
+
+const MAGIC: &[u8; 8] = b"CUZKR1CS";
+/// Bumped whenever the byte layout changes; older files are refused, never misread.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Why a compiled R1CS could not be made, read or used.
+#[derive(Debug, thiserror::Error)]
+pub enum CompiledError {
+    #[error("circuit synthesis failed: {0}")]
+    Synthesis(#[from] SynthesisError),
+    #[error("the circuit has {got} {what}, its recorded shape {recorded}: not the circuit it was compiled from")]
+    ShapeMismatch {
+        what: &'static str,
+        recorded: usize,
+        got: usize,
+    },
+    #[error("{what} ({count}) does not fit the 32-bit indices of the compiled form")]
+    TooLarge { what: &'static str, count: usize },
+    #[error("{source_name}: not a compiled R1CS: {field}: {reason}")]
+    Malformed {
+        source_name: String,
+        field: String,
+        reason: String,
+    },
+}
+
+/// One matrix in compressed sparse rows: row r's entries are `starts[r]..starts[r + 1]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct SparseRows {
+    starts: Vec<u32>,
+    /// Flat columns: input i is i, aux j is num_inputs + j.
+    columns: Vec<u32>,
+    /// Indices into [`CompiledR1cs::coeffs`]; 0 is one.
+    coeffs: Vec<u32>,
+}
+
+/// What a witness value is, for the products: hash circuits' witnesses are mostly bits, and
+/// a bit times a coefficient needs no multiplication.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Value {
+    Zero,
+    One,
+    Other,
+}
+
+impl Value {
+    fn of(x: &Scalar) -> Self {
+        if bool::from(x.is_zero()) {
+            Value::Zero
+        } else if *x == Scalar::ONE {
+            Value::One
+        } else {
+            Value::Other
+        }
+    }
+}
+
+impl SparseRows {
+    /// z·row for every row, rows in parallel; `kinds[i]` says what `z[i]` is.
+    fn multiply(&self, z: &[Scalar], kinds: &[Value], table: &[Scalar]) -> Vec<Scalar> {
+        (0..self.starts.len() - 1)
+            .into_par_iter()
+            .with_min_len(1 << 12)
+            .map(|row| {
+                let range = self.starts[row] as usize..self.starts[row + 1] as usize;
+                let mut acc = Scalar::ZERO;
+                for (&column, &coeff) in self.columns[range.clone()].iter().zip(&self.coeffs[range])
+                {
+                    let column = column as usize;
+                    match (kinds[column], coeff) {
+                        (Value::Zero, _) => {}
+                        (Value::One, _) => acc += table[coeff as usize],
+                        (Value::Other, 0) => acc += z[column],
+                        (Value::Other, _) => acc += z[column] * table[coeff as usize],
+                    }
+                }
+                acc
+            })
+            .collect()
+    }
+}
+
+/// A circuit's R1CS, compiled for witness-only synthesis.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompiledR1cs {
+    num_inputs: usize,
+    num_aux: usize,
+    num_rows: usize,
+    /// The distinct non-zero coefficients, one first.
+    coeffs: Vec<Scalar>,
+    a: SparseRows,
+    b: SparseRows,
+    c: SparseRows,
+    a_aux_density: Bitmap,
+    b_input_density: Bitmap,
+    b_aux_density: Bitmap,
+}
+
+/// Distinct coefficients by their canonical bytes, one at index 0.
+struct CoeffTable {
+    values: Vec<Scalar>,
+    index: HashMap<[u8; 32], u32>,
+}
+
+impl CoeffTable {
+    fn new() -> Self {
+        let mut table = CoeffTable {
+            values: Vec::new(),
+            index: HashMap::new(),
+        };
+        table.intern(Scalar::ONE);
+        table
+    }
+
+    fn intern(&mut self, value: Scalar) -> u32 {
+        let next = self.values.len() as u32;
+        let index = *self.index.entry(value.to_repr()).or_insert(next);
+        if index == next {
+            self.values.push(value);
+        }
+        index
+    }
+}
+
+/// Marks an input's column while recording, until the final input count is known (inputs may
+/// be allocated between constraints).
+const INPUT_TAG: u32 = 1 << 31;
+
+/// The constraint system behind [`CompiledR1cs::record`].
+struct Compiler {
+    num_inputs: usize,
+    num_aux: usize,
+    table: CoeffTable,
+    matrices: [SparseRows; 3],
+    /// The first variable index that does not fit the 31-bit recording form, if any.
+    overflow: Option<usize>,
+}
+
+impl Default for Compiler {
+    fn default() -> Self {
+        let empty = || SparseRows {
+            starts: vec![0],
+            ..SparseRows::default()
+        };
+        Compiler {
+            num_inputs: 0,
+            num_aux: 0,
+            table: CoeffTable::new(),
+            matrices: [empty(), empty(), empty()],
+            overflow: None,
+        }
+    }
+}
+
+impl Compiler {
+    fn push_row(&mut self, m: usize, lc: &LinearCombination<Scalar>) {
+        for (variable, coeff) in lc.iter() {
+            if bool::from(coeff.is_zero()) {
+                continue;
+            }
+            let (index, tag) = match variable.get_unchecked() {
+                Index::Input(i) => (i, INPUT_TAG),
+                Index::Aux(j) => (j, 0),
+            };
+            if index >= INPUT_TAG as usize {
+                self.overflow.get_or_insert(index);
+            }
+            let coeff = self.table.intern(*coeff);
+            let matrix = &mut self.matrices[m];
+            matrix.columns.push(index as u32 | tag);
+            matrix.coeffs.push(coeff);
+        }
+        let matrix = &mut self.matrices[m];
+        let end = matrix.columns.len();
+        if u32::try_from(end).is_err() {
+            self.overflow.get_or_insert(end);
+        }
+        matrix.starts.push(end as u32);
+    }
+
+    /// Resolves the input tags into flat columns now that the input count is final.
+    fn finish(mut self) -> Result<CompiledR1cs, CompiledError> {
+        let columns = self.num_inputs + self.num_aux;
+        let too_many_columns = (columns >= INPUT_TAG as usize).then_some(columns);
+        if let Some(count) = self.overflow.or(too_many_columns) {
+            return Err(CompiledError::TooLarge {
+                what: "variables or entries of one matrix",
+                count,
+            });
+        }
+        let num_inputs = self.num_inputs as u32;
+        for matrix in &mut self.matrices {
+            for column in &mut matrix.columns {
+                *column = if *column & INPUT_TAG != 0 {
+                    *column & !INPUT_TAG
+                } else {
+                    *column + num_inputs
+                };
+            }
+        }
+        Ok(CompiledR1cs::assemble(
+            self.num_inputs,
+            self.num_aux,
+            self.table.values,
+            self.matrices,
+        ))
+    }
+}
+
+impl CountsInputs for Compiler {
+    fn num_inputs(&self) -> usize {
+        self.num_inputs
+    }
+}
+
+impl ConstraintSystem<Scalar> for Compiler {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.num_aux += 1;
+        Ok(Variable::new_unchecked(Index::Aux(self.num_aux - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.num_inputs += 1;
+        Ok(Variable::new_unchecked(Index::Input(self.num_inputs - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        self.push_row(0, &a(LinearCombination::zero()));
+        self.push_row(1, &b(LinearCombination::zero()));
+        self.push_row(2, &c(LinearCombination::zero()));
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+impl CompiledR1cs {
+    /// Records `circuit`'s shape (no witness is computed) straight into sparse rows; entries
+    /// whose coefficient is zero are dropped, as direct synthesis skips them.
+    pub fn record<C: Circuit<Scalar>>(circuit: C) -> Result<Self, CompiledError> {
+        let mut compiler = Compiler::default();
+        drive(circuit, &mut compiler)?;
+        compiler.finish()
+    }
+
+    /// The compiled form with its densities derived from the matrices.
+    fn assemble(
+        num_inputs: usize,
+        num_aux: usize,
+        coeffs: Vec<Scalar>,
+        [a, b, c]: [SparseRows; 3],
+    ) -> Self {
+        let mut a_aux_density = Bitmap::with_len(num_aux);
+        let mut b_input_density = Bitmap::with_len(num_inputs);
+        let mut b_aux_density = Bitmap::with_len(num_aux);
+        for &column in &a.columns {
+            if let Some(j) = (column as usize).checked_sub(num_inputs) {
+                a_aux_density.set(j);
+            }
+        }
+        for &column in &b.columns {
+            match (column as usize).checked_sub(num_inputs) {
+                Some(j) => b_aux_density.set(j),
+                None => b_input_density.set(column as usize),
+            }
+        }
+        CompiledR1cs {
+            num_inputs,
+            num_aux,
+            num_rows: a.starts.len() - 1,
+            coeffs,
+            a,
+            b,
+            c,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+        }
+    }
+
+    /// Rows: constraints plus one per public input.
+    pub fn num_rows(&self) -> usize {
+        self.num_rows
+    }
+
+    /// Non-zero entries of A, B and C.
+    pub fn nnz(&self) -> [usize; 3] {
+        [&self.a, &self.b, &self.c].map(|m| m.columns.len())
+    }
+
+    /// Synthesizes `circuit` (which must have the recorded shape) by computing only its witness
+    /// and multiplying the matrices by it.
+    pub fn synthesize<C: Circuit<Scalar>>(
+        &self,
+        circuit: C,
+    ) -> Result<ProvingAssignment, CompiledError> {
+        let mut witness = WitnessOnly::default();
+        drive(circuit, &mut witness)?;
+        for (what, recorded, got) in [
+            ("public inputs", self.num_inputs, witness.inputs.len()),
+            ("aux variables", self.num_aux, witness.aux.len()),
+            ("rows", self.num_rows, witness.rows),
+        ] {
+            if recorded != got {
+                return Err(CompiledError::ShapeMismatch {
+                    what,
+                    recorded,
+                    got,
+                });
+            }
+        }
+        let z: Vec<Scalar> = witness.inputs.iter().chain(&witness.aux).copied().collect();
+        let kinds: Vec<Value> = z.par_iter().map(Value::of).collect();
+        let multiply = |m: &SparseRows| m.multiply(&z, &kinds, &self.coeffs);
+        let (a, (b, c)) = rayon::join(
+            || multiply(&self.a),
+            || rayon::join(|| multiply(&self.b), || multiply(&self.c)),
+        );
+        Ok(ProvingAssignment {
+            input_assignment: witness.inputs,
+            aux_assignment: witness.aux,
+            a,
+            b,
+            c,
+            a_aux_density: self.a_aux_density.clone(),
+            b_input_density: self.b_input_density.clone(),
+            b_aux_density: self.b_aux_density.clone(),
+        })
+    }
+
+    /// Writes the versioned byte form (buffer the writer: it writes in small pieces).
+    pub fn write<W: Write>(&self, out: &mut W) -> std::io::Result<()> {
+        out.write_all(MAGIC)?;
+        out.write_all(&FORMAT_VERSION.to_le_bytes())?;
+        for count in [
+            self.num_inputs,
+            self.num_aux,
+            self.num_rows,
+            self.coeffs.len(),
+        ] {
+            out.write_all(&(count as u64).to_le_bytes())?;
+        }
+        for coeff in &self.coeffs {
+            out.write_all(coeff.to_repr().as_ref())?;
+        }
+        for matrix in [&self.a, &self.b, &self.c] {
+            out.write_all(&(matrix.columns.len() as u64).to_le_bytes())?;
+            for values in [&matrix.starts, &matrix.columns, &matrix.coeffs] {
+                for value in values {
+                    out.write_all(&value.to_le_bytes())?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Parses and checks the byte form; `source` names it in errors.
+    pub fn from_bytes(bytes: &[u8], source: &str) -> Result<Self, CompiledError> {
+        let mut reader = ByteReader {
+            source,
+            bytes,
+            offset: 0,
+        };
+        if reader.take("magic", MAGIC.len())? != MAGIC {
+            return Err(reader.malformed("magic", "not CUZKR1CS".into()));
+        }
+        let version = reader.u32s("version", 1)?[0];
+        if version != FORMAT_VERSION {
+            return Err(reader.malformed(
+                "version",
+                format!("format {version}, this build reads {FORMAT_VERSION}"),
+            ));
+        }
+        let num_inputs = reader.count("num_inputs")?;
+        let num_aux = reader.count("num_aux")?;
+        let num_rows = reader.count("num_rows")?;
+        let num_coeffs = reader.count("num_coeffs")?;
+        let raw = reader.take("coeffs", num_coeffs.saturating_mul(32))?;
+        let coeffs = raw
+            .chunks_exact(32)
+            .enumerate()
+            .map(|(i, chunk)| {
+                let mut repr = <Scalar as PrimeField>::Repr::default();
+                repr.as_mut().copy_from_slice(chunk);
+                Option::<Scalar>::from(Scalar::from_repr(repr)).ok_or_else(|| {
+                    reader.malformed(&format!("coeffs[{i}]"), "not a canonical scalar".into())
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if coeffs.first() != Some(&Scalar::ONE) {
+            return Err(reader.malformed("coeffs[0]", "must be one".into()));
+        }
+        let columns = num_inputs.saturating_add(num_aux);
+        let mut matrix = |name: &str| -> Result<SparseRows, CompiledError> {
+            let nnz = reader.count(&format!("{name}.nnz"))?;
+            let rows = SparseRows {
+                starts: reader.u32s(&format!("{name}.starts"), num_rows.saturating_add(1))?,
+                columns: reader.u32s(&format!("{name}.columns"), nnz)?,
+                coeffs: reader.u32s(&format!("{name}.coeffs"), nnz)?,
+            };
+            let ordered = rows.starts.first() == Some(&0)
+                && rows.starts.windows(2).all(|w| w[0] <= w[1])
+                && rows.starts.last().map(|&s| s as usize) == Some(nnz);
+            if !ordered {
+                return Err(
+                    reader.malformed(&format!("{name}.starts"), "not a running count".into())
+                );
+            }
+            if rows.columns.iter().any(|&c| c as usize >= columns) {
+                return Err(reader.malformed(&format!("{name}.columns"), "out of range".into()));
+            }
+            if rows.coeffs.iter().any(|&c| c as usize >= coeffs.len()) {
+                return Err(reader.malformed(&format!("{name}.coeffs"), "out of range".into()));
+            }
+            Ok(rows)
+        };
+        let (a, b, c) = (matrix("a")?, matrix("b")?, matrix("c")?);
+        if reader.offset != bytes.len() {
+            return Err(reader.malformed(
+                "end",
+                format!("{} bytes after the last field", bytes.len() - reader.offset),
+            ));
+        }
+        Ok(Self::assemble(num_inputs, num_aux, coeffs, [a, b, c]))
+    }
+}
+
+/// A cursor over the byte form, for errors that name the field.
+struct ByteReader<'a> {
+    source: &'a str,
+    bytes: &'a [u8],
+    offset: usize,
+}
+
+impl<'a> ByteReader<'a> {
+    fn malformed(&self, field: &str, reason: String) -> CompiledError {
+        CompiledError::Malformed {
+            source_name: self.source.to_owned(),
+            field: field.to_owned(),
+            reason,
+        }
+    }
+
+    fn take(&mut self, field: &str, needed: usize) -> Result<&'a [u8], CompiledError> {
+        let available = self.bytes.len() - self.offset;
+        if needed > available {
+            return Err(self.malformed(
+                field,
+                format!(
+                    "truncated: needs {needed} bytes at offset {}, {available} left",
+                    self.offset
+                ),
+            ));
+        }
+        let taken = &self.bytes[self.offset..self.offset + needed];
+        self.offset += needed;
+        Ok(taken)
+    }
+
+    fn count(&mut self, field: &str) -> Result<usize, CompiledError> {
+        let raw = self.take(field, 8)?;
+        let mut word = [0u8; 8];
+        word.copy_from_slice(raw);
+        usize::try_from(u64::from_le_bytes(word))
+            .map_err(|_| self.malformed(field, "does not fit this machine".into()))
+    }
+
+    fn u32s(&mut self, field: &str, count: usize) -> Result<Vec<u32>, CompiledError> {
+        let raw = self.take(field, count.saturating_mul(4))?;
+        Ok(raw
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            .collect())
+    }
+}
+
+/// The constraint system of witness-only synthesis: keeps the values, counts the rows, never
+/// builds a linear combination.
+#[derive(Debug, Default)]
+struct WitnessOnly {
+    inputs: Vec<Scalar>,
+    aux: Vec<Scalar>,
+    rows: usize,
+}
+
+impl CountsInputs for WitnessOnly {
+    fn num_inputs(&self) -> usize {
+        self.inputs.len()
+    }
+}
+
+impl ConstraintSystem<Scalar> for WitnessOnly {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux.push(f()?);
+        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs.push(f()?);
+        Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        self.rows += 1;
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}

@@ -1,0 +1,124 @@
+//! The pre-compiled evaluator gives exactly what direct synthesis gives, and its byte form
+//! round-trips and refuses damage by name.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed test should stop loudly
+
+use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+use cuzk_math::Scalar;
+use cuzk_synth::circuits::SyntheticCircuit;
+use cuzk_synth::{CompiledError, CompiledR1cs, ProvingAssignment};
+use ff::Field;
+
+/// Awkward shapes: inputs allocated between constraints, a variable twice in one combination,
+/// terms that cancel to a zero coefficient, the constant one in B, non-unit coefficients.
+#[derive(Clone)]
+struct Awkward {
+    x: Scalar,
+}
+
+impl Circuit<Scalar> for Awkward {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let x = cs.alloc(|| "x", || Ok(self.x))?;
+        let x2 = cs.alloc(|| "x2", || Ok(self.x.square()))?;
+        cs.enforce(|| "square", |lc| lc + x, |lc| lc + x, |lc| lc + x2);
+        let input = cs.alloc_input(|| "x3", || Ok(self.x.square() * self.x))?;
+        let three = Scalar::from(3);
+        cs.enforce(
+            || "cube, with x twice and a cancelled x2",
+            |lc| lc + x2 + (three, x2) - (three, x2),
+            |lc| lc + x + x - x,
+            |lc| lc + input,
+        );
+        let y = cs.alloc(|| "y", || Ok(self.x + Scalar::ONE))?;
+        let second = cs.alloc_input(|| "y", || Ok(self.x + Scalar::ONE))?;
+        cs.enforce(
+            || "y = x + 1",
+            |lc| lc + x + CS::one(),
+            |lc| lc + CS::one(),
+            |lc| lc + y,
+        );
+        cs.enforce(
+            || "input y",
+            |lc| lc + (three, y),
+            |lc| lc + CS::one(),
+            |lc| lc + (three, second),
+        );
+        Ok(())
+    }
+}
+
+fn check<C: Circuit<Scalar> + Clone>(circuit: C) -> CompiledR1cs {
+    let compiled = CompiledR1cs::record(circuit.clone()).unwrap();
+    let direct = ProvingAssignment::synthesize(circuit.clone()).unwrap();
+    assert_eq!(compiled.synthesize(circuit).unwrap(), direct);
+    compiled
+}
+
+#[test]
+fn the_evaluator_equals_direct_synthesis() {
+    let seed = cuzk_testkit::seed("the_evaluator_equals_direct_synthesis");
+    // Recorded once, used for other witnesses of the same shape.
+    let compiled = check(Awkward { x: Scalar::ZERO });
+    for x in [Scalar::ONE, Scalar::from(seed)] {
+        assert_eq!(
+            compiled.synthesize(Awkward { x }).unwrap(),
+            ProvingAssignment::synthesize(Awkward { x }).unwrap()
+        );
+    }
+    for (fraction, inputs) in [(0.0, 0), (0.5, 3), (0.95, 7), (1.0, 1)] {
+        let circuit = SyntheticCircuit {
+            constraints: 3000,
+            boolean_fraction: fraction,
+            public_inputs: inputs,
+            seed,
+        };
+        check(circuit);
+    }
+}
+
+#[test]
+fn a_circuit_of_another_shape_is_refused() {
+    let small = SyntheticCircuit {
+        constraints: 100,
+        boolean_fraction: 0.5,
+        public_inputs: 2,
+        seed: 1,
+    };
+    let compiled = CompiledR1cs::record(small.clone()).unwrap();
+    let larger = SyntheticCircuit {
+        constraints: 101,
+        ..small
+    };
+    let error = compiled.synthesize(larger).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            CompiledError::ShapeMismatch {
+                what: "aux variables",
+                ..
+            }
+        ),
+        "{error}"
+    );
+}
+
+#[test]
+fn the_byte_form_round_trips_and_names_damage() {
+    let compiled = check(Awkward { x: Scalar::from(5) });
+    let mut bytes = Vec::new();
+    compiled.write(&mut bytes).unwrap();
+    assert_eq!(CompiledR1cs::from_bytes(&bytes, "r1cs").unwrap(), compiled);
+
+    let truncated = CompiledR1cs::from_bytes(&bytes[..bytes.len() - 3], "cut").unwrap_err();
+    assert!(truncated.to_string().starts_with("cut: "), "{truncated}");
+    assert!(truncated.to_string().contains("c.coeffs"), "{truncated}");
+
+    let mut old = bytes.clone();
+    old[8] = 0;
+    let version = CompiledR1cs::from_bytes(&old, "old").unwrap_err();
+    assert!(version.to_string().contains("version"), "{version}");
+
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert!(CompiledR1cs::from_bytes(&longer, "long").is_err());
+}
