@@ -400,3 +400,74 @@ fn bench_refuses_unusable_settings() {
         assert!(stderr(&output).contains(cause), "{}", stderr(&output));
     }
 }
+
+#[test]
+fn porep_commands_name_what_is_unusable() {
+    let files = Files::new();
+    let output = cuzk(&[
+        "seal-test-sector",
+        "--size",
+        "2KiB",
+        "--out",
+        &files.path("s"),
+    ]);
+    assert!(output.status.success(), "seal: {}", stderr(&output));
+    let c1 = files.path("s/c1.json");
+    let sector: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(files.path("s/sector.json")).unwrap()).unwrap();
+    let (prover_id, sector_id) = (
+        sector["prover_id"].as_str().unwrap().to_owned(),
+        sector["sector_id"].to_string(),
+    );
+    let empty = files.path("params");
+    std::fs::create_dir(&empty).unwrap();
+
+    // No parameters: exit 2, the missing file and the command that makes test ones named.
+    let output = cuzk(&["prove", "porep", "--c1", &c1, "--params-dir", &empty]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains(".params"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("cuzk setup --porep 2KiB"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!Path::new(&files.path("s/c1.proof")).exists());
+    let output = cuzk(&[
+        "verify",
+        "porep",
+        "--c1",
+        &c1,
+        "--proof",
+        &c1,
+        "--params-dir",
+        &empty,
+        "--prover-id",
+        &prover_id,
+        "--sector-id",
+        &sector_id,
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains(".vk"), "{}", stderr(&output));
+
+    // A truncated C1 output: exit 2 naming the file.
+    let bytes = std::fs::read(&c1).unwrap();
+    std::fs::write(files.path("cut.json"), &bytes[..bytes.len() / 3]).unwrap();
+    let output = cuzk(&[
+        "prove",
+        "porep",
+        "--c1",
+        &files.path("cut.json"),
+        "--params-dir",
+        &empty,
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("cut.json: not a C1 output"),
+        "{}",
+        stderr(&output)
+    );
+
+    let output = cuzk(&["setup", "--porep", "3KiB", "--out", &empty]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("\"3KiB\""), "{}", stderr(&output));
+}
