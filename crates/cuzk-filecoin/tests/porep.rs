@@ -263,20 +263,23 @@ fn missing_or_foreign_parameters_are_refused() {
         "{elsewhere}"
     );
 
-    // Parameters of another circuit.
-    let circuit = SyntheticCircuit {
-        constraints: 64,
-        boolean_fraction: 0.5,
-        public_inputs: 3,
-        seed: 1,
-    };
-    let foreign =
-        generate_random_parameters(circuit, &mut cuzk_testkit::rng("foreign params")).unwrap();
-    let error = SectorJob::new("f", c1, Arc::new(foreign), &fixture.files, None).unwrap_err();
-    assert!(
-        matches!(error, FilecoinError::WrongParams { .. }),
-        "{error}"
-    );
+    // Parameters of another circuit: another input count, or (found with the compiled shape)
+    // the same input count and another size.
+    let mut rng = cuzk_testkit::rng("foreign params");
+    for (inputs, compiled) in [(3, None), (40, Some(Arc::clone(&fixture.compiled)))] {
+        let circuit = SyntheticCircuit {
+            constraints: 64,
+            boolean_fraction: 0.5,
+            public_inputs: inputs,
+            seed: 1,
+        };
+        let foreign = Arc::new(generate_random_parameters(circuit, &mut rng).unwrap());
+        let error = SectorJob::new("f", c1, foreign, &fixture.files, compiled).unwrap_err();
+        assert!(
+            matches!(&error, FilecoinError::WrongParams { file, .. } if file.ends_with(".params")),
+            "{error}"
+        );
+    }
 }
 
 #[test]

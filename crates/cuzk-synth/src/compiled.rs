@@ -339,6 +339,11 @@ impl CompiledR1cs {
         self.num_rows
     }
 
+    /// Aux (private) variables.
+    pub fn num_aux(&self) -> usize {
+        self.num_aux
+    }
+
     /// Non-zero entries of A, B and C.
     pub fn nnz(&self) -> [usize; 3] {
         [&self.a, &self.b, &self.c].map(|m| m.columns.len())
