@@ -557,3 +557,41 @@ async fn a_panic_inside_the_device_region_fails_only_its_job() {
     check_proofs(&results[2], 1, 3, &params);
     assert_drained(&engine).await;
 }
+
+/// With a backend per device, one job's partitions are spread over the devices, and two devices'
+/// regions may run at once (each device has its own lock).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partitions_spread_over_devices() {
+    let params = params();
+    let devices = [
+        Arc::new(Recording::default()),
+        Arc::new(Recording::default()),
+    ];
+    let sink = Arc::new(MemorySink::default());
+    let backends: Vec<Arc<dyn ProverBackend>> = devices
+        .iter()
+        .map(|d| Arc::clone(d) as Arc<dyn ProverBackend>)
+        .collect();
+    let engine = Engine::start(config(4, 1, 1), backends, sink.clone()).unwrap();
+    let result = engine.submit(job("spread", 0, 6, &params)).wait().await;
+    check_proofs(&result, 0, 6, &params);
+    let locked = |d: &Recording| -> Vec<(Instant, Instant)> {
+        let parts = d.parts.lock().unwrap();
+        parts.iter().filter(|p| p.1).map(|p| (p.2, p.3)).collect()
+    };
+    let (first, second) = (locked(&devices[0]), locked(&devices[1]));
+    assert_eq!(first.len() + second.len(), 6);
+    assert!(
+        !first.is_empty() && !second.is_empty(),
+        "both devices proved: {} and {}",
+        first.len(),
+        second.len()
+    );
+    let concurrent = first
+        .iter()
+        .any(|a| second.iter().any(|b| overlap(*a, *b) > Duration::ZERO));
+    assert!(
+        concurrent,
+        "the two devices' regions overlapped at least once"
+    );
+}
