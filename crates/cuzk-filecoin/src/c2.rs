@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use bellperson::groth16::aggregate::AggregateVersion;
 use cuzk_groth16::Parameters;
 use cuzk_math::Scalar;
 use cuzk_pipeline::engine::PartitionedCircuit;
@@ -11,7 +12,10 @@ use cuzk_pipeline::{Engine, JobRequest, Partition};
 use cuzk_synth::CompiledR1cs;
 use filecoin_hashers::Domain;
 use filecoin_proofs::parameters::public_params;
-use filecoin_proofs::{as_safe_commitment, with_shape, DefaultPieceDomain, MerkleTreeTrait};
+use filecoin_proofs::{
+    aggregate_seal_commit_proofs, as_safe_commitment, with_shape, DefaultPieceDomain,
+    MerkleTreeTrait, SealCommitOutput,
+};
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked;
@@ -19,13 +23,24 @@ use storage_proofs_porep::stacked;
 use crate::error::filecoin;
 use crate::seal_proof::Revision;
 use crate::shapes::{Circuit, Compound, Drg};
-use crate::{C1Output, FilecoinError, ParamFiles};
+use crate::{C1Output, FilecoinError, ParamFiles, SealProof};
 
 /// A sector's commit-2, ready to be proven: one partition per vanilla proof set.
 #[derive(Debug)]
 pub struct SectorJob {
     pub request: JobRequest,
     pub partitions: usize,
+    /// For a non-interactive PoRep, what the partition proofs are aggregated with.
+    aggregation: Option<Aggregation>,
+}
+
+/// A non-interactive PoRep's proof is the SnarkPack aggregate of its partition proofs, made by
+/// filecoin-proofs with the SRS in its parameter directory.
+#[derive(Debug)]
+struct Aggregation {
+    proof: SealProof,
+    comm_r: [u8; 32],
+    seed: [u8; 32],
 }
 
 impl SectorJob {
@@ -39,30 +54,63 @@ impl SectorJob {
         files: &ParamFiles,
         compiled: Option<Arc<CompiledR1cs>>,
     ) -> Result<Self, FilecoinError> {
-        if c1.proof.revision == Revision::NonInteractive {
-            return Err(FilecoinError::Unsupported {
-                proof: c1.proof.name(),
-                reason: "a non-interactive PoRep proof is a SnarkPack aggregate of the partition \
-                         proofs, and cuzk does not aggregate yet",
-            });
-        }
-        let id = id.into();
-        with_shape!(
+        let aggregation = if c1.proof.revision == Revision::NonInteractive {
+            files.require_srs()?;
+            let commitments = c1.commitments()?;
+            Some(Aggregation {
+                proof: c1.proof,
+                comm_r: commitments.comm_r,
+                seed: commitments.seed,
+            })
+        } else {
+            None
+        };
+        let (request, partitions) = with_shape!(
             c1.proof.size.bytes(),
             build,
-            id,
+            id.into(),
             c1,
             params,
             files,
             compiled,
-        )
+        )?;
+        Ok(SectorJob {
+            request,
+            partitions,
+            aggregation,
+        })
     }
 
     /// Proves every partition through `engine` (each proof verified there) and returns the proof
     /// bytes as filecoin-proofs writes them: the partition proofs concatenated, 192 bytes each.
+    /// For a non-interactive PoRep, the aggregate of the partition proofs, as
+    /// `seal_commit_phase2` returns it.
     pub async fn prove(self, engine: &Engine) -> Result<Vec<u8>, FilecoinError> {
-        Ok(engine.submit(self.request).wait().await?.proof_bytes())
+        let proofs = engine.submit(self.request).wait().await?.proof_bytes();
+        match self.aggregation {
+            None => Ok(proofs),
+            Some(aggregation) => with_shape!(
+                aggregation.proof.size.bytes(),
+                aggregate,
+                &aggregation,
+                proofs,
+            ),
+        }
     }
+}
+
+fn aggregate<Tree: 'static + MerkleTreeTrait>(
+    aggregation: &Aggregation,
+    proofs: Vec<u8>,
+) -> Result<Vec<u8>, FilecoinError> {
+    aggregate_seal_commit_proofs::<Tree>(
+        &aggregation.proof.porep_config()?,
+        &[aggregation.comm_r],
+        &[aggregation.seed],
+        &[SealCommitOutput { proof: proofs }],
+        AggregateVersion::V2,
+    )
+    .map_err(filecoin("aggregating the partition proofs"))
 }
 
 /// A sector's partition circuits and their public inputs, built from its C1 output exactly as
@@ -192,7 +240,7 @@ fn build<Tree: 'static + MerkleTreeTrait>(
     params: Arc<Parameters>,
     files: &ParamFiles,
     compiled: Option<Arc<CompiledR1cs>>,
-) -> Result<SectorJob, FilecoinError> {
+) -> Result<(JobRequest, usize), FilecoinError> {
     let mut sector = SectorCircuits::<Tree>::new(c1)?;
     let wrong = |reason: String| FilecoinError::WrongParams {
         file: files.params.display().to_string(),
@@ -222,8 +270,5 @@ fn build<Tree: 'static + MerkleTreeTrait>(
     }
     sector.compiled = compiled;
     let partitions = sector.circuits.len();
-    Ok(SectorJob {
-        request: JobRequest::new(id, params, partitions, sector),
-        partitions,
-    })
+    Ok((JobRequest::new(id, params, partitions, sector), partitions))
 }

@@ -65,8 +65,6 @@ pub enum FilecoinError {
     Setup(#[from] SetupError),
     #[error("proving failed: {0}")]
     Job(#[from] JobError),
-    #[error("{proof}: {reason}")]
-    Unsupported { proof: String, reason: &'static str },
     #[error(
         "filecoin-proofs reads parameters from {settings}, not {wanted}: set \
          FIL_PROOFS_PARAMETER_CACHE={wanted} before the first Filecoin call"

@@ -4,18 +4,22 @@
 
 use std::path::{Path, PathBuf};
 
+use bellperson::groth16::aggregate::setup_fake_srs;
+use blstrs::Bls12;
 use cuzk_groth16::params_file::{write_atomically, PointCheck};
 use cuzk_groth16::setup::generate_random_parameters;
 use cuzk_groth16::Parameters;
 use cuzk_synth::FORMAT_VERSION;
 use filecoin_proofs::{with_shape, MerkleTreeTrait};
 use rand::RngCore;
-use storage_proofs_core::parameter_cache::{parameter_id, verifying_key_id};
+use storage_proofs_core::parameter_cache::{
+    parameter_id, verifying_key_id, SRS_KEY_EXT, SRS_SHARED_KEY_NAME, VERSION,
+};
 use storage_proofs_core::settings::SETTINGS;
 
 use crate::error::{filecoin, io};
 use crate::shapes::blank_circuit;
-use crate::{FilecoinError, SealProof};
+use crate::{FilecoinError, Revision, SealProof};
 
 /// The environment variable filecoin-proofs reads its parameter directory from.
 pub const PARAMETER_CACHE_ENV: &str = "FIL_PROOFS_PARAMETER_CACHE";
@@ -30,6 +34,9 @@ pub struct ParamFiles {
     pub vk: PathBuf,
     /// cuzk's compiled R1CS of the circuit (see [`crate::compiled_r1cs`]).
     pub r1cs: PathBuf,
+    /// The SnarkPack SRS that non-interactive PoRep proofs are aggregated with (one file for
+    /// every circuit).
+    pub srs: PathBuf,
 }
 
 impl ParamFiles {
@@ -40,6 +47,7 @@ impl ParamFiles {
             proof,
             params: dir.join(parameter_id(&identifier)),
             vk: dir.join(verifying_key_id(&identifier)),
+            srs: dir.join(format!("v{VERSION}-{SRS_SHARED_KEY_NAME}.{SRS_KEY_EXT}")),
             r1cs: dir.join(format!(
                 "{}.cuzk-r1cs-v{FORMAT_VERSION}",
                 parameter_id(&identifier)
@@ -53,6 +61,27 @@ impl ParamFiles {
     pub fn load(&self, check: PointCheck) -> Result<Parameters, FilecoinError> {
         self.require(&self.params)?;
         Ok(Parameters::read_file(&self.params, check)?)
+    }
+
+    /// For a non-interactive PoRep: the SRS must be there, and filecoin-proofs (which reads it)
+    /// must look in this directory.
+    pub(crate) fn require_srs(&self) -> Result<(), FilecoinError> {
+        if let Some(dir) = self.srs.parent() {
+            check_parameter_dir(dir)?;
+        }
+        self.require(&self.srs)
+    }
+
+    /// Writes a random SnarkPack SRS (a test one: **not** the network's `fil-inner-product-v1`)
+    /// unless the directory already has an SRS, for aggregating non-interactive PoRep proofs.
+    pub fn generate_srs(&self, rng: &mut impl RngCore) -> Result<(), FilecoinError> {
+        /// Enough for the 2^k-padded aggregates of up to 64 partition proofs.
+        const SRS_SIZE: usize = 128;
+        if self.srs.is_file() {
+            return Ok(());
+        }
+        let srs = setup_fake_srs::<Bls12, _>(rng, SRS_SIZE);
+        write_atomically(&self.srs, |out| srs.write(out)).map_err(io(&self.srs))
     }
 
     /// Fails with [`FilecoinError::ParamsMissing`] when `file` does not exist.
@@ -72,8 +101,9 @@ impl ParamFiles {
     }
 
     /// Generates random parameters for `proof`'s circuit with cuzk's setup and writes both files
-    /// (each atomically). **Not the network's parameters**: proofs made with them verify only
-    /// against this `.vk`, and whoever saw the setup's randomness can forge them.
+    /// (each atomically), and for a non-interactive PoRep a test SRS when the directory has none.
+    /// **Not the network's parameters**: proofs made with them verify only against this `.vk`,
+    /// and whoever saw the setup's randomness can forge them.
     pub fn generate(
         dir: &Path,
         proof: SealProof,
@@ -84,6 +114,9 @@ impl ParamFiles {
         let params = with_shape!(proof.size.bytes(), setup, proof, rng,)?;
         params.write_file(&files.params)?;
         write_atomically(&files.vk, |out| params.vk.write(out)).map_err(io(&files.vk))?;
+        if proof.revision == Revision::NonInteractive {
+            files.generate_srs(rng)?;
+        }
         Ok((files, params))
     }
 }

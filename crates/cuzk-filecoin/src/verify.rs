@@ -8,7 +8,7 @@ use storage_proofs_core::sector::SectorId;
 
 use crate::error::filecoin;
 use crate::params::check_parameter_dir;
-use crate::{FilecoinError, ParamFiles, SealCommitments, SealProof};
+use crate::{FilecoinError, ParamFiles, Revision, SealCommitments, SealProof};
 
 /// Who sealed which sector: with a C1 output's commitments, what `verify_seal` needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +30,9 @@ pub fn verify_seal(
     check_parameter_dir(params_dir)?;
     let files = ParamFiles::new(params_dir, proof)?;
     files.require(&files.vk)?;
+    if proof.revision == Revision::NonInteractive {
+        files.require_srs()?;
+    }
     with_shape!(
         proof.size.bytes(),
         verify,

@@ -302,3 +302,46 @@ fn the_compiled_evaluator_equals_direct_synthesis_on_the_porep_circuit() {
     assert_eq!(compiled, direct);
     assert_eq!(&direct.input_assignment[1..], &sector.public_inputs[0][..]);
 }
+
+/// Non-interactive PoRep: 13 partitions of the same 2 KiB circuit (about 13 times the interactive
+/// prove), aggregated by filecoin-proofs with a test SRS. Heavy: run with `--ignored`.
+#[test]
+#[ignore]
+fn a_non_interactive_2kib_sector_is_aggregated_and_accepted() {
+    let fixture = fixture();
+    let proof = SealProof {
+        size: SectorSize::S2KiB,
+        revision: cuzk_filecoin::Revision::NonInteractive,
+    };
+    let files = ParamFiles::new(&fixture.dir, proof).unwrap();
+    assert_eq!(
+        files.params, fixture.files.params,
+        "the same circuit and file"
+    );
+    files
+        .generate_srs(&mut cuzk_testkit::rng("test SRS"))
+        .unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mut rng = cuzk_testkit::rng("NI sector");
+    let sector = seal_random_sector(proof, work.path(), &mut rng).unwrap();
+    let c1 = ffi_c1(&sector);
+    let start = Instant::now();
+    let aggregate = prove(&c1).unwrap();
+    eprintln!(
+        "cuzk NI C2 ({} bytes): {:.1} s",
+        aggregate.len(),
+        start.elapsed().as_secs_f64()
+    );
+    let commitments = c1.commitments().unwrap();
+    assert!(verify_seal(
+        proof,
+        &commitments,
+        sector.identity,
+        &aggregate,
+        &fixture.dir
+    )
+    .unwrap());
+    let mut stranger = sector.identity;
+    stranger.sector_id ^= 1;
+    assert!(!verify_seal(proof, &commitments, stranger, &aggregate, &fixture.dir).unwrap());
+}
