@@ -292,9 +292,17 @@ pub struct AnalyzeArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(mut_arg("constraints", |arg| arg.required_unless_present("c1")))]
 pub struct BenchArgs {
     #[command(flatten)]
-    pub circuit: CircuitArgs,
+    pub circuit: Option<CircuitArgs>,
+    /// Prove this sector's PoRep C2 (its C1 output) in every job instead of a built-in circuit:
+    /// the real circuit and partitions, with the parameters of --params-dir.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["CircuitArgs", "partitions"])]
+    pub c1: Option<PathBuf>,
+    /// Parameter directory for --c1 (default: filecoin-proofs').
+    #[arg(long, requires = "c1")]
+    pub params_dir: Option<PathBuf>,
     /// Jobs (proof requests) to run in all.
     #[arg(short = 'j', long, default_value_t = 4)]
     pub jobs: usize,

@@ -1,5 +1,6 @@
-//! `cuzk bench`: jobs of a built-in circuit through the engine, measured from the engine's own
-//! TIMELINE with the same analysis as `cuzk analyze`, so the two always agree.
+//! `cuzk bench`: jobs of a built-in circuit, or of a sealed sector's PoRep C2, through the engine,
+//! measured from the engine's own TIMELINE with the same analysis as `cuzk analyze`, so the two
+//! always agree.
 //!
 //! Every partition of every job is the same circuit (its shape must match the one set of
 //! parameters); each proof still has its own randomness and is verified.
@@ -7,6 +8,8 @@
 use std::sync::Arc;
 
 use anyhow::{bail, ensure, Context, Result};
+use cuzk_filecoin::{compiled_r1cs, parameter_dir, C1Output, ParamFiles, SectorJob};
+use cuzk_groth16::params_file::PointCheck;
 use cuzk_groth16::setup::generate_random_parameters;
 use cuzk_groth16::{Parameters, ProverBackend};
 use cuzk_pipeline::analysis::{max_synth_in_flight, summarize, synth_stats};
@@ -14,6 +17,7 @@ use cuzk_pipeline::engine::auto_memory_budget;
 use cuzk_pipeline::sink::MemorySink;
 use cuzk_pipeline::timeline::Timeline;
 use cuzk_pipeline::{Engine, EngineConfig, JobError, JobRequest, Partition};
+use cuzk_synth::CompiledR1cs;
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
@@ -22,9 +26,78 @@ use crate::circuit::CircuitSpec;
 use crate::progress::Progress;
 use crate::{backend, Outcome};
 
+/// What every job proves.
+enum Workload {
+    /// `partitions` copies of a built-in circuit, with parameters from our setup.
+    Synthetic(CircuitSpec),
+    /// One sealed sector's C2 (its partitions), with its parameter files and compiled R1CS.
+    Porep {
+        c1: C1Output,
+        files: ParamFiles,
+        compiled: Arc<CompiledR1cs>,
+    },
+}
+
+impl Workload {
+    fn from_args(args: &BenchArgs) -> Result<Self> {
+        match (&args.c1, &args.circuit) {
+            (Some(c1), _) => {
+                let dir = parameter_dir(args.params_dir.as_deref())?;
+                let c1 = C1Output::read(c1, None)?;
+                let files = ParamFiles::new(&dir, c1.proof)?;
+                let (compiled, _) = compiled_r1cs(&files)?;
+                Ok(Workload::Porep {
+                    c1,
+                    files,
+                    compiled,
+                })
+            }
+            (None, Some(circuit)) => Ok(Workload::Synthetic(CircuitSpec::from_args(circuit)?)),
+            (None, None) => bail!("give a circuit (--constraints N) or a sector (--c1 FILE)"),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Workload::Synthetic(spec) => spec.describe(),
+            Workload::Porep { c1, .. } => format!("{} C2 of {}", c1.proof, c1.source),
+        }
+    }
+
+    /// The parameters every job proves with.
+    fn params(&self, progress: Progress) -> Result<Parameters> {
+        let (params, _) = match self {
+            Workload::Synthetic(CircuitSpec::Synthetic(circuit)) => progress.stage(
+                "generating parameters (random, NOT a trusted setup)",
+                || Ok(generate_random_parameters(circuit.clone(), &mut rand::rngs::OsRng)?),
+            ),
+            Workload::Porep { files, .. } => progress.stage("loading parameters", || {
+                anyhow::Ok(files.load(PointCheck::Unchecked)?)
+            }),
+        };
+        params.context("parameters")
+    }
+
+    /// The summary's fields that say what was proven.
+    fn summary(&self) -> Value {
+        match self {
+            Workload::Synthetic(CircuitSpec::Synthetic(circuit)) => json!({
+                "circuit": "synthetic",
+                "constraints": circuit.constraints,
+                "boolean_fraction": circuit.boolean_fraction,
+            }),
+            Workload::Porep { c1, compiled, .. } => json!({
+                "circuit": "porep",
+                "seal_proof": c1.proof.name(),
+                "rows": compiled.num_rows(),
+            }),
+        }
+    }
+}
+
 /// The validated run: what `BenchArgs` asked for, defaults resolved.
 struct Plan {
-    spec: CircuitSpec,
+    workload: Workload,
     jobs: usize,
     concurrency: usize,
     partitions: usize,
@@ -40,11 +113,16 @@ impl Plan {
             MemoryArg::Auto => auto_memory_budget().context("--memory-budget auto")?,
             MemoryArg::Bytes(bytes) => bytes,
         };
+        let workload = Workload::from_args(args)?;
+        let partitions = match &workload {
+            Workload::Synthetic(_) => args.partitions,
+            Workload::Porep { c1, .. } => usize::from(c1.proof.porep_config()?.partitions),
+        };
         Ok(Plan {
-            spec: CircuitSpec::from_args(&args.circuit)?,
+            workload,
             jobs: args.jobs,
             concurrency: args.concurrency,
-            partitions: args.partitions,
+            partitions,
             config: EngineConfig {
                 partition_workers: args
                     .partition_workers
@@ -56,19 +134,35 @@ impl Plan {
         })
     }
 
-    /// Job `j`: `partitions` copies of the circuit.
-    fn job(&self, j: usize, params: &Arc<Parameters>) -> JobRequest {
-        let CircuitSpec::Synthetic(circuit) = &self.spec;
-        let (circuit, public_inputs) = (circuit.clone(), circuit.public_input_values());
-        JobRequest::new(
-            format!("job{j}"),
-            Arc::clone(params),
-            self.partitions,
-            move |_| Partition {
-                circuit: circuit.clone(),
-                public_inputs: public_inputs.clone(),
-            },
-        )
+    /// Job `j`: `partitions` copies of the circuit, or the sector's C2.
+    fn job(&self, j: usize, params: &Arc<Parameters>) -> Result<JobRequest> {
+        let id = format!("job{j}");
+        match &self.workload {
+            Workload::Synthetic(CircuitSpec::Synthetic(circuit)) => {
+                let (circuit, public_inputs) = (circuit.clone(), circuit.public_input_values());
+                Ok(JobRequest::new(
+                    id,
+                    Arc::clone(params),
+                    self.partitions,
+                    move |_| Partition {
+                        circuit: circuit.clone(),
+                        public_inputs: public_inputs.clone(),
+                    },
+                ))
+            }
+            Workload::Porep {
+                c1,
+                files,
+                compiled,
+            } => Ok(SectorJob::new(
+                id,
+                c1,
+                Arc::clone(params),
+                files,
+                Some(Arc::clone(compiled)),
+            )?
+            .request),
+        }
     }
 }
 
@@ -79,7 +173,7 @@ async fn run_jobs(engine: &Engine, plan: &Plan, params: &Arc<Parameters>) -> Res
     let mut waiting = Vec::with_capacity(plan.jobs);
     for j in 0..plan.jobs {
         let slot = Arc::clone(&slots).acquire_owned().await?;
-        let handle = engine.submit(plan.job(j, params));
+        let handle = engine.submit(plan.job(j, params)?);
         waiting.push(tokio::spawn(async move {
             let result = handle.wait().await;
             drop(slot);
@@ -128,11 +222,8 @@ fn summary(
         .iter()
         .map(|i| i.end_ms - i.start_ms)
         .collect();
-    let CircuitSpec::Synthetic(circuit) = &plan.spec;
-    json!({
-        "circuit": "synthetic",
-        "constraints": circuit.constraints,
-        "boolean_fraction": circuit.boolean_fraction,
+    let mut summary = plan.workload.summary();
+    let run = json!({
         "backend": backend.name(),
         "jobs": plan.jobs,
         "concurrency": plan.concurrency,
@@ -150,7 +241,11 @@ fn summary(
         "gpu_idle_windows": gpu.idle_windows.len(),
         "max_synth_in_flight": max_synth_in_flight(timeline),
         "peak_memory_bytes": peak,
-    })
+    });
+    if let (Value::Object(summary), Value::Object(run)) = (&mut summary, run) {
+        summary.extend(run);
+    }
+    summary
 }
 
 fn print_text(summary: &Value, plan: &Plan) {
@@ -162,7 +257,7 @@ fn print_text(summary: &Value, plan: &Plan) {
         plan.partitions,
         plan.concurrency,
         summary["backend"].as_str().unwrap_or("?"),
-        plan.spec.describe()
+        plan.workload.describe()
     );
     match summary["steady_state_s_per_proof"].as_f64() {
         Some(s) => println!("  steady state   {s:.3} s per proof"),
@@ -200,12 +295,7 @@ pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
     let plan = Plan::from_args(&args)?;
     let backends = backend::select_all(args.backend, global.json)?;
     let progress = Progress::new(global.json);
-    let CircuitSpec::Synthetic(circuit) = &plan.spec;
-    let (params, _) = progress.stage(
-        "generating parameters (random, NOT a trusted setup)",
-        || generate_random_parameters(circuit.clone(), &mut rand::rngs::OsRng),
-    );
-    let params = Arc::new(params.context("setup failed")?);
+    let params = Arc::new(plan.workload.params(progress)?);
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
