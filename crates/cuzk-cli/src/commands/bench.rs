@@ -69,7 +69,12 @@ impl Workload {
         let (params, _) = match self {
             Workload::Synthetic(CircuitSpec::Synthetic(circuit)) => progress.stage(
                 "generating parameters (random, NOT a trusted setup)",
-                || Ok(generate_random_parameters(circuit.clone(), &mut rand::rngs::OsRng)?),
+                || {
+                    Ok(generate_random_parameters(
+                        circuit.clone(),
+                        &mut rand::rngs::OsRng,
+                    )?)
+                },
             ),
             Workload::Porep { files, .. } => progress.stage("loading parameters", || {
                 anyhow::Ok(files.load(PointCheck::Unchecked)?)
