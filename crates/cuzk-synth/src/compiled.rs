@@ -33,7 +33,7 @@ pub const FORMAT_VERSION: u32 = 1;
 /// Why a compiled R1CS could not be made, read or used.
 #[derive(Debug, thiserror::Error)]
 pub enum CompiledError {
-    #[error("circuit synthesis failed: {0}")]
+    #[error(transparent)]
     Synthesis(#[from] SynthesisError),
     #[error("the circuit has {got} {what}, its recorded shape {recorded}: not the circuit it was compiled from")]
     ShapeMismatch {
