@@ -1,5 +1,6 @@
 //! A sealer for tests and benches: a sector of random data sealed by filecoin-proofs itself
-//! (add piece, precommit 1 and 2, commit 1), so C1 outputs need no external data.
+//! (add piece, precommit 1 and 2, the synthetic proofs for synthetic PoRep, commit 1), so C1
+//! outputs need no external data.
 //!
 //! Commit 1 needs no Groth16 parameters, only the SDR parent cache (made on demand where
 //! filecoin-proofs' settings say, `FIL_PROOFS_PARENT_CACHE`).
@@ -8,14 +9,14 @@ use std::fs::File;
 use std::path::Path;
 
 use filecoin_proofs::{
-    add_piece, seal_commit_phase1, seal_pre_commit_phase1, seal_pre_commit_phase2, with_shape,
-    MerkleTreeTrait, UnpaddedBytesAmount,
+    add_piece, generate_synth_proofs, seal_commit_phase1, seal_pre_commit_phase1,
+    seal_pre_commit_phase2, with_shape, MerkleTreeTrait, UnpaddedBytesAmount,
 };
 use rand::RngCore;
 use storage_proofs_core::sector::SectorId;
 
 use crate::error::{filecoin, io};
-use crate::{C1Output, FilecoinError, SealProof, SectorIdentity};
+use crate::{C1Output, FilecoinError, Revision, SealProof, SectorIdentity};
 
 /// A freshly sealed sector: its C1 output and who sealed it.
 #[derive(Clone, Debug)]
@@ -80,6 +81,20 @@ fn seal<Tree: 'static + MerkleTreeTrait>(
     .map_err(filecoin("seal_pre_commit_phase1"))?;
     let precommit = seal_pre_commit_phase2(&config, phase1, &cache, &sealed)
         .map_err(filecoin("seal_pre_commit_phase2"))?;
+    if proof.revision == Revision::Synthetic {
+        // Synthetic PoRep proves its challenges once, between precommit 2 and commit 1.
+        generate_synth_proofs::<_, Tree>(
+            &config,
+            cache.as_path(),
+            sealed.as_path(),
+            identity.prover_id,
+            sector_id,
+            ticket,
+            precommit.clone(),
+            &pieces,
+        )
+        .map_err(filecoin("generate_synth_proofs"))?;
+    }
     let output = seal_commit_phase1::<_, Tree>(
         &config,
         cache.as_path(),
