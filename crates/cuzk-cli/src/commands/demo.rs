@@ -38,23 +38,14 @@ pub fn run(global: &GlobalArgs, args: DemoArgs) -> Result<Outcome> {
         )
     });
     let valid = valid?;
-    if global.json {
-        println!(
-            "{}",
-            json!({
-                "constraints": args.constraints,
-                "setup_s": setup_s,
-                "timings": proven.timings,
-                "verify_s": verify_time.as_secs_f64(),
-                "valid": valid,
-            })
-        );
-    } else {
-        println!("proof {}", if valid { "valid" } else { "INVALID" });
-    }
-    Ok(if valid {
-        Outcome::Success
-    } else {
-        Outcome::Rejected
-    })
+    Ok(super::verdict(
+        global,
+        valid,
+        json!({
+            "constraints": args.constraints,
+            "setup_s": setup_s,
+            "timings": proven.timings,
+            "verify_s": verify_time.as_secs_f64(),
+        }),
+    ))
 }

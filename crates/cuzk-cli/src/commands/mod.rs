@@ -13,10 +13,30 @@ pub mod verify;
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use serde_json::Value;
+
+use crate::args::GlobalArgs;
+use crate::Outcome;
 
 /// Writes a small output file atomically (temporary file, then rename).
 pub fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     cuzk_groth16::params_file::write_atomically(path, |out| out.write_all(bytes))
         .with_context(|| format!("writing {}", path.display()))
+}
+
+/// Reports a verification verdict, as `fields` with `"valid"` added under `--json` or as one word,
+/// and the outcome it exits with (valid: success; invalid: rejected).
+pub fn verdict(global: &GlobalArgs, valid: bool, mut fields: Value) -> Outcome {
+    if global.json {
+        fields["valid"] = Value::Bool(valid);
+        println!("{fields}");
+    } else {
+        println!("{}", if valid { "valid" } else { "INVALID" });
+    }
+    if valid {
+        Outcome::Success
+    } else {
+        Outcome::Rejected
+    }
 }

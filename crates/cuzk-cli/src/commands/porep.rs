@@ -201,19 +201,11 @@ pub fn verify(global: &GlobalArgs, args: PorepVerifyArgs) -> Result<Outcome> {
         &input.params_dir,
     )
     .with_context(|| format!("verifying {}", args.proof.display()))?;
-    if global.json {
-        println!(
-            "{}",
-            json!({ "valid": valid, "seal_proof": input.c1.proof.name() })
-        );
-    } else {
-        println!("{}", if valid { "valid" } else { "INVALID" });
-    }
-    Ok(if valid {
-        Outcome::Success
-    } else {
-        Outcome::Rejected
-    })
+    Ok(super::verdict(
+        global,
+        valid,
+        json!({ "seal_proof": input.c1.proof.name() }),
+    ))
 }
 
 pub fn seal_test_sector(global: &GlobalArgs, args: SealTestSectorArgs) -> Result<Outcome> {

@@ -57,14 +57,9 @@ fn verify(global: &GlobalArgs, args: VerifyArgs) -> Result<Outcome> {
             args.params.display()
         )
     })?;
-    if global.json {
-        println!("{}", json!({ "valid": valid, "proofs": proofs.len() }));
-    } else {
-        println!("{}", if valid { "valid" } else { "INVALID" });
-    }
-    Ok(if valid {
-        Outcome::Success
-    } else {
-        Outcome::Rejected
-    })
+    Ok(super::verdict(
+        global,
+        valid,
+        json!({ "proofs": proofs.len() }),
+    ))
 }
