@@ -5,3 +5,4 @@
 #include "msm/batch_add.cuh"
 #include "ntt/ntt.cuh"
 #include "test/arith.cuh"
+#include "bench/product_rate.cuh"

@@ -91,46 +91,67 @@ struct mont {
 
     __device__ __forceinline__ mont dbl() const { return *this + *this; }
 
-    // Montgomery product a·b·R⁻¹ by CIOS: per limb of b, add a·bᵢ, then add q·m to clear the low
-    // limb and shift. Four carry chains per row, N multiply-adds each.
-    __device__ __forceinline__ static mont mul_inline(const mont& a, const mont& b) {
-        uint32_t t[N + 2];
+    // acc[0..2·pairs) += Σₖ x[2k + s]·y·2^(64k): the products of every other limb of x never
+    // overlap, so each one's low and high halves go into adjacent limbs of a single carry chain.
+    // ptxas fuses such a (mad.lo.cc, madc.hi.cc) pair into one IMAD.WIDE.U32.X, which costs what
+    // an IMAD.HI alone costs: a product for 2/3 of separate low and high halves. The carry out of
+    // the last limb is left in the condition code for the caller.
+    template <int pairs, int s>
+    __device__ __forceinline__ static void mad_pairs(uint32_t* acc, const uint32_t* x, uint32_t y) {
+        asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(acc[0]) : "r"(x[s]), "r"(y));
+        asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(acc[1]) : "r"(x[s]), "r"(y));
 #pragma unroll
-        for (int i = 0; i < N + 2; i++) t[i] = 0;
+        for (int k = 1; k < pairs; k++) {
+            asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(acc[2 * k]) : "r"(x[2 * k + s]), "r"(y));
+            asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(acc[2 * k + 1]) : "r"(x[2 * k + s]), "r"(y));
+        }
+    }
+
+    // Montgomery product a·b·R⁻¹ (CIOS, one limb of b per row), with the row's products split by
+    // the parity of the other operand's limb so that every 32×32 product is one fused
+    // instruction (see mad_pairs). The running value is kept as e + o:
+    //   e += o; e += even products of a·bᵢ; q = e₀·INV; e += even products of q·m;
+    //   o = odd products of a·bᵢ and of q·m, each aligned one limb down; e >>= 32.
+    // Bounds (a, b < m, m < 2^(32N − 2)): the value stays below 2m after each row, e below
+    // 2m + 2^33·m < 2^(32N + 32) within a row, o below 2m; so e needs N + 1 limbs, o N, and
+    // neither chain carries out of its last limb.
+    __device__ __forceinline__ static mont mul_inline(const mont& a, const mont& b) {
+        static_assert(N % 2 == 0, "the parity split needs an even limb count");
+        uint32_t m[N], e[N + 1], o[N];
+#pragma unroll
+        for (int j = 0; j < N; j++) m[j] = P::mod(j), e[j] = 0, o[j] = 0;
+        e[N] = 0;
 #pragma unroll
         for (int i = 0; i < N; i++) {
             const uint32_t bi = b.l[i];
-            // t += lo(a·bᵢ)
-            asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(a.l[0]), "r"(bi));
+            if (i > 0) {
+                asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(e[0]) : "r"(o[0]));
 #pragma unroll
-            for (int j = 1; j < N; j++) asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(a.l[j]), "r"(bi));
-            asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
-            asm volatile("addc.u32 %0, 0, 0;" : "=r"(t[N + 1]));
-            // t += hi(a·bᵢ)·2³²
-            asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(a.l[0]), "r"(bi));
+                for (int j = 1; j < N; j++) asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(e[j]) : "r"(o[j]));
+                asm volatile("addc.u32 %0, 0, 0;" : "=r"(e[N]));
+            }
+            mad_pairs<N / 2, 0>(e, a.l, bi);
+            asm volatile("addc.u32 %0, %0, 0;" : "+r"(e[N]));
+            const uint32_t q = e[0] * P::INV;
+            mad_pairs<N / 2, 0>(e, m, q);
+            asm volatile("addc.u32 %0, %0, 0;" : "+r"(e[N]));
 #pragma unroll
-            for (int j = 1; j < N; j++) asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(a.l[j]), "r"(bi));
-            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
-            // q clears the low limb: t += q·m
-            const uint32_t q = t[0] * P::INV;
-            asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(q), "r"(P::mod(0)));
+            for (int j = 0; j < N; j++) o[j] = 0;
+            mad_pairs<N / 2, 1>(o, a.l, bi);
+            mad_pairs<N / 2, 1>(o, m, q);
+            // e₀ is now zero: shift one limb down.
 #pragma unroll
-            for (int j = 1; j < N; j++) asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(q), "r"(P::mod(j)));
-            asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
-            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
-            asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(q), "r"(P::mod(0)));
-#pragma unroll
-            for (int j = 1; j < N; j++) asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(q), "r"(P::mod(j)));
-            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
-            // shift one limb down
-#pragma unroll
-            for (int j = 0; j < N + 1; j++) t[j] = t[j + 1];
-            t[N + 1] = 0;
+            for (int j = 0; j < N; j++) e[j] = e[j + 1];
         }
+        uint32_t top;
+        asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(e[0]) : "r"(o[0]));
+#pragma unroll
+        for (int j = 1; j < N; j++) asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(e[j]) : "r"(o[j]));
+        asm volatile("addc.u32 %0, 0, 0;" : "=r"(top));
         mont r;
 #pragma unroll
-        for (int i = 0; i < N; i++) r.l[i] = t[i];
-        reduce_once(r.l, t[N]);
+        for (int j = 0; j < N; j++) r.l[j] = e[j];
+        reduce_once(r.l, top);
         return r;
     }
 

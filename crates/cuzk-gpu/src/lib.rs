@@ -7,6 +7,7 @@
 //! - [`Pinned`]: page-locked host buffers, for copies that overlap kernels.
 //! - [`msm`]: multi-scalar multiplication in G1 and G2, bases resident or streamed from the host.
 //! - [`ntt`]: forward/inverse NTTs over Fr, on the subgroup or its coset, in chainable orders.
+//! - [`rate`]: the field product rate the device reaches, the ceiling kernels are read against.
 //!
 //! It knows BLS12-381 arithmetic and nothing of Groth16: it must not know what a proof, a query or
 //! a circuit is. Everything here is optional at run time: without kernels or a driver, [`probe`]
@@ -19,6 +20,7 @@ pub mod msm;
 pub mod ntt;
 mod pinned;
 mod probe;
+pub mod rate;
 mod scalars;
 
 pub use device::Gpu;

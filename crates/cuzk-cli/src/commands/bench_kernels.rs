@@ -9,14 +9,15 @@
 //!
 //! The share of the arithmetic ceiling counts Fp (MSM) or Fr (NTT) products: a mixed addition is
 //! 10 Fp products in G1 and 28 in G2 (8 Fp2 products of 3, 2 squarings of 2), one per point and window; an NTT is
-//! one product per butterfly. The ceilings are the product rates measured on an H200 with a
-//! dependent chain of products at full occupancy (docs/perf-notes.md).
+//! one product per butterfly. The ceilings are the product rates measured first, on this device,
+//! with a dependent chain of products per thread at full occupancy (`cuzk_gpu::rate`).
 
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use cuzk_gpu::msm::{msm_device, msm_streamed, windows, DeviceBases, MsmAffine};
 use cuzk_gpu::ntt::{ntt, NttOrder, NttTables, Transform};
+use cuzk_gpu::rate::{product_rate, ProductField};
 use cuzk_gpu::{DeviceScalars, Gpu, Pinned};
 use cuzk_math::{G1Projective, G2Projective, Scalar};
 use ff::Field;
@@ -32,11 +33,6 @@ fn median_ms(mut runs: Vec<f64>) -> f64 {
     runs.sort_by(f64::total_cmp);
     runs[runs.len() / 2]
 }
-
-/// Fp products per second an H200 sustains on a dependent chain (docs/perf-notes.md).
-const FP_PRODUCTS_PER_S: f64 = 17.0e9;
-/// Fr products per second, the same way.
-const FR_PRODUCTS_PER_S: f64 = 36.6e9;
 
 /// (resident, streamed) medians in ms.
 fn time_msm<A: MsmAffine>(
@@ -64,6 +60,7 @@ fn bench_group<P>(
     gpu: &Gpu,
     group: &str,
     products_per_add: f64,
+    fp_rate: f64,
     logs: std::ops::RangeInclusive<u32>,
     runs: usize,
     rows: &mut Vec<serde_json::Value>,
@@ -82,7 +79,7 @@ where
     for log in logs {
         let (ms, streamed_ms) = time_msm(gpu, &bases, &pinned, log, runs)?;
         let products = f64::from(1u32 << log) * f64::from(windows(1 << log)) * products_per_add;
-        let ceiling = products / FP_PRODUCTS_PER_S * 1e3 / ms;
+        let ceiling = products / fp_rate * 1e3 / ms;
         if !json {
             println!(
                 "msm {group:<3} 2^{log:<3} {ms:>10.2} ms {streamed_ms:>10.2} ms streamed  ({:.0}% of the Fp product ceiling)",
@@ -107,6 +104,7 @@ fn random_scalars(n: usize) -> Vec<Scalar> {
 /// Forward NTT (natural → bit-reversed, the order Groth16's H chain uses), on device and round trip.
 fn bench_ntt(
     gpu: &Gpu,
+    fr_rate: f64,
     logs: std::ops::RangeInclusive<u32>,
     runs: usize,
     rows: &mut Vec<serde_json::Value>,
@@ -136,7 +134,7 @@ fn bench_ntt(
         let (device_ms, h2d2h_ms) = (median_ms(on_device), median_ms(round_trip));
         let gib = (32u64 << log) as f64 / f64::from(1u32 << 30);
         let products = f64::from(log) * f64::from(1u32 << log) / 2.0;
-        let ceiling = products / FR_PRODUCTS_PER_S * 1e3 / device_ms;
+        let ceiling = products / fr_rate * 1e3 / device_ms;
         // Each way over the link: the data size over half the round trip beyond the transform.
         let link_gb_s = 2.0 * (32u64 << log) as f64 / 1e9 / ((h2d2h_ms - device_ms) / 1e3);
         if !json {
@@ -165,10 +163,20 @@ pub fn run(global: &GlobalArgs, args: BenchKernelsArgs) -> Result<Outcome> {
     }
     let mut rows = Vec::new();
     let runs = args.runs.max(1);
+    let fr_rate = product_rate(&gpu, ProductField::Fr)?;
+    let fp_rate = product_rate(&gpu, ProductField::Fp)?;
+    if !global.json {
+        println!(
+            "field products: Fr {:.1} G/s, Fp {:.1} G/s (the ceilings below)",
+            fr_rate / 1e9,
+            fp_rate / 1e9
+        );
+    }
     bench_group::<G1Projective>(
         &gpu,
         "g1",
         10.0,
+        fp_rate,
         args.g1_min..=args.g1_max,
         runs,
         &mut rows,
@@ -178,6 +186,7 @@ pub fn run(global: &GlobalArgs, args: BenchKernelsArgs) -> Result<Outcome> {
         &gpu,
         "g2",
         28.0,
+        fp_rate,
         args.g2_min..=args.g2_max,
         runs,
         &mut rows,
@@ -185,13 +194,18 @@ pub fn run(global: &GlobalArgs, args: BenchKernelsArgs) -> Result<Outcome> {
     )?;
     bench_ntt(
         &gpu,
+        fr_rate,
         args.ntt_min..=args.ntt_max,
         runs,
         &mut rows,
         global.json,
     )?;
     if global.json {
-        println!("{}", json!({ "device": gpu.name(), "results": rows }));
+        println!(
+            "{}",
+            json!({ "device": gpu.name(), "fr_products_per_s": fr_rate,
+                "fp_products_per_s": fp_rate, "results": rows })
+        );
     }
     Ok(Outcome::Success)
 }

@@ -1,0 +1,71 @@
+//! The field product rate this device reaches with our field code: a dependent chain of products
+//! per thread, enough threads to fill every SM. Kernel timings read against it show how far they
+//! are from the arithmetic they cannot avoid, on whatever GPU runs them.
+
+use blstrs::{G1Affine, Scalar};
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+use group::prime::PrimeCurveAffine;
+
+use crate::error::DriverContext;
+use crate::layout::as_words;
+use crate::{Gpu, GpuError};
+
+/// The two fields the kernels multiply in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProductField {
+    /// The scalar field (NTTs, scalar arithmetic).
+    Fr,
+    /// The base field (curve arithmetic: MSMs, batch additions).
+    Fp,
+}
+
+/// Field products per second on this device, timed with CUDA events after one warm-up launch.
+pub fn product_rate(gpu: &Gpu, field: ProductField) -> Result<f64, GpuError> {
+    const BLOCK: u32 = 128;
+    const ITERS: u32 = 1000;
+    // Two full waves of the most threads an SM can hold, so occupancy is what the kernel allows.
+    let threads = gpu.multiprocessors() * 2048 * 2;
+    let (kernel, a, b) = match field {
+        ProductField::Fr => {
+            let words = as_words(&[Scalar::from(7u64), Scalar::from(11u64)]).to_vec();
+            ("product_chain_fr", words[..8].to_vec(), words[8..].to_vec())
+        }
+        ProductField::Fp => {
+            // A point's coordinates: two reduced Fp elements in the device layout.
+            let words = as_words(&[G1Affine::generator()]).to_vec();
+            (
+                "product_chain_fp",
+                words[..12].to_vec(),
+                words[12..].to_vec(),
+            )
+        }
+    };
+    let n = threads as usize;
+    let stream = gpu.stream();
+    let mut x = stream.clone_htod(&a.repeat(n)).call("upload")?;
+    let y = stream.clone_htod(&b.repeat(n)).call("upload")?;
+    let f = gpu.kernel(kernel)?;
+    let config = LaunchConfig {
+        grid_dim: (threads.div_ceil(BLOCK), 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut launch = || {
+        // SAFETY: x and y hold `threads` elements each of the kernel's field; it reads both and
+        // writes x, each thread its own element.
+        unsafe {
+            stream
+                .launch_builder(&f)
+                .arg(&mut x)
+                .arg(&y)
+                .arg(&threads)
+                .arg(&ITERS)
+                .launch(config)
+        }
+        .call(kernel)
+        .map(|_| ())
+    };
+    launch()?;
+    let ((), ms) = gpu.time(launch)?;
+    Ok(f64::from(threads) * f64::from(ITERS) / (f64::from(ms) / 1e3))
+}
