@@ -16,7 +16,7 @@ use crate::{fatbin, GpuUnavailable};
 pub struct Gpu {
     ctx: Arc<CudaContext>,
     module: Arc<CudaModule>,
-    kernels: Mutex<HashMap<&'static str, CudaFunction>>,
+    kernels: Arc<Mutex<HashMap<&'static str, CudaFunction>>>,
     stream: Arc<CudaStream>,
     copy_stream: Arc<CudaStream>,
     ordinal: usize,
@@ -45,13 +45,32 @@ impl Gpu {
         Ok(Arc::new(Gpu {
             ctx,
             module,
-            kernels: Mutex::new(HashMap::new()),
+            kernels: Arc::default(),
             stream,
             copy_stream,
             ordinal,
             name,
             multiprocessors,
             memory_limit: AtomicUsize::new(usize::MAX),
+        }))
+    }
+
+    /// Another handle on the same device, context and kernels with streams of its own: operations
+    /// on different lanes may run at the same time (small MSMs side by side fill a device that
+    /// one alone leaves part idle). It starts with this handle's memory limit; each lane plans
+    /// with the free memory the device reports, so callers running lanes together make sure that
+    /// the sum of what they need fits.
+    pub fn lane(&self) -> Result<Arc<Self>, GpuError> {
+        Ok(Arc::new(Gpu {
+            ctx: self.ctx.clone(),
+            module: self.module.clone(),
+            kernels: self.kernels.clone(),
+            stream: self.ctx.new_stream().call("cuStreamCreate")?,
+            copy_stream: self.ctx.new_stream().call("cuStreamCreate")?,
+            ordinal: self.ordinal,
+            name: self.name.clone(),
+            multiprocessors: self.multiprocessors,
+            memory_limit: AtomicUsize::new(self.memory_limit.load(Ordering::Relaxed)),
         }))
     }
 

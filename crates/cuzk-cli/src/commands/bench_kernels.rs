@@ -34,6 +34,16 @@ fn median_ms(mut runs: Vec<f64>) -> f64 {
     runs[runs.len() / 2]
 }
 
+/// What every row of the table shares: the device, the runs per figure, the ceilings, the rows.
+struct Table<'a> {
+    gpu: &'a Gpu,
+    runs: usize,
+    json: bool,
+    fr_rate: f64,
+    fp_rate: f64,
+    rows: Vec<serde_json::Value>,
+}
+
 /// (resident, streamed) medians in ms.
 fn time_msm<A: MsmAffine>(
     gpu: &Gpu,
@@ -57,14 +67,10 @@ fn time_msm<A: MsmAffine>(
 }
 
 fn bench_group<P>(
-    gpu: &Gpu,
+    table: &mut Table,
     group: &str,
     products_per_add: f64,
-    fp_rate: f64,
     logs: std::ops::RangeInclusive<u32>,
-    runs: usize,
-    rows: &mut Vec<serde_json::Value>,
-    json: bool,
 ) -> Result<()>
 where
     P: Group + Curve + Send + Sync,
@@ -73,20 +79,21 @@ where
     let Some(max) = logs.clone().max() else {
         return Ok(());
     };
+    let (gpu, runs) = (table.gpu, table.runs);
     let host = cuzk_testkit::distinct_points::<P>(&mut OsRng, 1 << max);
     let bases = DeviceBases::upload(gpu, &host)?;
     let pinned = Pinned::from_slice(gpu, &host)?;
     for log in logs {
         let (ms, streamed_ms) = time_msm(gpu, &bases, &pinned, log, runs)?;
         let products = f64::from(1u32 << log) * f64::from(windows(1 << log)) * products_per_add;
-        let ceiling = products / fp_rate * 1e3 / ms;
-        if !json {
+        let ceiling = products / table.fp_rate * 1e3 / ms;
+        if !table.json {
             println!(
                 "msm {group:<3} 2^{log:<3} {ms:>10.2} ms {streamed_ms:>10.2} ms streamed  ({:.0}% of the Fp product ceiling)",
                 100.0 * ceiling
             );
         }
-        rows.push(
+        table.rows.push(
             json!({"kernel": format!("msm_{group}"), "log_n": log, "median_ms": ms,
             "streamed_ms": streamed_ms, "ceiling_fraction": ceiling}),
         );
@@ -102,14 +109,8 @@ fn random_scalars(n: usize) -> Vec<Scalar> {
 }
 
 /// Forward NTT (natural → bit-reversed, the order Groth16's H chain uses), on device and round trip.
-fn bench_ntt(
-    gpu: &Gpu,
-    fr_rate: f64,
-    logs: std::ops::RangeInclusive<u32>,
-    runs: usize,
-    rows: &mut Vec<serde_json::Value>,
-    json: bool,
-) -> Result<()> {
+fn bench_ntt(table: &mut Table, logs: std::ops::RangeInclusive<u32>) -> Result<()> {
+    let (gpu, runs) = (table.gpu, table.runs);
     let transform = Transform::ntt(NttOrder::NaturalToBitReversed);
     for log in logs {
         let tables = NttTables::new(gpu, log)?;
@@ -134,16 +135,16 @@ fn bench_ntt(
         let (device_ms, h2d2h_ms) = (median_ms(on_device), median_ms(round_trip));
         let gib = (32u64 << log) as f64 / f64::from(1u32 << 30);
         let products = f64::from(log) * f64::from(1u32 << log) / 2.0;
-        let ceiling = products / fr_rate * 1e3 / device_ms;
+        let ceiling = products / table.fr_rate * 1e3 / device_ms;
         // Each way over the link: the data size over half the round trip beyond the transform.
         let link_gb_s = 2.0 * (32u64 << log) as f64 / 1e9 / ((h2d2h_ms - device_ms) / 1e3);
-        if !json {
+        if !table.json {
             println!(
                 "ntt fr  2^{log:<3} {device_ms:>10.3} ms on device {h2d2h_ms:>10.2} ms h2d2h  ({gib:.3} GiB, {:.0}% of the Fr product ceiling, {link_gb_s:.1} GB/s copies)",
                 100.0 * ceiling
             );
         }
-        rows.push(
+        table.rows.push(
             json!({"kernel": "ntt_fr", "log_n": log, "median_ms": device_ms,
             "h2d2h_ms": h2d2h_ms, "ceiling_fraction": ceiling, "copy_gb_per_s": link_gb_s}),
         );
@@ -161,8 +162,6 @@ pub fn run(global: &GlobalArgs, args: BenchKernelsArgs) -> Result<Outcome> {
             args.runs
         );
     }
-    let mut rows = Vec::new();
-    let runs = args.runs.max(1);
     let fr_rate = product_rate(&gpu, ProductField::Fr)?;
     let fp_rate = product_rate(&gpu, ProductField::Fp)?;
     if !global.json {
@@ -172,39 +171,22 @@ pub fn run(global: &GlobalArgs, args: BenchKernelsArgs) -> Result<Outcome> {
             fp_rate / 1e9
         );
     }
-    bench_group::<G1Projective>(
-        &gpu,
-        "g1",
-        10.0,
-        fp_rate,
-        args.g1_min..=args.g1_max,
-        runs,
-        &mut rows,
-        global.json,
-    )?;
-    bench_group::<G2Projective>(
-        &gpu,
-        "g2",
-        28.0,
-        fp_rate,
-        args.g2_min..=args.g2_max,
-        runs,
-        &mut rows,
-        global.json,
-    )?;
-    bench_ntt(
-        &gpu,
+    let mut table = Table {
+        gpu: &gpu,
+        runs: args.runs.max(1),
+        json: global.json,
         fr_rate,
-        args.ntt_min..=args.ntt_max,
-        runs,
-        &mut rows,
-        global.json,
-    )?;
+        fp_rate,
+        rows: Vec::new(),
+    };
+    bench_group::<G1Projective>(&mut table, "g1", 10.0, args.g1_min..=args.g1_max)?;
+    bench_group::<G2Projective>(&mut table, "g2", 28.0, args.g2_min..=args.g2_max)?;
+    bench_ntt(&mut table, args.ntt_min..=args.ntt_max)?;
     if global.json {
         println!(
             "{}",
             json!({ "device": gpu.name(), "fr_products_per_s": fr_rate,
-                "fp_products_per_s": fp_rate, "results": rows })
+                "fp_products_per_s": fp_rate, "results": table.rows })
         );
     }
     Ok(Outcome::Success)
