@@ -11,7 +11,7 @@
 
 namespace cuzk {
 
-// Field parameters: `P::N` limbs, `P::INV` = −m⁻¹ mod 2³², `P::INLINE_MUL`, and the limbs of the modulus, of R mod m
+// Field parameters: `P::N` limbs, `P::inv()` = −m⁻¹ mod 2³², `P::INLINE_MUL`, `P::SPARSE_LOW`, and the limbs of the modulus, of R mod m
 // ("one") and of R² mod m, read from constant memory (see field/params.cuh).
 template <class P>
 struct mont {
@@ -91,20 +91,29 @@ struct mont {
 
     __device__ __forceinline__ mont dbl() const { return *this + *this; }
 
-    // acc[0..2·pairs) += Σₖ x[2k + s]·y·2^(64k): the products of every other limb of x never
-    // overlap, so each one's low and high halves go into adjacent limbs of a single carry chain.
-    // ptxas fuses such a (mad.lo.cc, madc.hi.cc) pair into one IMAD.WIDE.U32.X, which costs what
-    // an IMAD.HI alone costs: a product for 2/3 of separate low and high halves. The carry out of
-    // the last limb is left in the condition code for the caller.
-    template <int pairs, int s>
+    // acc[2k], acc[2k + 1] += x[2k + s]·y for k in [from, to): the products of every other limb
+    // of x never overlap, so each one's low and high halves go into adjacent limbs of a single
+    // carry chain. ptxas fuses such a (mad.lo.cc, madc.hi.cc) pair into one IMAD.WIDE.U32.X,
+    // which costs what an IMAD.HI alone costs: a product for 2/3 of separate low and high halves.
+    // `chained`: the first pair takes the carry already in the condition code. The carry out of
+    // the last limb is left there for the caller.
+    template <int from, int to, int s, bool chained>
     __device__ __forceinline__ static void mad_pairs(uint32_t* acc, const uint32_t* x, uint32_t y) {
-        asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(acc[0]) : "r"(x[s]), "r"(y));
-        asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(acc[1]) : "r"(x[s]), "r"(y));
 #pragma unroll
-        for (int k = 1; k < pairs; k++) {
-            asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(acc[2 * k]) : "r"(x[2 * k + s]), "r"(y));
+        for (int k = from; k < to; k++) {
+            if (k == from && !chained)
+                asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(acc[2 * k]) : "r"(x[2 * k + s]), "r"(y));
+            else
+                asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(acc[2 * k]) : "r"(x[2 * k + s]), "r"(y));
             asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(acc[2 * k + 1]) : "r"(x[2 * k + s]), "r"(y));
         }
+    }
+
+    // acc[0..N) += add[0..N), the carry out left in the condition code.
+    __device__ __forceinline__ static void add_limbs(uint32_t* acc, const uint32_t* add) {
+        asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(acc[0]) : "r"(add[0]));
+#pragma unroll
+        for (int j = 1; j < N; j++) asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(acc[j]) : "r"(add[j]));
     }
 
     // Montgomery product a·b·R⁻¹ (CIOS, one limb of b per row), with the row's products split by
@@ -115,6 +124,8 @@ struct mont {
     // Bounds (a, b < m, m < 2^(32N − 2)): the value stays below 2m after each row, e below
     // 2m + 2^33·m < 2^(32N + 32) within a row, o below 2m; so e needs N + 1 limbs, o N, and
     // neither chain carries out of its last limb.
+    // With P::SPARSE_LOW (m₀ = 1, m₁ = 2^32 − 1) the two lowest products of q·m are an addition
+    // each: q·m₀ = q, and q·m₁ = q·2^32 − q = (q − [q ≠ 0])·2^32 + (−q mod 2^32).
     __device__ __forceinline__ static mont mul_inline(const mont& a, const mont& b) {
         static_assert(N % 2 == 0, "the parity split needs an even limb count");
         uint32_t m[N], e[N + 1], o[N];
@@ -125,28 +136,37 @@ struct mont {
         for (int i = 0; i < N; i++) {
             const uint32_t bi = b.l[i];
             if (i > 0) {
-                asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(e[0]) : "r"(o[0]));
-#pragma unroll
-                for (int j = 1; j < N; j++) asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(e[j]) : "r"(o[j]));
+                add_limbs(e, o);
                 asm volatile("addc.u32 %0, 0, 0;" : "=r"(e[N]));
             }
-            mad_pairs<N / 2, 0>(e, a.l, bi);
+            mad_pairs<0, N / 2, 0, false>(e, a.l, bi);
             asm volatile("addc.u32 %0, %0, 0;" : "+r"(e[N]));
-            const uint32_t q = e[0] * P::INV;
-            mad_pairs<N / 2, 0>(e, m, q);
+            const uint32_t q = e[0] * P::inv();
+            if constexpr (P::SPARSE_LOW) {
+                asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(e[0]) : "r"(q));
+                asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(e[1]));
+                mad_pairs<1, N / 2, 0, true>(e, m, q);
+            } else {
+                mad_pairs<0, N / 2, 0, false>(e, m, q);
+            }
             asm volatile("addc.u32 %0, %0, 0;" : "+r"(e[N]));
 #pragma unroll
             for (int j = 0; j < N; j++) o[j] = 0;
-            mad_pairs<N / 2, 1>(o, a.l, bi);
-            mad_pairs<N / 2, 1>(o, m, q);
+            mad_pairs<0, N / 2, 1, false>(o, a.l, bi);
+            if constexpr (P::SPARSE_LOW) {
+                const uint32_t lo = 0u - q, hi = q - (q != 0 ? 1u : 0u);
+                asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(o[0]) : "r"(lo));
+                asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(o[1]) : "r"(hi));
+                mad_pairs<1, N / 2, 1, true>(o, m, q);
+            } else {
+                mad_pairs<0, N / 2, 1, false>(o, m, q);
+            }
             // e₀ is now zero: shift one limb down.
 #pragma unroll
             for (int j = 0; j < N; j++) e[j] = e[j + 1];
         }
         uint32_t top;
-        asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(e[0]) : "r"(o[0]));
-#pragma unroll
-        for (int j = 1; j < N; j++) asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(e[j]) : "r"(o[j]));
+        add_limbs(e, o);
         asm volatile("addc.u32 %0, 0, 0;" : "=r"(top));
         mont r;
 #pragma unroll
