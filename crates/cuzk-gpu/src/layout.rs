@@ -71,7 +71,7 @@ pub fn scalars_as_words_mut(values: &mut [Scalar]) -> &mut [u32] {
     }
 }
 
-fn fp_from_words(words: &[u32]) -> Fp {
+pub(crate) fn fp_from_words(words: &[u32]) -> Fp {
     let mut limbs = [0u64; 6];
     for (i, limb) in limbs.iter_mut().enumerate() {
         *limb = u64::from(words[2 * i]) | (u64::from(words[2 * i + 1]) << 32);

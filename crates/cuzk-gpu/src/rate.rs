@@ -1,13 +1,15 @@
 //! The field product rate this device reaches with our field code: a dependent chain of products
 //! per thread, enough threads to fill every SM. Kernel timings read against it show how far they
-//! are from the arithmetic they cannot avoid, on whatever GPU runs them.
+//! are from the arithmetic they cannot avoid, on whatever GPU runs them. The chains' results are
+//! checked against blstrs, so a rate is never reported for wrong products.
 
-use blstrs::{G1Affine, Scalar};
+use blstrs::{Fp, G1Affine, Scalar};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
+use ff::Field;
 use group::prime::PrimeCurveAffine;
 
 use crate::error::DriverContext;
-use crate::layout::as_words;
+use crate::layout::{as_words, fp_from_words, FP_WORDS, SCALAR_WORDS};
 use crate::{Gpu, GpuError};
 
 /// The two fields the kernels multiply in.
@@ -19,7 +21,8 @@ pub enum ProductField {
     Fp,
 }
 
-/// Field products per second on this device, timed with CUDA events after one warm-up launch.
+/// Field products per second on this device, timed with CUDA events after one warm-up launch;
+/// an error if the products disagree with the CPU's.
 pub fn product_rate(gpu: &Gpu, field: ProductField) -> Result<f64, GpuError> {
     const BLOCK: u32 = 128;
     const ITERS: u32 = 1000;
@@ -67,5 +70,25 @@ pub fn product_rate(gpu: &Gpu, field: ProductField) -> Result<f64, GpuError> {
     };
     launch()?;
     let ((), ms) = gpu.time(launch)?;
+    // Every thread's element is a·b^(2·ITERS) after the two launches; check one.
+    let words = stream.clone_dtoh(&x.slice(..a.len())).call("download")?;
+    let exponent = [2 * u64::from(ITERS)];
+    let right = match field {
+        ProductField::Fr => {
+            let expected = Scalar::from(7u64) * Scalar::from(11u64).pow_vartime(exponent);
+            words == as_words(&[expected])[..SCALAR_WORDS]
+        }
+        ProductField::Fp => {
+            let g = G1Affine::generator();
+            let expected: Fp = g.x() * g.y().pow_vartime(exponent);
+            fp_from_words(&words[..FP_WORDS]) == expected
+        }
+    };
+    if !right {
+        return Err(GpuError::InvalidInput {
+            what: "device result",
+            reason: format!("{kernel}: the device's products disagree with blstrs'"),
+        });
+    }
     Ok(f64::from(threads) * f64::from(ITERS) / (f64::from(ms) / 1e3))
 }

@@ -8,6 +8,7 @@ mod common;
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use cuzk_gpu::layout::{as_words, XyzzPoint, FP_WORDS, SCALAR_WORDS};
+use cuzk_gpu::rate::{product_rate, ProductField};
 use cuzk_gpu::Gpu;
 use ff::{Field, PrimeField};
 use group::{Curve, Group};
@@ -175,4 +176,15 @@ fn curve_arithmetic_matches_blstrs() {
     let mut rng = common::rng("curve_arithmetic_matches_blstrs");
     check_curve::<G1Affine, G1Projective>(&gpu, "arith_curve_g1", &mut rng);
     check_curve::<G2Affine, G2Projective>(&gpu, "arith_curve_g2", &mut rng);
+}
+
+#[test]
+fn product_rate_is_measured_on_right_products() {
+    let Some(gpu) = common::gpu("product_rate_is_measured_on_right_products") else {
+        return;
+    };
+    for field in [ProductField::Fr, ProductField::Fp] {
+        let rate = product_rate(&gpu, field).unwrap();
+        assert!(rate.is_finite() && rate > 0.0, "{field:?}: {rate}");
+    }
 }
