@@ -97,7 +97,7 @@ pub struct DemoArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(mut_arg("constraints", |arg| arg.required_unless_present("porep")))]
+#[command(mut_arg("constraints", |arg| arg.required(false).required_unless_present("porep")))]
 pub struct SetupArgs {
     #[command(flatten)]
     pub circuit: Option<CircuitArgs>,
@@ -292,7 +292,7 @@ pub struct AnalyzeArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(mut_arg("constraints", |arg| arg.required_unless_present("c1")))]
+#[command(mut_arg("constraints", |arg| arg.required(false).required_unless_present("c1")))]
 pub struct BenchArgs {
     #[command(flatten)]
     pub circuit: Option<CircuitArgs>,
