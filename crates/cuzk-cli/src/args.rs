@@ -333,6 +333,11 @@ pub struct BenchArgs {
     /// Write the JSON summary here (the global `--json` prints it on stdout instead of text).
     #[arg(long)]
     pub json_out: Option<PathBuf>,
+    /// Synthesize every constraint of every partition directly, with no compiled R1CS: neither
+    /// the one the engine records from the circuit's first partition nor, for --c1, the one
+    /// cached beside the parameters.
+    #[arg(long)]
+    pub direct_synthesis: bool,
 }
 
 /// A memory size as given on the command line.

@@ -351,6 +351,20 @@ fn bench_runs_jobs_and_analyze_agrees_with_its_summary() {
         serde_json::from_str(&std::fs::read_to_string(&summary).expect("summary")).expect("json");
     assert_eq!(bench["jobs"], 4);
     assert!(bench["peak_memory_bytes"].as_u64().expect("peak") <= 64 << 20);
+    // The circuit's R1CS is recorded once; the partitions synthesized while it was being recorded
+    // went direct, every later one compiled.
+    assert_eq!(bench["compiled_synthesis"], true);
+    let paths = bench["synthesis"].as_object().expect("synthesis paths");
+    assert_eq!(paths["recorded"]["partitions"], 1, "{paths:?}");
+    assert!(
+        paths["compiled"]["partitions"].as_u64() >= Some(12),
+        "{paths:?}"
+    );
+    let partitions: u64 = paths
+        .values()
+        .filter_map(|p| p["partitions"].as_u64())
+        .sum();
+    assert_eq!(partitions, 16);
 
     let output = cuzk(&["--json", "analyze", &timeline]);
     assert!(output.status.success(), "analyze: {}", stderr(&output));
@@ -372,6 +386,32 @@ fn bench_runs_jobs_and_analyze_agrees_with_its_summary() {
     for (ours, theirs) in figures {
         assert!((ours - theirs.as_f64().expect("number")).abs() < 1e-9);
     }
+}
+
+/// `cuzk bench --direct-synthesis` records nothing and compiles nothing.
+#[test]
+fn bench_direct_synthesis_compiles_nothing() {
+    let output = cuzk(&[
+        "--json",
+        "bench",
+        "--backend",
+        "cpu",
+        "--constraints",
+        "200",
+        "-j",
+        "2",
+        "--partitions",
+        "2",
+        "--memory-budget",
+        "64M",
+        "--direct-synthesis",
+    ]);
+    assert!(output.status.success(), "bench: {}", stderr(&output));
+    let bench: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert_eq!(bench["compiled_synthesis"], false);
+    let paths = bench["synthesis"].as_object().expect("synthesis paths");
+    assert_eq!(paths.keys().collect::<Vec<_>>(), ["direct"]);
+    assert_eq!(paths["direct"]["partitions"], 4);
 }
 
 #[test]

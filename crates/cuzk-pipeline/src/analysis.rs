@@ -1,7 +1,7 @@
 //! What a TIMELINE says about the GPU: its busy intervals merged over all workers, the idle
 //! windows between them, the busy fraction and the steady-state time per job.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::timeline::{Record, Timeline};
 
@@ -216,20 +216,48 @@ pub struct SynthStats {
     pub max_ms: f64,
 }
 
+impl SynthStats {
+    fn of(durations: &[f64]) -> Self {
+        if durations.is_empty() {
+            return SynthStats::default();
+        }
+        SynthStats {
+            count: durations.len(),
+            min_ms: durations.iter().copied().fold(f64::INFINITY, f64::min),
+            mean_ms: durations.iter().sum::<f64>() / durations.len() as f64,
+            max_ms: durations.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        }
+    }
+}
+
 pub fn synth_stats(timeline: &Timeline) -> SynthStats {
     let durations: Vec<f64> = synth_intervals(timeline)
         .iter()
         .map(|s| s.end_ms - s.start_ms)
         .collect();
-    if durations.is_empty() {
-        return SynthStats::default();
+    SynthStats::of(&durations)
+}
+
+/// Synthesis durations of finished partitions (their PARTITION_STATS' synth_ms) by how they were
+/// synthesized (`synthesis=`: direct, recorded, compiled); empty for logs that do not say.
+pub fn synth_stats_by_path(timeline: &Timeline) -> BTreeMap<String, SynthStats> {
+    let mut durations: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for record in timeline
+        .records
+        .iter()
+        .filter(|r| r.event == "PARTITION_STATS")
+    {
+        let (Some(path), Some(ms)) = (record.get("synthesis"), record.get("synth_ms")) else {
+            continue;
+        };
+        if let Ok(ms) = ms.parse() {
+            durations.entry(path.to_owned()).or_default().push(ms);
+        }
     }
-    SynthStats {
-        count: durations.len(),
-        min_ms: durations.iter().copied().fold(f64::INFINITY, f64::min),
-        mean_ms: durations.iter().sum::<f64>() / durations.len() as f64,
-        max_ms: durations.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-    }
+    durations
+        .into_iter()
+        .map(|(path, ms)| (path, SynthStats::of(&ms)))
+        .collect()
 }
 
 /// Per job, its partitions' total synthesis time against their total GPU time: with P syntheses in
@@ -385,6 +413,22 @@ mod tests {
         assert_eq!(synth_in_flight_histogram(&t), vec![0.0, 5.0, 2.0, 13.0]);
         let stats = synth_stats(&t);
         assert_eq!((stats.count, stats.min_ms, stats.max_ms), (2, 10.0, 15.0));
+    }
+
+    #[test]
+    fn synthesis_times_by_path() {
+        let t = Timeline::parse(
+            "TIMELINE,1,PARTITION_STATS,a,partition=0,synth_ms=30,synthesis=recorded\n\
+             TIMELINE,2,PARTITION_STATS,a,partition=1,synth_ms=12,synthesis=compiled\n\
+             TIMELINE,3,PARTITION_STATS,b,partition=0,synth_ms=8,synthesis=compiled\n\
+             TIMELINE,4,PARTITION_STATS,b,partition=1,synth_ms=9\n",
+        );
+        let by_path = synth_stats_by_path(&t);
+        let summary: Vec<_> = by_path
+            .iter()
+            .map(|(path, s)| (path.as_str(), s.count, s.mean_ms))
+            .collect();
+        assert_eq!(summary, [("compiled", 2, 10.0), ("recorded", 1, 30.0)]);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The engine with the CPU backend on tiny circuits: ordering, back-pressure, cancellation,
-//! duplicate ids, failures and panics, and the dual-worker interlock with a recording backend.
+//! duplicate ids, failures and panics, the dual-worker interlock with a recording backend, and
+//! compiled synthesis of circuits with a shape key.
 //! Every proof that comes back is checked again here against the inputs its partition should have.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -15,11 +16,12 @@ use cuzk_groth16::{
     QuerySums, StageMetric, Started,
 };
 use cuzk_math::Scalar;
-use cuzk_pipeline::engine::{JobResult, PartitionMemory};
+use cuzk_pipeline::engine::{JobResult, PartitionMemory, PartitionedCircuit};
 use cuzk_pipeline::sink::MemorySink;
 use cuzk_pipeline::timeline::{Record, Timeline};
 use cuzk_pipeline::{Engine, EngineConfig, JobError, JobHandle, JobRequest, Partition};
-use cuzk_synth::ProvingAssignment;
+use cuzk_synth::circuits::SyntheticCircuit;
+use cuzk_synth::{CompiledR1cs, ProvingAssignment};
 use ff::Field;
 
 const ROUNDS: usize = 48;
@@ -107,6 +109,7 @@ fn config(partition_workers: usize, synthesis_concurrency: usize, gpu: usize) ->
         synthesis_concurrency,
         gpu_workers_per_device: gpu,
         memory_budget: 64 * MIB,
+        compiled_synthesis: true,
     }
 }
 
@@ -308,7 +311,7 @@ async fn a_failing_partition_fails_only_its_job() {
     let mut rng = cuzk_testkit::rng("other circuit's params");
     let other_params = Arc::new(
         generate_random_parameters(
-            cuzk_synth::circuits::SyntheticCircuit {
+            SyntheticCircuit {
                 constraints: 30,
                 boolean_fraction: 0.5,
                 public_inputs: 1,
@@ -593,5 +596,212 @@ async fn partitions_spread_over_devices() {
     assert!(
         concurrent,
         "the two devices' regions overlapped at least once"
+    );
+}
+
+/// The shape key of [`Squares`] in the tests below.
+const SQUARES: &str = "squares";
+
+/// Keeps every assignment it is given (a/b/c, witness, densities), then proves with the CPU.
+#[derive(Default)]
+struct Keeps {
+    seen: Mutex<Vec<ProvingAssignment>>,
+}
+
+impl Keeps {
+    /// What it was given, ordered by the public input (which tells (job, partition) apart).
+    fn seen(&self) -> Vec<ProvingAssignment> {
+        let mut seen = self.seen.lock().unwrap().clone();
+        seen.sort_by_key(|a| a.input_assignment[1].to_bytes_le());
+        seen
+    }
+}
+
+impl ProverBackend for Keeps {
+    fn name(&self) -> &str {
+        "keeps"
+    }
+
+    fn prove_start(
+        &self,
+        params: &Parameters,
+        assignment: ProvingAssignment,
+    ) -> Result<QuerySums, ProveError> {
+        self.seen.lock().unwrap().push(assignment.clone());
+        CpuBackend.prove_start(params, assignment)
+    }
+}
+
+/// How each partition was synthesized, by (job, partition), from PARTITION_STATS.
+fn synthesis_paths(timeline: &Timeline) -> Vec<((String, u32), String)> {
+    let mut paths: Vec<_> = events(timeline, "PARTITION_STATS")
+        .into_iter()
+        .map(|r| (job_and_partition(r), r.get("synthesis").unwrap().to_owned()))
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// Checks how each partition was synthesized against `(job, partition, path)`, in any order.
+fn assert_paths(sink: &MemorySink, expected: &[(&str, u32, &str)]) {
+    let mut expected: Vec<_> = expected
+        .iter()
+        .map(|&(job, k, path)| ((job.to_owned(), k), path.to_owned()))
+        .collect();
+    expected.sort();
+    assert_eq!(synthesis_paths(&sink.timeline()), expected);
+}
+
+/// Two keyed jobs, one after the other, with compiled synthesis on or off: the backend sees the
+/// very same a/b/c and witness either way, and the log says which way each partition went.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyed_circuit_is_recorded_once_then_compiled_with_identical_results() {
+    let params = params();
+    let mut seen = Vec::new();
+    for compiled_synthesis in [true, false] {
+        let backend = Arc::new(Keeps::default());
+        let (engine, sink) = start(
+            EngineConfig {
+                compiled_synthesis,
+                ..config(1, 1, 1)
+            },
+            backend.clone(),
+        );
+        for j in 0..2 {
+            let request = job(&format!("job{j}"), j, 3, &params).with_shape(SQUARES);
+            check_proofs(&engine.submit(request).wait().await, j, 3, &params);
+        }
+        let expected: Vec<_> = if compiled_synthesis {
+            vec![
+                ("job0", 0, "recorded"),
+                ("job0", 1, "compiled"),
+                ("job0", 2, "compiled"),
+                ("job1", 0, "compiled"),
+                ("job1", 1, "compiled"),
+                ("job1", 2, "compiled"),
+            ]
+        } else {
+            ["job0", "job1"]
+                .into_iter()
+                .flat_map(|j| (0..3).map(move |k| (j, k, "direct")))
+                .collect()
+        };
+        assert_paths(&sink, &expected);
+        seen.push(backend.seen());
+    }
+    assert_eq!(seen[0].len(), 6);
+    assert!(seen[0] == seen[1], "compiled and direct synthesis differ");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_workers_record_a_shape_once() {
+    let params = params();
+    let (engine, sink) = start(config(4, 2, 2), Arc::new(CpuBackend));
+    let handles = (0..3)
+        .map(|j| engine.submit(job(&format!("job{j}"), j, 4, &params).with_shape(SQUARES)))
+        .collect();
+    for (j, result) in wait_all(handles).await.iter().enumerate() {
+        check_proofs(result, j as u64, 4, &params);
+    }
+    let paths = synthesis_paths(&sink.timeline());
+    let recorded = paths.iter().filter(|(_, p)| p == "recorded").count();
+    assert_eq!(recorded, 1, "{paths:?}");
+    assert_drained(&engine).await;
+}
+
+/// Breaks its shape key: a circuit with other counts of variables and constraints.
+fn liar(_: usize) -> Partition<SyntheticCircuit> {
+    Partition {
+        circuit: SyntheticCircuit {
+            constraints: 10,
+            boolean_fraction: 0.5,
+            public_inputs: 1,
+            seed: 1,
+        },
+        public_inputs: vec![Scalar::ONE],
+    }
+}
+
+/// The job that breaks the contract fails, naming the key; the recording it did not fit is
+/// dropped, so the next job of the key records afresh and proves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_breaks_its_shape_fails_and_the_engine_goes_on() {
+    let params = params();
+    let (engine, sink) = start(config(1, 1, 1), Arc::new(CpuBackend));
+    let first = engine.submit(job("first", 0, 2, &params).with_shape(SQUARES));
+    check_proofs(&first.wait().await, 0, 2, &params);
+    let lying = JobRequest::new("liar", Arc::clone(&params), 2, liar).with_shape(SQUARES);
+    let result = engine.submit(lying).wait().await;
+    assert!(
+        matches!(&result, Err(JobError::Synthesis { partition: 0, reason })
+            if reason.starts_with("circuit shape \"squares\": ")
+                && reason.contains("not the circuit it was compiled from")),
+        "{result:?}"
+    );
+    let after = engine.submit(job("after", 1, 2, &params).with_shape(SQUARES));
+    check_proofs(&after.wait().await, 1, 2, &params);
+    assert_paths(
+        &sink,
+        &[
+            ("first", 0, "recorded"),
+            ("first", 1, "compiled"),
+            ("after", 0, "recorded"),
+            ("after", 1, "compiled"),
+        ],
+    );
+    assert_drained(&engine).await;
+}
+
+/// A job with its own compiled R1CS (and a key): its own serves every partition, the engine
+/// records nothing for it.
+struct OwnCompiled {
+    compiled: CompiledR1cs,
+}
+
+impl PartitionedCircuit for OwnCompiled {
+    type Circuit = Squares;
+
+    fn partition(&self, k: usize) -> Partition<Squares> {
+        partition(0, k, Fault::None)
+    }
+
+    fn compiled(&self) -> Option<&CompiledR1cs> {
+        Some(&self.compiled)
+    }
+
+    fn shape(&self) -> Option<String> {
+        Some(SQUARES.to_owned())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_with_its_own_compiled_r1cs_uses_it() {
+    let params = params();
+    let (engine, sink) = start(config(1, 1, 1), Arc::new(CpuBackend));
+    let own = OwnCompiled {
+        compiled: CompiledR1cs::record(partition(0, 0, Fault::None).circuit).unwrap(),
+    };
+    let result = engine
+        .submit(JobRequest::new("own", Arc::clone(&params), 2, own))
+        .wait()
+        .await;
+    check_proofs(&result, 0, 2, &params);
+    // The engine recorded nothing: the next keyed job records the shape itself.
+    check_proofs(
+        &engine
+            .submit(job("keyed", 1, 1, &params).with_shape(SQUARES))
+            .wait()
+            .await,
+        1,
+        1,
+        &params,
+    );
+    assert_paths(
+        &sink,
+        &[
+            ("own", 0, "compiled"),
+            ("own", 1, "compiled"),
+            ("keyed", 0, "recorded"),
+        ],
     );
 }

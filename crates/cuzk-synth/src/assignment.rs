@@ -45,6 +45,23 @@ impl ProvingAssignment {
     pub fn num_rows(&self) -> usize {
         self.a.len()
     }
+
+    /// Evaluates one constraint's A, B and C combinations into a new row, marking the densities.
+    pub(crate) fn push_row(&mut self, [a, b, c]: [&LinearCombination<Scalar>; 3]) {
+        let (inputs, aux) = (&self.input_assignment, &self.aux_assignment);
+        let a = eval(a, inputs, aux, None, Some(&mut self.a_aux_density));
+        let b = eval(
+            b,
+            inputs,
+            aux,
+            Some(&mut self.b_input_density),
+            Some(&mut self.b_aux_density),
+        );
+        let c = eval(c, inputs, aux, None, None);
+        self.a.push(a);
+        self.b.push(b);
+        self.c.push(c);
+    }
 }
 
 /// Evaluates `lc` on the assignment, marking every variable with a non-zero coefficient in the
@@ -129,25 +146,11 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
-        let (inputs, aux) = (&self.input_assignment, &self.aux_assignment);
-        let a = eval(
+        self.push_row([
             &a(LinearCombination::zero()),
-            inputs,
-            aux,
-            None,
-            Some(&mut self.a_aux_density),
-        );
-        let b = eval(
             &b(LinearCombination::zero()),
-            inputs,
-            aux,
-            Some(&mut self.b_input_density),
-            Some(&mut self.b_aux_density),
-        );
-        let c = eval(&c(LinearCombination::zero()), inputs, aux, None, None);
-        self.a.push(a);
-        self.b.push(b);
-        self.c.push(c);
+            &c(LinearCombination::zero()),
+        ]);
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)

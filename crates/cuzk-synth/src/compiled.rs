@@ -153,7 +153,8 @@ impl CoeffTable {
 /// be allocated between constraints).
 const INPUT_TAG: u32 = 1 << 31;
 
-/// The constraint system behind [`CompiledR1cs::record`].
+/// The constraint system behind [`CompiledR1cs::record`] and, with an assignment to fill,
+/// [`CompiledR1cs::synthesize_recording`].
 struct Compiler {
     num_inputs: usize,
     num_aux: usize,
@@ -161,6 +162,9 @@ struct Compiler {
     matrices: [SparseRows; 3],
     /// The first variable index that does not fit the 31-bit recording form, if any.
     overflow: Option<usize>,
+    /// Direct synthesis in the same run: each constraint's combinations, built once, are
+    /// evaluated into its row as well as recorded.
+    assignment: Option<ProvingAssignment>,
 }
 
 impl Default for Compiler {
@@ -175,6 +179,7 @@ impl Default for Compiler {
             table: CoeffTable::new(),
             matrices: [empty(), empty(), empty()],
             overflow: None,
+            assignment: None,
         }
     }
 }
@@ -243,22 +248,28 @@ impl CountsInputs for Compiler {
 impl ConstraintSystem<Scalar> for Compiler {
     type Root = Self;
 
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    fn alloc<F, A, AR>(&mut self, name: A, f: F) -> Result<Variable, SynthesisError>
     where
         F: FnOnce() -> Result<Scalar, SynthesisError>,
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
+        if let Some(assignment) = &mut self.assignment {
+            assignment.alloc(name, f)?;
+        }
         self.num_aux += 1;
         Ok(Variable::new_unchecked(Index::Aux(self.num_aux - 1)))
     }
 
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    fn alloc_input<F, A, AR>(&mut self, name: A, f: F) -> Result<Variable, SynthesisError>
     where
         F: FnOnce() -> Result<Scalar, SynthesisError>,
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
+        if let Some(assignment) = &mut self.assignment {
+            assignment.alloc_input(name, f)?;
+        }
         self.num_inputs += 1;
         Ok(Variable::new_unchecked(Index::Input(self.num_inputs - 1)))
     }
@@ -271,9 +282,17 @@ impl ConstraintSystem<Scalar> for Compiler {
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
-        self.push_row(0, &a(LinearCombination::zero()));
-        self.push_row(1, &b(LinearCombination::zero()));
-        self.push_row(2, &c(LinearCombination::zero()));
+        let lcs = [
+            &a(LinearCombination::zero()),
+            &b(LinearCombination::zero()),
+            &c(LinearCombination::zero()),
+        ];
+        if let Some(assignment) = &mut self.assignment {
+            assignment.push_row(lcs);
+        }
+        for (m, lc) in lcs.into_iter().enumerate() {
+            self.push_row(m, lc);
+        }
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)
@@ -290,6 +309,13 @@ impl ConstraintSystem<Scalar> for Compiler {
     }
 }
 
+/// A circuit synthesized directly, with the R1CS recorded on the way.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recorded {
+    pub assignment: ProvingAssignment,
+    pub compiled: CompiledR1cs,
+}
+
 impl CompiledR1cs {
     /// Records `circuit`'s shape (no witness is computed) straight into sparse rows; entries
     /// whose coefficient is zero are dropped, as direct synthesis skips them.
@@ -297,6 +323,22 @@ impl CompiledR1cs {
         let mut compiler = Compiler::default();
         drive(circuit, &mut compiler)?;
         compiler.finish()
+    }
+
+    /// Synthesizes `circuit` directly and records its R1CS in the same run (one run of the
+    /// circuit, not two): for the first partition of a shape, so that the next ones can be
+    /// synthesized by witness only.
+    pub fn synthesize_recording<C: Circuit<Scalar>>(circuit: C) -> Result<Recorded, CompiledError> {
+        let mut compiler = Compiler {
+            assignment: Some(ProvingAssignment::default()),
+            ..Compiler::default()
+        };
+        drive(circuit, &mut compiler)?;
+        let assignment = compiler.assignment.take().unwrap_or_default();
+        Ok(Recorded {
+            assignment,
+            compiled: compiler.finish()?,
+        })
     }
 
     /// The compiled form with its densities derived from the matrices.

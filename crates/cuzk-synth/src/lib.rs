@@ -17,5 +17,5 @@ mod shape;
 
 pub use assignment::ProvingAssignment;
 pub use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
-pub use compiled::{CompiledError, CompiledR1cs, FORMAT_VERSION};
+pub use compiled::{CompiledError, CompiledR1cs, Recorded, FORMAT_VERSION};
 pub use shape::{Column, R1csShape, ShapeRecorder, Term};

@@ -47,9 +47,14 @@ impl Circuit<Scalar> for Awkward {
     }
 }
 
+/// The evaluator and the one-run recording both give what direct synthesis gives, and the
+/// one-run recording records what `record` records.
 fn check<C: Circuit<Scalar> + Clone>(circuit: C) -> CompiledR1cs {
     let compiled = CompiledR1cs::record(circuit.clone()).unwrap();
     let direct = ProvingAssignment::synthesize(circuit.clone()).unwrap();
+    let recorded = CompiledR1cs::synthesize_recording(circuit.clone()).unwrap();
+    assert_eq!(recorded.assignment, direct);
+    assert_eq!(recorded.compiled, compiled);
     assert_eq!(compiled.synthesize(circuit).unwrap(), direct);
     compiled
 }

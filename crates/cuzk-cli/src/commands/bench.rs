@@ -3,7 +3,9 @@
 //! always agree.
 //!
 //! Every partition of every job is the same circuit (its shape must match the one set of
-//! parameters); each proof still has its own randomness and is verified.
+//! parameters); each proof still has its own randomness and is verified. The built-in circuit's
+//! jobs carry its shape key, so the engine records its R1CS from the first partition and
+//! synthesizes the rest by witness only, unless --direct-synthesis.
 
 use std::sync::Arc;
 
@@ -12,7 +14,7 @@ use cuzk_filecoin::{compiled_r1cs, parameter_dir, C1Output, ParamFiles, SectorJo
 use cuzk_groth16::params_file::PointCheck;
 use cuzk_groth16::setup::generate_random_parameters;
 use cuzk_groth16::{Parameters, ProverBackend};
-use cuzk_pipeline::analysis::{max_synth_in_flight, summarize, synth_stats};
+use cuzk_pipeline::analysis::{max_synth_in_flight, summarize, synth_stats, synth_stats_by_path};
 use cuzk_pipeline::engine::auto_memory_budget;
 use cuzk_pipeline::sink::MemorySink;
 use cuzk_pipeline::timeline::Timeline;
@@ -30,11 +32,12 @@ use crate::{backend, Outcome};
 enum Workload {
     /// `partitions` copies of a built-in circuit, with parameters from our setup.
     Synthetic(CircuitSpec),
-    /// One sealed sector's C2 (its partitions), with its parameter files and compiled R1CS.
+    /// One sealed sector's C2 (its partitions), with its parameter files and compiled R1CS
+    /// (none with --direct-synthesis).
     Porep {
         c1: C1Output,
         files: ParamFiles,
-        compiled: Arc<CompiledR1cs>,
+        compiled: Option<Arc<CompiledR1cs>>,
     },
 }
 
@@ -45,7 +48,11 @@ impl Workload {
                 let dir = parameter_dir(args.params_dir.as_deref())?;
                 let c1 = C1Output::read(c1, None)?;
                 let files = ParamFiles::new(&dir, c1.proof)?;
-                let (compiled, _) = compiled_r1cs(&files)?;
+                let compiled = if args.direct_synthesis {
+                    None
+                } else {
+                    Some(compiled_r1cs(&files)?.0)
+                };
                 Ok(Workload::Porep {
                     c1,
                     files,
@@ -94,7 +101,7 @@ impl Workload {
             Workload::Porep { c1, compiled, .. } => json!({
                 "circuit": "porep",
                 "seal_proof": c1.proof.name(),
-                "rows": compiled.num_rows(),
+                "rows": compiled.as_ref().map(|c| c.num_rows()),
             }),
         }
     }
@@ -135,6 +142,7 @@ impl Plan {
                 synthesis_concurrency: args.synthesis_concurrency,
                 gpu_workers_per_device: args.gpu_workers,
                 memory_budget,
+                compiled_synthesis: !args.direct_synthesis,
             },
         })
     }
@@ -145,28 +153,22 @@ impl Plan {
         match &self.workload {
             Workload::Synthetic(CircuitSpec::Synthetic(circuit)) => {
                 let (circuit, public_inputs) = (circuit.clone(), circuit.public_input_values());
-                Ok(JobRequest::new(
-                    id,
-                    Arc::clone(params),
-                    self.partitions,
-                    move |_| Partition {
-                        circuit: circuit.clone(),
-                        public_inputs: public_inputs.clone(),
-                    },
-                ))
+                let shape = circuit.shape_key();
+                Ok(
+                    JobRequest::new(id, Arc::clone(params), self.partitions, move |_| {
+                        Partition {
+                            circuit: circuit.clone(),
+                            public_inputs: public_inputs.clone(),
+                        }
+                    })
+                    .with_shape(shape),
+                )
             }
             Workload::Porep {
                 c1,
                 files,
                 compiled,
-            } => Ok(SectorJob::new(
-                id,
-                c1,
-                Arc::clone(params),
-                files,
-                Some(Arc::clone(compiled)),
-            )?
-            .request),
+            } => Ok(SectorJob::new(id, c1, Arc::clone(params), files, compiled.clone())?.request),
         }
     }
 }
@@ -212,6 +214,19 @@ fn mean_of(timeline: &Timeline, event: &str, key: &str) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
+/// Partitions and their mean synthesis time by how they were synthesized (direct, recorded,
+/// compiled).
+fn synthesis_paths(timeline: &Timeline) -> Value {
+    synth_stats_by_path(timeline)
+        .into_iter()
+        .map(|(path, stats)| {
+            let figures = json!({"partitions": stats.count, "synth_ms_mean": stats.mean_ms});
+            (path, figures)
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
 /// The figures of the run, from its TIMELINE.
 fn summary(
     plan: &Plan,
@@ -240,6 +255,8 @@ fn summary(
         "wall_s": wall_s,
         "steady_state_s_per_proof": gpu.steady_state_s_per_job,
         "synth_ms": {"mean": synth.mean_ms, "min": synth.min_ms, "max": synth.max_ms},
+        "compiled_synthesis": plan.config.compiled_synthesis,
+        "synthesis": synthesis_paths(timeline),
         "gpu_ms_mean": (!gpu_ms.is_empty()).then(|| gpu_ms.iter().sum::<f64>() / gpu_ms.len() as f64),
         "prove_start_ms_mean": mean_of(timeline, "PARTITION_STATS", "prove_start_ms"),
         "gpu_busy_fraction": gpu.busy_fraction,
@@ -275,6 +292,16 @@ fn print_text(summary: &Value, plan: &Plan) {
         summary["synth_ms"]["min"].as_f64().unwrap_or(f64::NAN),
         summary["synth_ms"]["max"].as_f64().unwrap_or(f64::NAN),
     );
+    if let Some(paths) = summary["synthesis"].as_object() {
+        let each: Vec<String> = paths
+            .iter()
+            .map(|(path, figures)| {
+                let mean = figures["synth_ms_mean"].as_f64().unwrap_or(f64::NAN);
+                format!("{} {path} ({mean:.1} ms)", figures["partitions"])
+            })
+            .collect();
+        println!("  synthesized    {}", each.join(", "));
+    }
     println!(
         "  GPU            {:.1} ms per partition in the device region, prove_start {:.1} ms",
         number("gpu_ms_mean"),

@@ -14,18 +14,24 @@ pub struct EngineConfig {
     pub gpu_workers_per_device: usize,
     /// Host bytes that partitions in flight may hold together.
     pub memory_budget: u64,
+    /// Whether the engine compiles the R1CS of circuits with a shape key
+    /// ([`PartitionedCircuit::shape`](super::PartitionedCircuit::shape)) and synthesizes their
+    /// later partitions by witness only. Off, every partition is synthesized directly, but for
+    /// jobs that bring their own compiled R1CS.
+    pub compiled_synthesis: bool,
 }
 
 impl EngineConfig {
     /// `partition_workers` synthesis tasks, two jobs synthesizing at once (so the next job starts
     /// while the last partitions of the previous one are still being synthesized), two GPU
-    /// workers per device, and `memory_budget` bytes.
+    /// workers per device, `memory_budget` bytes, and compiled synthesis on.
     pub fn new(partition_workers: usize, memory_budget: u64) -> Self {
         EngineConfig {
             partition_workers,
             synthesis_concurrency: 2,
             gpu_workers_per_device: 2,
             memory_budget,
+            compiled_synthesis: true,
         }
     }
 

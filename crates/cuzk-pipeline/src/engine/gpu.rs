@@ -16,7 +16,7 @@ use cuzk_groth16::{
 use cuzk_math::Scalar;
 use rand::rngs::OsRng;
 
-use super::job::{JobError, Synthesized};
+use super::job::{JobError, SynthesisPath, Synthesized};
 use super::scheduler::{JobInfo, Ready, Scheduler};
 use super::{blocking, Shared};
 use crate::budget::Reservation;
@@ -135,6 +135,7 @@ impl Drop for Hold<'_> {
 struct Timings {
     worker: usize,
     synth_ms: f64,
+    synthesis: SynthesisPath,
     queue_ms: f64,
     prove_start_ms: f64,
     held: Held,
@@ -157,6 +158,7 @@ async fn prove_start(shared: &Arc<Shared>, device: &Arc<Device>, ready: Ready, w
         },
         mut reservation,
         synth_ms,
+        synthesis,
         queued,
     } = ready;
     let pickup = Instant::now();
@@ -190,6 +192,7 @@ async fn prove_start(shared: &Arc<Shared>, device: &Arc<Device>, ready: Ready, w
             let timings = Timings {
                 worker,
                 synth_ms,
+                synthesis,
                 queue_ms: ms(pickup - queued),
                 prove_start_ms,
                 held,
@@ -269,6 +272,7 @@ async fn finalize(
     let mut stats = detail();
     stats.extend([
         kv("synth_ms", timings.synth_ms),
+        kv("synthesis", timings.synthesis.as_str()),
         kv("queue_ms", timings.queue_ms),
         kv("prove_start_ms", timings.prove_start_ms),
         kv("device_wait_ms", timings.held.wait_ms),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bellpepper_core::Circuit;
 use cuzk_groth16::{Parameters, Proof};
 use cuzk_math::Scalar;
-use cuzk_synth::{CompiledError, CompiledR1cs, ProvingAssignment};
+use cuzk_synth::{CompiledError, CompiledR1cs, ProvingAssignment, Recorded};
 
 use crate::budget::OverBudget;
 
@@ -25,8 +25,24 @@ pub trait PartitionedCircuit: Send + Sync + 'static {
     fn partition(&self, k: usize) -> Partition<Self::Circuit>;
 
     /// The circuit's R1CS, compiled once, when the job knows it: each partition is then
-    /// synthesized by its witness alone and sparse products (same result, less work).
+    /// synthesized by its witness alone and sparse products (same result, less work). The job
+    /// chose it, so it is used whatever [`EngineConfig`](super::EngineConfig)'s
+    /// `compiled_synthesis` says.
     fn compiled(&self) -> Option<&CompiledR1cs> {
+        None
+    }
+
+    /// A key naming the R1CS structure of the partitions, so that the engine can compile it
+    /// itself: it records the first partition of an unseen key while synthesizing it, and
+    /// synthesizes the later partitions of every job with that key by witness only.
+    ///
+    /// The contract: every partition of every job that returns the same key has the same
+    /// variables, constraints and coefficients; only the witness may differ. A partition that
+    /// breaks it with other counts of variables or constraints fails its job
+    /// ([`JobError::Synthesis`]); one that keeps the counts is evaluated with the recorded
+    /// matrices, so its proof verifies only if its witness satisfies them
+    /// ([`JobError::Verify`] otherwise). A proof that does not verify is never returned.
+    fn shape(&self) -> Option<String> {
         None
     }
 }
@@ -49,24 +65,91 @@ pub(crate) struct Synthesized {
     pub public_inputs: Vec<Scalar>,
 }
 
+/// How the engine asks for a partition to be synthesized (a job's own compiled R1CS, when it
+/// has one, serves any of them).
+pub(crate) enum Method {
+    Direct,
+    /// Directly, recording the R1CS in the same run.
+    Record,
+    /// By witness only, with the R1CS the engine recorded for the job's shape.
+    Compiled(Arc<CompiledR1cs>),
+}
+
+impl Method {
+    pub fn compiled(&self) -> Option<&Arc<CompiledR1cs>> {
+        match self {
+            Method::Compiled(compiled) => Some(compiled),
+            Method::Direct | Method::Record => None,
+        }
+    }
+}
+
+/// How a partition was synthesized, as its PARTITION_STATS line says (`synthesis=…`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SynthesisPath {
+    Direct,
+    Recorded,
+    Compiled,
+}
+
+impl SynthesisPath {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SynthesisPath::Direct => "direct",
+            SynthesisPath::Recorded => "recorded",
+            SynthesisPath::Compiled => "compiled",
+        }
+    }
+}
+
+/// What one synthesis gives: the partition, how it was made, and the R1CS if it was recorded.
+pub(crate) struct Synthesis {
+    pub synthesized: Synthesized,
+    pub path: SynthesisPath,
+    pub recorded: Option<CompiledR1cs>,
+}
+
 /// [`PartitionedCircuit`] with its circuit type erased, so one engine runs jobs of any circuits.
 pub(crate) trait Synthesize: Send + Sync {
-    fn synthesize(&self, k: usize) -> Result<Synthesized, CompiledError>;
+    /// Whether the job brings its own compiled R1CS.
+    fn has_compiled(&self) -> bool;
+
+    fn synthesize(&self, k: usize, method: &Method) -> Result<Synthesis, CompiledError>;
 }
 
 impl<P: PartitionedCircuit> Synthesize for P {
-    fn synthesize(&self, k: usize) -> Result<Synthesized, CompiledError> {
+    fn has_compiled(&self) -> bool {
+        self.compiled().is_some()
+    }
+
+    fn synthesize(&self, k: usize, method: &Method) -> Result<Synthesis, CompiledError> {
         let Partition {
             circuit,
             public_inputs,
         } = self.partition(k);
-        let assignment = match self.compiled() {
-            Some(compiled) => compiled.synthesize(circuit)?,
-            None => ProvingAssignment::synthesize(circuit)?,
+        let engines = method.compiled().map(Arc::as_ref);
+        let (assignment, path, recorded) = match (self.compiled().or(engines), method) {
+            (Some(compiled), _) => (compiled.synthesize(circuit)?, SynthesisPath::Compiled, None),
+            (None, Method::Record) => {
+                let Recorded {
+                    assignment,
+                    compiled,
+                } = CompiledR1cs::synthesize_recording(circuit)?;
+                (assignment, SynthesisPath::Recorded, Some(compiled))
+            }
+            (None, _) => (
+                ProvingAssignment::synthesize(circuit)?,
+                SynthesisPath::Direct,
+                None,
+            ),
         };
-        Ok(Synthesized {
-            assignment,
-            public_inputs,
+        Ok(Synthesis {
+            synthesized: Synthesized {
+                assignment,
+                public_inputs,
+            },
+            path,
+            recorded,
         })
     }
 }
@@ -103,6 +186,7 @@ pub struct JobRequest {
     pub(crate) params: Arc<Parameters>,
     pub(crate) circuit: Arc<dyn Synthesize>,
     pub(crate) memory: PartitionMemory,
+    pub(crate) shape: Option<String>,
 }
 
 impl JobRequest {
@@ -118,6 +202,7 @@ impl JobRequest {
             partitions,
             memory: PartitionMemory::estimate(&params),
             params,
+            shape: circuit.shape(),
             circuit: Arc::new(circuit),
         }
     }
@@ -125,6 +210,13 @@ impl JobRequest {
     /// Overrides the estimated host memory of one partition.
     pub fn with_memory(mut self, memory: PartitionMemory) -> Self {
         self.memory = memory;
+        self
+    }
+
+    /// Overrides the circuit's shape key ([`PartitionedCircuit::shape`], same contract): how a
+    /// job of closures gets one.
+    pub fn with_shape(mut self, shape: impl Into<String>) -> Self {
+        self.shape = Some(shape.into());
         self
     }
 
@@ -139,6 +231,7 @@ impl std::fmt::Debug for JobRequest {
             .field("id", &self.id)
             .field("partitions", &self.partitions)
             .field("memory", &self.memory)
+            .field("shape", &self.shape)
             .finish_non_exhaustive()
     }
 }

@@ -4,12 +4,14 @@
 //! Every partition reserves its estimated host memory from one [`MemoryBudget`] before its
 //! synthesis starts and gives it back in two steps, so the budget bounds what is in flight whatever
 //! the worker counts say. A failing partition (error or panic, in any stage) ends its own job with
-//! the reason; the workers go on with the other jobs.
+//! the reason; the workers go on with the other jobs. Circuits with a shape key have their R1CS
+//! recorded by the engine once and their later partitions synthesized by witness only (`shapes`).
 
 mod config;
 mod gpu;
 mod job;
 mod scheduler;
+mod shapes;
 mod synthesis;
 
 use std::future::Future;
@@ -28,6 +30,7 @@ pub use job::{
 use crate::budget::MemoryBudget;
 use crate::sink::{kv, Clock, Event, TimelineSink};
 use scheduler::{JobInfo, Scheduler};
+use shapes::ShapeCache;
 
 /// A running engine. Dropping it stops its workers; jobs still in flight then end with
 /// [`JobError::ShutDown`].
@@ -45,6 +48,8 @@ struct Shared {
     /// Woken when the GPU queue got a partition.
     gpu_wake: Notify,
     budget: MemoryBudget,
+    /// The compiled R1CS of the circuit shapes seen.
+    shapes: ShapeCache,
     clock: Clock,
 }
 
@@ -92,6 +97,7 @@ impl Engine {
             synthesis_wake: Notify::new(),
             gpu_wake: Notify::new(),
             budget: MemoryBudget::new(config.memory_budget),
+            shapes: ShapeCache::new(config.compiled_synthesis),
             clock: Clock::new(sink),
         });
         let mut tasks: Vec<JoinHandle<()>> = (0..config.partition_workers)

@@ -11,7 +11,8 @@ use cuzk_math::Scalar;
 use tokio::sync::watch;
 
 use super::job::{
-    JobError, JobOutput, JobRequest, JobResult, PartitionMemory, Synthesize, Synthesized,
+    JobError, JobOutput, JobRequest, JobResult, PartitionMemory, SynthesisPath, Synthesize,
+    Synthesized,
 };
 use crate::budget::Reservation;
 
@@ -25,6 +26,8 @@ pub(crate) struct JobInfo {
     pub pvk: PreparedVerifyingKey,
     pub circuit: Arc<dyn Synthesize>,
     pub memory: PartitionMemory,
+    /// The circuit's shape key ([`super::PartitionedCircuit::shape`]).
+    pub shape: Option<String>,
     /// Set once, when the job ends in any way; every submitter of the id watches it.
     pub result: watch::Sender<Option<JobResult>>,
 }
@@ -43,6 +46,7 @@ pub(crate) struct Ready {
     pub synthesized: Synthesized,
     pub reservation: Reservation,
     pub synth_ms: f64,
+    pub synthesis: SynthesisPath,
     pub queued: Instant,
 }
 
@@ -98,6 +102,7 @@ impl Scheduler {
             params: request.params,
             circuit: request.circuit,
             memory: request.memory,
+            shape: request.shape,
             result: watch::Sender::new(None),
         });
         let receiver = info.result.subscribe();

@@ -4,8 +4,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use cuzk_synth::{CompiledError, CompiledR1cs};
+
 use super::job::JobError;
 use super::scheduler::{JobInfo, Ready, Scheduler};
+use super::shapes::Plan;
 use super::{blocking, unless_ended, Shared};
 use crate::sink::{kv, ms, Event};
 
@@ -49,29 +52,56 @@ async fn synthesize(
     let detail = || vec![kv("partition", partition), kv("worker", worker)];
     shared.clock.emit(Event::SynthStart, &job.id, detail());
     let start = Instant::now();
+    let Plan { method, recording } = shared
+        .shapes
+        .plan(job.shape.as_deref(), job.circuit.as_ref());
+    let cached = method.compiled().cloned();
     let circuit = Arc::clone(&job.circuit);
-    let outcome = blocking(move || circuit.synthesize(partition)).await;
+    let outcome = blocking(move || circuit.synthesize(partition, &method)).await;
     let synth_ms = ms(start.elapsed());
     let mut end = detail();
     end.push(kv("synth_ms", synth_ms));
     shared.clock.emit(Event::SynthEnd, &job.id, end);
 
-    let synthesized = outcome
+    let synthesis = outcome
         .map_err(|message| JobError::Panicked {
             partition,
             stage: "synthesis",
             message,
         })?
-        .map_err(|e| JobError::Synthesis {
-            partition,
-            reason: e.to_string(),
-        })?;
+        .map_err(|e| failed(shared, job, partition, cached.as_ref(), e))?;
+    if let (Some(recording), Some(compiled)) = (recording, synthesis.recorded) {
+        recording.finish(compiled);
+    }
     Ok(Some(Ready {
         job: Arc::clone(job),
         partition,
-        synthesized,
+        synthesized: synthesis.synthesized,
         reservation,
         synth_ms,
+        synthesis: synthesis.path,
         queued: Instant::now(),
     }))
+}
+
+/// The job's error for a failed synthesis. A partition that does not fit the compiled R1CS of
+/// its shape broke the shape contract (or the recording came from one that did). It fails with
+/// the key named rather than fall back to direct synthesis: a fallback would hide a broken
+/// contract that, with equal counts, cannot be seen here at all. The entry is dropped, so that a
+/// bad recording cannot fail every later job of the key.
+fn failed(
+    shared: &Shared,
+    job: &JobInfo,
+    partition: usize,
+    cached: Option<&Arc<CompiledR1cs>>,
+    error: CompiledError,
+) -> JobError {
+    let reason = match (&error, cached, &job.shape) {
+        (CompiledError::ShapeMismatch { .. }, Some(compiled), Some(key)) => {
+            shared.shapes.forget(key, compiled);
+            format!("circuit shape {key:?}: {error}")
+        }
+        _ => error.to_string(),
+    };
+    JobError::Synthesis { partition, reason }
 }

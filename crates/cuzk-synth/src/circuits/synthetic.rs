@@ -37,6 +37,19 @@ impl SyntheticCircuit {
             .collect()
     }
 
+    /// A key naming the circuit's R1CS structure, for an engine's compiled-R1CS cache: it takes
+    /// every field, because the seed and the boolean fraction choose each constraint's kind,
+    /// operands and constants, not only the witness.
+    pub fn shape_key(&self) -> String {
+        format!(
+            "synthetic/constraints={}/boolean={:#018x}/inputs={}/seed={}",
+            self.constraints,
+            self.boolean_fraction.to_bits(),
+            self.public_inputs,
+            self.seed
+        )
+    }
+
     fn rng(&self) -> ChaCha8Rng {
         ChaCha8Rng::seed_from_u64(self.seed)
     }
