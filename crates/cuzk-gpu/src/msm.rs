@@ -202,7 +202,7 @@ fn exclusive_scan(gpu: &Gpu, values: &mut CudaSlice<u32>) -> Result<(), GpuError
     Ok(())
 }
 
-/// Entries per thread at the first accumulation level (mixed additions) and at later levels
+/// Entries per thread at most at the first accumulation level (mixed additions) and at later levels
 /// (full additions): small enough that every thread's work is bounded and a warp's threads do
 /// near-equal work, large enough that the later levels are a small share.
 const FIRST_CHUNK: u32 = 32;
@@ -479,7 +479,6 @@ fn pippenger<A: MsmAffine>(
             .arg(&offsets)
             .arg(&chunk_offsets[0])
             .arg(&buckets32)
-            .arg(&FIRST_CHUNK)
             .arg(&mut level_sums[0])
             .launch(grid(first_bound, 128))
             .call(A::KERNELS.chunks_affine)?;
@@ -504,7 +503,6 @@ fn pippenger<A: MsmAffine>(
                 .arg(&*now)
                 .arg(&*next)
                 .arg(&buckets32)
-                .arg(&LEVEL_CHUNK)
                 .arg(sums_next)
                 .launch(grid(later_bound, 128))
                 .call(A::KERNELS.chunks_xyzz)?;
