@@ -504,17 +504,19 @@ impl GpuBackend {
     /// Five lanes of this backend's device, made on first use.
     fn lanes(&self) -> Result<[Arc<Gpu>; 5], GpuError> {
         let mut lanes = self.lanes.lock().unwrap_or_else(PoisonError::into_inner);
-        if lanes.is_none() {
-            let gpu = &self.gpu;
-            *lanes = Some([
-                gpu.lane()?,
-                gpu.lane()?,
-                gpu.lane()?,
-                gpu.lane()?,
-                gpu.lane()?,
-            ]);
+        if let Some(made) = lanes.as_ref() {
+            return Ok(made.clone());
         }
-        Ok(lanes.clone().unwrap_or_else(|| unreachable!("made above")))
+        let gpu = &self.gpu;
+        let made = [
+            gpu.lane()?,
+            gpu.lane()?,
+            gpu.lane()?,
+            gpu.lane()?,
+            gpu.lane()?,
+        ];
+        *lanes = Some(made.clone());
+        Ok(made)
     }
 }
 
