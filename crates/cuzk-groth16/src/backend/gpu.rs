@@ -464,37 +464,38 @@ impl GpuBackend {
             .sum::<usize>()
             + working_memory::<G2Affine>(s.b_g2.len());
         let side_by_side = srs.resident && together + cuzk_gpu::MEMORY_MARGIN <= gpu.memory()?.0;
-        let sums = if side_by_side {
-            let lanes = self.lanes()?;
-            let [lane_h, lane_l, lane_a, lane_b, lane_b_g2] = &lanes;
-            let ([h, l, a, b_g1], b_g2) = std::thread::scope(|scope| {
-                let g1 = [
-                    (&srs.h, &s.h, lane_h),
-                    (&srs.l, &s.l, lane_l),
-                    (&srs.a, &s.a, lane_a),
-                    (&srs.b_g1, &s.b_g1, lane_b),
-                ]
-                .map(|(bases, scalars, lane)| {
-                    scope.spawn(move || lane.time(|| bases.msm(lane, scalars)))
-                });
-                let b_g2 = lane_b_g2.time(|| srs.b_g2.msm(lane_b_g2, &s.b_g2));
-                (g1.map(joined), b_g2)
-            });
-            QuerySums {
-                h: stages.record("msm_h_ms", h)?,
-                l: stages.record("msm_l_ms", l)?,
-                a: stages.record("msm_a_ms", a)?,
-                b_g1: stages.record("msm_b_g1_ms", b_g1)?,
-                b_g2: stages.record("msm_b_g2_ms", b_g2)?,
-            }
+        let owned_lanes;
+        let lanes: [&Gpu; 5] = if side_by_side {
+            owned_lanes = self.lanes()?;
+            owned_lanes.each_ref().map(|lane| &**lane)
         } else {
-            QuerySums {
-                h: stages.time(gpu, "msm_h_ms", || srs.h.msm(gpu, &s.h))?,
-                l: stages.time(gpu, "msm_l_ms", || srs.l.msm(gpu, &s.l))?,
-                a: stages.time(gpu, "msm_a_ms", || srs.a.msm(gpu, &s.a))?,
-                b_g1: stages.time(gpu, "msm_b_g1_ms", || srs.b_g1.msm(gpu, &s.b_g1))?,
-                b_g2: stages.time(gpu, "msm_b_g2_ms", || srs.b_g2.msm(gpu, &s.b_g2))?,
-            }
+            [gpu; 5]
+        };
+        let g1 = [
+            (&srs.h, &s.h, lanes[0]),
+            (&srs.l, &s.l, lanes[1]),
+            (&srs.a, &s.a, lanes[2]),
+            (&srs.b_g1, &s.b_g1, lanes[3]),
+        ];
+        let run = |(bases, scalars, lane): (&Bases<G1Affine>, &DeviceScalars, &Gpu)| {
+            lane.time(|| bases.msm(lane, scalars))
+        };
+        let b_g2 = || lanes[4].time(|| srs.b_g2.msm(lanes[4], &s.b_g2));
+        let ([h, l, a, b_g1], b_g2) = if side_by_side {
+            std::thread::scope(|scope| {
+                let g1 = g1.map(|msm| scope.spawn(move || run(msm)));
+                let b_g2 = b_g2();
+                (g1.map(joined), b_g2)
+            })
+        } else {
+            (g1.map(run), b_g2())
+        };
+        let sums = QuerySums {
+            h: stages.record("msm_h_ms", h)?,
+            l: stages.record("msm_l_ms", l)?,
+            a: stages.record("msm_a_ms", a)?,
+            b_g1: stages.record("msm_b_g1_ms", b_g1)?,
+            b_g2: stages.record("msm_b_g2_ms", b_g2)?,
         };
         stages.push("msm_side_by_side", if side_by_side { 1.0 } else { 0.0 });
         stages.push("msm_ms", start.elapsed().as_secs_f64() * 1e3);
