@@ -2,6 +2,7 @@
 #include "util/gather.cuh"
 #include "util/scan.cuh"
 #include "msm/pippenger.cuh"
+#include "msm/affine_rounds.cuh"
 #include "msm/batch_add.cuh"
 #include "ntt/ntt.cuh"
 #include "test/arith.cuh"

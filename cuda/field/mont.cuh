@@ -13,8 +13,11 @@ namespace cuzk {
 
 // Field parameters: `P::N` limbs, `P::inv()` = −m⁻¹ mod 2³², `P::INLINE_MUL`, `P::SPARSE_LOW`, and the limbs of the modulus, of R mod m
 // ("one") and of R² mod m, read from constant memory (see field/params.cuh).
+// 16-byte aligned (both fields' sizes are multiples of 16): copies to and from global memory are
+// 128-bit accesses, a quarter of the instructions of 32-bit ones. A warp's scattered point loads
+// were L1-throughput bound with 32-bit accesses (one per limb).
 template <class P>
-struct mont {
+struct alignas(16) mont {
     static constexpr int N = P::N;
     uint32_t l[N];
 
@@ -205,28 +208,91 @@ struct mont {
         return *this * r2;
     }
 
-    // x^e for a small public exponent given as 32-bit limbs, most significant first.
-    __device__ mont pow(const uint32_t* e, int limbs) const {
-        mont r = one();
-        for (int i = 0; i < limbs; i++)
-            for (int b = 31; b >= 0; b--) {
-                r = r.sqr();
-                if ((e[i] >> b) & 1) r = r * *this;
-            }
-        return r;
-    }
-
-    // x⁻¹ = x^(m−2) (zero maps to zero); for the few inversions per launch, not per element.
+    // x⁻¹ (zero maps to zero) by the binary extended Euclidean algorithm on the stored integer
+    // X = x·R: invariants x1·X ≡ u and x2·X ≡ v (mod m) with v odd; each step makes u even if it
+    // is odd (u − v, after a swap that keeps u ≥ v) and halves it, so u reaches 0 within 2·log m
+    // steps, leaving v = gcd(X, m) = 1 and x2 = X⁻¹ = x⁻¹·R⁻¹. One product by R³ then gives x⁻¹·R.
+    // Its steps are a few dependent limb operations each: a tenth of the latency of a Fermat
+    // power (log m dependent products), which the MSM's per-round inversions wait on.
     __device__ mont inverse() const {
-        uint32_t e[N];
-        uint32_t borrow = 2;  // m − 2, limbs most significant first
+        uint32_t u[N], v[N];
+        mont x1 = zero(), x2 = zero();
+        x1.l[0] = 1;
 #pragma unroll
         for (int i = 0; i < N; i++) {
-            const uint32_t limb = P::mod(i);
-            e[N - 1 - i] = limb - borrow;
-            borrow = limb < borrow ? 1 : 0;
+            u[i] = l[i];
+            v[i] = P::mod(i);
         }
-        return pow(e, N);
+        while (!limbs_zero(u)) {
+            if (u[0] & 1) {
+                if (limbs_less(u, v)) {
+#pragma unroll
+                    for (int i = 0; i < N; i++) {
+                        const uint32_t t = u[i];
+                        u[i] = v[i];
+                        v[i] = t;
+                    }
+                    const mont t = x1;
+                    x1 = x2;
+                    x2 = t;
+                }
+                limbs_sub(u, v);
+                x1 = x1 - x2;
+            }
+            limbs_halve(u, 0);
+            // x1/2 mod m: x1 + m when x1 is odd (below 2m, inside N limbs: m has spare top bits).
+            uint32_t carry = 0;
+            if (x1.l[0] & 1) carry = limbs_add_mod(x1.l);
+            limbs_halve(x1.l, carry);
+        }
+        mont r2, r3;
+#pragma unroll
+        for (int i = 0; i < N; i++) r2.l[i] = P::r2(i);
+        r3 = r2 * r2;  // R⁴/R
+        return x2 * r3;
+    }
+
+  private:
+    __device__ __forceinline__ static bool limbs_zero(const uint32_t (&a)[N]) {
+        uint32_t acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= a[i];
+        return acc == 0;
+    }
+    __device__ __forceinline__ static bool limbs_less(const uint32_t (&a)[N], const uint32_t (&b)[N]) {
+        uint32_t borrow = 0;  // the borrow out of a − b
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            const uint64_t d = uint64_t(a[i]) - b[i] - borrow;
+            borrow = uint32_t(d >> 63);
+        }
+        return borrow != 0;
+    }
+    __device__ __forceinline__ static void limbs_sub(uint32_t (&a)[N], const uint32_t (&b)[N]) {
+        uint32_t borrow = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            const uint64_t d = uint64_t(a[i]) - b[i] - borrow;
+            a[i] = uint32_t(d);
+            borrow = uint32_t(d >> 63);
+        }
+    }
+    // a += m; returns the carry out (zero here, kept for the halving's top bit).
+    __device__ __forceinline__ static uint32_t limbs_add_mod(uint32_t* a) {
+        uint32_t carry = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            const uint64_t s = uint64_t(a[i]) + P::mod(i) + carry;
+            a[i] = uint32_t(s);
+            carry = uint32_t(s >> 32);
+        }
+        return carry;
+    }
+    // a = (a + top·2^(32N)) / 2.
+    __device__ __forceinline__ static void limbs_halve(uint32_t* a, uint32_t top) {
+#pragma unroll
+        for (int i = 0; i < N - 1; i++) a[i] = __funnelshift_r(a[i], a[i + 1], 1);
+        a[N - 1] = __funnelshift_r(a[N - 1], top, 1);
     }
 };
 

@@ -82,6 +82,31 @@ struct chunk_range {
     }
 };
 
+// The points a bucket accumulation reads by position: the bases named by the sorted entries, with
+// their signs, or (entries == nullptr) points already in bucket order, such as a pair round's sums.
+template <class F>
+struct point_source {
+    const affine_t<F>* points;
+    const uint32_t* entries;
+
+    __device__ __forceinline__ affine_t<F> at(uint32_t e) const {
+        if (entries == nullptr) return points[e];
+        const uint32_t entry = entries[e];
+        const affine_t<F> p = points[entry & ~CODE_NEGATE];
+        return (entry & CODE_NEGATE) ? -p : p;
+    }
+    // The x and y coordinates alone (the sign of an entry changes only y).
+    __device__ __forceinline__ F x_at(uint32_t e) const {
+        return points[entries == nullptr ? e : entries[e] & ~CODE_NEGATE].x;
+    }
+    __device__ __forceinline__ F y_at(uint32_t e) const {
+        if (entries == nullptr) return points[e].y;
+        const uint32_t entry = entries[e];
+        const F y = points[entry & ~CODE_NEGATE].y;
+        return (entry & CODE_NEGATE) ? -y : y;
+    }
+};
+
 // k·p for a small non-negative k, by double-and-add.
 template <class F>
 __device__ __forceinline__ xyzz_t<F> mul_small(const xyzz_t<F>& p, uint32_t k) {
@@ -152,19 +177,16 @@ extern "C" __global__ void msm_chunk_counts(const uint32_t* offsets, uint32_t bu
 // their registers at 65536 / (128 · MIN_BLOCKS)). On an H200: G1 3 (141 registers) beat 4 (128)
 // by 3%; G2 needs 2 to keep its Fp2 temporaries in 252 registers without spilling.
 #define MSM_KERNELS(SUFFIX, F, MIN_BLOCKS)                                                            \
-    /* Level 0: out[c] = Σ ±bases over the entries of chunk c. */                                     \
+    /* Level 0: out[c] = Σ of chunk c's points (see point_source). */                             \
     extern "C" __global__ void __launch_bounds__(128, MIN_BLOCKS) msm_chunks_affine_##SUFFIX(         \
         const cuzk::affine_t<F>* bases, const uint32_t* entries, const uint32_t* offsets,             \
         const uint32_t* chunk_offsets, uint32_t buckets, cuzk::xyzz_t<F>* out) {                      \
         const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;                                     \
         if (c >= chunk_offsets[buckets]) return;                                                      \
         const auto r = cuzk::chunk_range::of(offsets, chunk_offsets, buckets, c);                     \
+        const cuzk::point_source<F> points{bases, entries};                                           \
         cuzk::xyzz_t<F> acc = cuzk::xyzz_t<F>::identity();                                           \
-        for (uint32_t e = r.begin; e < r.end; e++) {                                                  \
-            const uint32_t entry = entries[e];                                                        \
-            const cuzk::affine_t<F> pt = bases[entry & ~cuzk::CODE_NEGATE];                           \
-            acc.add_affine((entry & cuzk::CODE_NEGATE) ? -pt : pt);                                   \
-        }                                                                                             \
+        for (uint32_t e = r.begin; e < r.end; e++) acc.add_affine(points.at(e));                      \
         out[c] = acc;                                                                                 \
     }                                                                                                 \
     /* Later levels: out[c] = Σ of the previous level's sums in chunk c. */                           \

@@ -126,22 +126,27 @@ fn g1_msm_matches_cpu() {
 }
 
 /// Σ sᵢ·Pᵢ with Pᵢ = Q_(i mod m) equals Σⱼ (Σ_(i ≡ j) sᵢ)·Qⱼ: a check of one large MSM against a
-/// CPU MSM of only m = `distinct.len()` points.
-fn check_repeated_bases<A>(gpu: &Gpu, rng: &mut impl RngCore, distinct: &[A], log: u32)
+/// CPU MSM of only m = `distinct.len()` points. Repeated bases also put a point twice, or with
+/// its negation, into one bucket: the doubling and cancelling cases of every addition.
+fn check_repeated_bases<A>(gpu: &Gpu, rng: &mut impl RngCore, distinct: &[A], log: u32, kind: &str)
 where
     A: MsmAffine + cuzk_math::msm::AffineCoordinates<Scalar = Scalar> + Send + Sync,
     A::Projective: PartialEq + std::fmt::Debug + From<A::Curve>,
 {
     let n = 1usize << log;
     let points: Vec<A> = (0..n).map(|i| distinct[i % distinct.len()]).collect();
-    let s = scalars(rng, "random", n);
+    let s = scalars(rng, kind, n);
     let mut folded = vec![Scalar::ZERO; distinct.len()];
     for (i, si) in s.iter().enumerate() {
         folded[i % distinct.len()] += si;
     }
     let expect = A::Projective::from(cuzk_math::msm(distinct, &folded));
     let bases = DeviceBases::upload(gpu, &points).unwrap();
-    assert_eq!(msm(gpu, &bases, &s).unwrap(), expect, "n = 2^{log}");
+    assert_eq!(
+        msm(gpu, &bases, &s).unwrap(),
+        expect,
+        "n = 2^{log}, scalars {kind}"
+    );
 }
 
 /// One large MSM per group (run with CUZK_GPU_TEST_MAX_LOG=26 for 2^26 in G1 and 2^22 in G2).
@@ -153,9 +158,34 @@ fn large_msm_matches_cpu_on_repeated_bases() {
     let mut rng = common::rng("large_msm_matches_cpu_on_repeated_bases");
     let log = common::max_log();
     let g1 = cuzk_testkit::distinct_points::<G1Projective>(&mut rng, 1 << 14);
-    check_repeated_bases(&gpu, &mut rng, &g1, log);
+    check_repeated_bases(&gpu, &mut rng, &g1, log, "random");
     let g2 = cuzk_testkit::distinct_points::<G2Projective>(&mut rng, 1 << 12);
-    check_repeated_bases(&gpu, &mut rng, &g2, log.min(22));
+    check_repeated_bases(&gpu, &mut rng, &g2, log.min(22), "random");
+}
+
+/// Sizes large enough for the batch-affine pair rounds, on few distinct bases, so that equal and
+/// opposite points meet in their additions, and with skewed scalars.
+#[test]
+fn pair_rounds_match_cpu_on_repeated_bases() {
+    let Some(gpu) = common::gpu("pair_rounds_match_cpu_on_repeated_bases") else {
+        return;
+    };
+    let mut rng = common::rng("pair_rounds_match_cpu_on_repeated_bases");
+    let mut g1 = cuzk_testkit::distinct_points::<G1Projective>(&mut rng, 1 << 10);
+    g1[7] = G1Affine::identity();
+    let g2 = cuzk_testkit::distinct_points::<G2Projective>(&mut rng, 1 << 8);
+    for kind in [
+        "random",
+        "equal",
+        "minus_one",
+        "small",
+        "sparse",
+        "boolean_mix",
+    ] {
+        check_repeated_bases(&gpu, &mut rng, &g1, 18, kind);
+        check_repeated_bases(&gpu, &mut rng, &g1, 20, kind);
+        check_repeated_bases(&gpu, &mut rng, &g2, 18, kind);
+    }
 }
 
 /// With free memory capped below one pass's needs, the MSM runs as several passes and still agrees;

@@ -11,6 +11,9 @@ use group::Group;
 use crate::error::DriverContext;
 use crate::layout::{as_words, DeviceWords, XyzzPoint, SCALAR_WORDS};
 use crate::{DeviceScalars, Gpu, GpuError, Pinned, MEMORY_MARGIN};
+use pair_rounds::PairPlan;
+
+mod pair_rounds;
 
 /// Launch parameters, mirrored by `msm_params` in `cuda/msm/pippenger.cuh`.
 #[repr(C)]
@@ -73,6 +76,9 @@ pub fn working_memory<A: MsmAffine>(n: usize) -> usize {
 /// The names of one group's MSM kernels (`msm_<stage>_<group>`).
 #[derive(Debug)]
 pub struct MsmKernels {
+    pub pair_prefix: &'static str,
+    pub pair_invert: &'static str,
+    pub pair_sums: &'static str,
     pub chunks_affine: &'static str,
     pub chunks_xyzz: &'static str,
     pub reduce: &'static str,
@@ -89,6 +95,9 @@ pub trait MsmAffine: DeviceWords {
 impl MsmAffine for G1Affine {
     type Projective = G1Projective;
     const KERNELS: MsmKernels = MsmKernels {
+        pair_prefix: "msm_pair_prefix_g1",
+        pair_invert: "msm_pair_invert_g1",
+        pair_sums: "msm_pair_sums_g1",
         chunks_affine: "msm_chunks_affine_g1",
         chunks_xyzz: "msm_chunks_xyzz_g1",
         reduce: "msm_reduce_g1",
@@ -100,6 +109,9 @@ impl MsmAffine for G1Affine {
 impl MsmAffine for G2Affine {
     type Projective = G2Projective;
     const KERNELS: MsmKernels = MsmKernels {
+        pair_prefix: "msm_pair_prefix_g2",
+        pair_invert: "msm_pair_invert_g2",
+        pair_sums: "msm_pair_sums_g2",
         chunks_affine: "msm_chunks_affine_g2",
         chunks_xyzz: "msm_chunks_xyzz_g2",
         reduce: "msm_reduce_g2",
@@ -198,6 +210,30 @@ fn exclusive_scan(gpu: &Gpu, values: &mut CudaSlice<u32>) -> Result<(), GpuError
             .arg(&totals)
             .launch(grid(n, BLOCK as u32))
             .call("scan_add_u32")?;
+    }
+    Ok(())
+}
+
+/// counts[b] = ⌈(offsets[b + 1] − offsets[b]) / chunk⌉ for b < buckets (the chunks each bucket is
+/// cut into), counts[buckets] = 0 (the slot a scan turns into the total).
+fn chunk_counts(
+    gpu: &Gpu,
+    offsets: &CudaView<'_, u32>,
+    buckets: u32,
+    chunk: u32,
+    counts: &mut CudaSlice<u32>,
+) -> Result<(), GpuError> {
+    let kernel = gpu.kernel("msm_chunk_counts")?;
+    // SAFETY: `offsets` and `counts` hold buckets + 1 values; buckets + 1 threads.
+    unsafe {
+        gpu.stream()
+            .launch_builder(&kernel)
+            .arg(offsets)
+            .arg(&buckets)
+            .arg(&chunk)
+            .arg(counts)
+            .launch(grid(buckets as usize + 1, 256))
+            .call("msm_chunk_counts")?;
     }
     Ok(())
 }
@@ -363,6 +399,7 @@ fn working_bytes<A: MsmAffine>(p: &MsmParams) -> usize {
     let (first, later) = level_bounds(p);
     4 * (2 * entries + 4 * (buckets + 1))
         + xyzz_bytes * (first + later + p.windows as usize * (p.segments as usize + 1))
+        + PairPlan::new::<A>(p).bytes::<A>(p)
 }
 
 /// Upper bounds on the chunks of the first level and of any later level: Σ⌈count/chunk⌉ over the
@@ -403,11 +440,7 @@ fn pippenger<A: MsmAffine>(
     let mut partial = alloc(partial_len * xyzz_words)?;
     let mut window_sums = alloc(p.windows as usize * xyzz_words)?;
 
-    let (digits, scatter, chunk_counts) = (
-        gpu.kernel("msm_digits")?,
-        gpu.kernel("msm_scatter")?,
-        gpu.kernel("msm_chunk_counts")?,
-    );
+    let (digits, scatter) = (gpu.kernel("msm_digits")?, gpu.kernel("msm_scatter")?);
     let (chunks_affine, chunks_xyzz, reduce, window_sum) = (
         gpu.kernel(A::KERNELS.chunks_affine)?,
         gpu.kernel(A::KERNELS.chunks_xyzz)?,
@@ -454,37 +487,46 @@ fn pippenger<A: MsmAffine>(
     }
     drop(codes);
 
-    // Level 0: chunks of entries; then chunks of chunk sums until every bucket has one sum.
-    let count_chunks = |from: &CudaSlice<u32>, chunk: u32, to: &mut CudaSlice<u32>| {
-        // SAFETY: as above (buckets + 1 threads, `from` and `to` hold W·K + 1 offsets).
-        unsafe {
-            stream
-                .launch_builder(&chunk_counts)
-                .arg(from)
-                .arg(&buckets32)
-                .arg(&chunk)
-                .arg(to)
-                .launch(grid(buckets + 1, 256))
-                .call("msm_chunk_counts")
-        }
+    // Pair rounds while buckets are large; then chunks of the points left (or of the sorted entries
+    // when there were no rounds), and chunks of chunk sums until every bucket has one sum.
+    let plan = PairPlan::new::<A>(&p);
+    let (left, left_offsets);
+    let (points, point_entries, point_offsets) = if plan.rounds > 0 {
+        (left, left_offsets) = pair_rounds::run::<A>(gpu, &plan, &p, bases, &entries, &offsets)?;
+        drop(entries);
+        (left.slice(..), None, &left_offsets)
+    } else {
+        (bases.slice(..), Some(entries), &offsets)
     };
-    count_chunks(&offsets, FIRST_CHUNK, &mut chunk_offsets[0])?;
+    chunk_counts(
+        gpu,
+        &point_offsets.slice(..),
+        buckets32,
+        FIRST_CHUNK,
+        &mut chunk_offsets[0],
+    )?;
     exclusive_scan(gpu, &mut chunk_offsets[0])?;
-    // SAFETY: as above.
+    // SAFETY: as above; `points` holds every position `point_offsets` names (the bases through
+    // `entries`, or the rounds' packed points read directly when the entries pointer is null).
     unsafe {
-        stream
-            .launch_builder(&chunks_affine)
-            .arg(bases)
-            .arg(&entries)
-            .arg(&offsets)
+        let mut launch = stream.launch_builder(&chunks_affine);
+        launch.arg(&points);
+        match &point_entries {
+            Some(entries) => launch.arg(entries),
+            None => launch.arg(&pair_rounds::NULL),
+        };
+        launch
+            .arg(point_offsets)
             .arg(&chunk_offsets[0])
             .arg(&buckets32)
             .arg(&mut level_sums[0])
             .launch(grid(first_bound, 128))
             .call(A::KERNELS.chunks_affine)?;
     }
+    drop(point_entries);
     let mut level = 0;
-    let mut largest = n.div_ceil(FIRST_CHUNK as usize);
+    // A bucket holds n points at most, ⌈n/2^rounds⌉ after the rounds.
+    let mut largest = n.div_ceil(1 << plan.rounds).div_ceil(FIRST_CHUNK as usize);
     while largest > 1 {
         let [now, next] = &mut chunk_offsets;
         let [sums_now, sums_next] = &mut level_sums;
@@ -493,7 +535,7 @@ fn pippenger<A: MsmAffine>(
         } else {
             (next, now, sums_next, sums_now)
         };
-        count_chunks(now, LEVEL_CHUNK, next)?;
+        chunk_counts(gpu, &now.slice(..), buckets32, LEVEL_CHUNK, next)?;
         exclusive_scan(gpu, next)?;
         // SAFETY: as above.
         unsafe {

@@ -1,0 +1,286 @@
+//! Batch-affine pair rounds of the bucket accumulation (`cuda/msm/affine_rounds.cuh`): while the
+//! buckets hold many points, each round halves them with affine additions that share their
+//! inversions; the chunked XYZZ accumulation then sums the few points left per bucket.
+
+use cudarc::driver::{CudaSlice, CudaView, PushKernelArg};
+
+use super::{chunk_counts, exclusive_scan, grid, MsmAffine, MsmParams};
+use crate::error::DriverContext;
+use crate::{Gpu, GpuError};
+
+/// Output slots per prefix/sums thread and thread totals per inversion thread (as in the kernels).
+const PAIRS_PER_THREAD: usize = 16;
+const TOTALS_PER_THREAD: usize = 64;
+/// Rounds with fewer pairs are left to the XYZZ accumulation: a round's inversions are chains of
+/// ~570 dependent products, which a smaller round cannot hide behind its additions.
+const MIN_ROUND_PAIRS: usize = 1 << 20;
+/// Device bytes one group of windows' rounds may use; the windows run in as many groups as that
+/// takes (at 2^24 G1 points: three groups of five windows).
+const GROUP_BYTES: usize = 8 << 30;
+/// A null device pointer: the kernels' "no entries" (points already in bucket order) and "no base".
+pub(super) const NULL: u64 = 0;
+
+/// The pair rounds of one Pippenger pass: `rounds` rounds over each group of `group_windows`
+/// windows (no rounds: the XYZZ accumulation reads the sorted entries directly).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct PairPlan {
+    pub rounds: u32,
+    pub group_windows: u32,
+}
+
+/// At most this many points after a round over `inputs` points in `buckets` buckets: a bucket of
+/// m points leaves ⌈m/2⌉.
+fn halved(inputs: usize, buckets: usize) -> usize {
+    (inputs + buckets) / 2
+}
+
+impl PairPlan {
+    /// Rounds while an average bucket still holds two points or more and a round still has
+    /// [`MIN_ROUND_PAIRS`] pairs; groups as large as [`GROUP_BYTES`] allows.
+    pub fn new<A: MsmAffine>(p: &MsmParams) -> Self {
+        let (n, buckets) = (p.n as usize, p.buckets as usize);
+        let group_windows = (1..=p.windows)
+            .rev()
+            .find(|&g| group_bytes::<A>(n * g as usize, buckets * g as usize) <= GROUP_BYTES)
+            .unwrap_or(1);
+        let inputs = n * group_windows as usize;
+        let mut rounds = 0;
+        while (n >> rounds) >= 2 * buckets && (inputs >> (rounds + 1)) >= MIN_ROUND_PAIRS {
+            rounds += 1;
+        }
+        PairPlan {
+            rounds,
+            group_windows,
+        }
+    }
+
+    /// Device bytes the rounds allocate: one group's buffers and the points they leave.
+    pub fn bytes<A: MsmAffine>(&self, p: &MsmParams) -> usize {
+        if self.rounds == 0 {
+            return 0;
+        }
+        let g = self.group_windows as usize;
+        group_bytes::<A>(p.n as usize * g, p.buckets as usize * g)
+            + 4 * (A::WORDS * self.left_bound(p) + p.total_buckets() + 1)
+    }
+
+    /// The windows [start, end) of each group.
+    fn groups(&self, p: &MsmParams) -> impl Iterator<Item = (usize, usize)> {
+        let (windows, g) = (p.windows as usize, self.group_windows as usize);
+        (0..windows)
+            .step_by(g)
+            .map(move |start| (start, (start + g).min(windows)))
+    }
+
+    /// At most this many points left by the rounds over all groups.
+    fn left_bound(&self, p: &MsmParams) -> usize {
+        self.groups(p)
+            .map(|(start, end)| {
+                let buckets = (end - start) * p.buckets as usize;
+                (0..self.rounds).fold(p.n as usize * (end - start), |points, _| {
+                    halved(points, buckets)
+                })
+            })
+            .sum()
+    }
+}
+
+/// Device bytes of one group's rounds over `inputs` points in `buckets` buckets: the first two
+/// rounds' outputs (later rounds reuse them in turn), the first round's prefix products and
+/// thread totals (the largest), and two offset arrays.
+fn group_bytes<A: MsmAffine>(inputs: usize, buckets: usize) -> usize {
+    let field_words = A::WORDS / 2;
+    let first = halved(inputs, buckets);
+    let second = halved(first, buckets);
+    4 * (A::WORDS * (first + second)
+        + field_words * (first + first.div_ceil(PAIRS_PER_THREAD))
+        + 2 * (buckets + 1))
+}
+
+/// Runs the plan's rounds over every group of windows, starting from the sorted `entries` of
+/// `bases` with their per-bucket `offsets`. Returns the points left, packed in bucket order over
+/// all buckets, and their per-bucket offsets (W·K + 1).
+pub(super) fn run<A: MsmAffine>(
+    gpu: &Gpu,
+    plan: &PairPlan,
+    p: &MsmParams,
+    bases: &CudaView<'_, u32>,
+    entries: &CudaSlice<u32>,
+    offsets: &CudaSlice<u32>,
+) -> Result<(CudaSlice<u32>, CudaSlice<u32>), GpuError> {
+    let stream = gpu.stream();
+    let field_words = A::WORDS / 2;
+    let g = plan.group_windows as usize;
+    let group_buckets = g * p.buckets as usize;
+    let first = halved(p.n as usize * g, group_buckets);
+    // SAFETY: uninitialised buffers; every element a kernel reads was written first by an earlier
+    // kernel on this stream: round outputs and left points below their round's scanned total,
+    // prefix products and totals by the prefix kernel of the same round and thread.
+    let alloc =
+        |len: usize| unsafe { stream.alloc::<u32>(len) }.call("cuMemAlloc (MSM pair rounds)");
+    let mut points = [
+        alloc(first * A::WORDS)?,
+        alloc(halved(first, group_buckets) * A::WORDS)?,
+    ];
+    let mut prefix = alloc(first * field_words)?;
+    let mut totals = alloc(first.div_ceil(PAIRS_PER_THREAD) * field_words)?;
+    let mut left = alloc(plan.left_bound(p) * A::WORDS)?;
+    let mut left_offsets = stream
+        .alloc_zeros::<u32>(p.total_buckets() + 1)
+        .call("cuMemAlloc (MSM pair rounds)")?;
+    let [prefix_kernel, invert_kernel, sums_kernel, shift_kernel] = [
+        A::KERNELS.pair_prefix,
+        A::KERNELS.pair_invert,
+        A::KERNELS.pair_sums,
+        "msm_offsets_shift",
+    ]
+    .map(|name| gpu.kernel(name));
+    let (prefix_kernel, invert_kernel, sums_kernel, shift_kernel) =
+        (prefix_kernel?, invert_kernel?, sums_kernel?, shift_kernel?);
+
+    for (start, end) in plan.groups(p) {
+        let (b0, b1) = (start * p.buckets as usize, end * p.buckets as usize);
+        let buckets = b1 - b0;
+        let buckets32 = buckets as u32;
+        let mut round_offsets = [alloc(buckets + 1)?, alloc(buckets + 1)?];
+        let mut inputs = p.n as usize * (end - start);
+        for round in 0..plan.rounds as usize {
+            let last = round + 1 == plan.rounds as usize;
+            let outputs = halved(inputs, buckets);
+            let threads = outputs.div_ceil(PAIRS_PER_THREAD);
+            let stride = threads as u32;
+            let [even, odd] = &mut round_offsets;
+            let (from_offsets, to_offsets) = if round % 2 == 0 {
+                (odd, even)
+            } else {
+                (even, odd)
+            };
+            let [even, odd] = &mut points;
+            let (from_points, to_points) = if round % 2 == 0 {
+                (odd, even)
+            } else {
+                (even, odd)
+            };
+            let (source, source_offsets) = if round == 0 {
+                (bases.slice(..), offsets.slice(b0..=b1))
+            } else {
+                (from_points.slice(..), from_offsets.slice(..))
+            };
+            chunk_counts(gpu, &source_offsets, buckets32, 2, to_offsets)?;
+            exclusive_scan(gpu, to_offsets)?;
+            let left_base = left_offsets.slice(b0..);
+            // SAFETY: the source holds the points the offsets name (bases by sorted entries in
+            // round 0, the previous round's outputs after it); the prefix and sums kernels run one
+            // thread per PAIRS_PER_THREAD output slots below the scanned total ≤ `outputs`, and
+            // touch prefix[i·stride + t] (i < PAIRS_PER_THREAD, t < stride = ⌈outputs/PAIRS⌉:
+            // `first` F values at most) and totals[t]; the inversion kernel reads and writes the
+            // totals of those threads. Outputs go to `to_points` (≥ `outputs` points), or in the
+            // last round to `left` after the previous groups' points (≤ the plan's left bound).
+            unsafe {
+                let mut launch = stream.launch_builder(&prefix_kernel);
+                launch.arg(&source);
+                match round {
+                    0 => launch.arg(entries),
+                    _ => launch.arg(&NULL),
+                };
+                launch
+                    .arg(&source_offsets)
+                    .arg(&*to_offsets)
+                    .arg(&buckets32)
+                    .arg(&stride)
+                    .arg(&mut prefix)
+                    .arg(&mut totals)
+                    .launch(grid(threads, 128))
+                    .call(A::KERNELS.pair_prefix)?;
+                stream
+                    .launch_builder(&invert_kernel)
+                    .arg(&mut totals)
+                    .arg(&*to_offsets)
+                    .arg(&buckets32)
+                    .launch(grid(threads.div_ceil(TOTALS_PER_THREAD), 64))
+                    .call(A::KERNELS.pair_invert)?;
+                let mut launch = stream.launch_builder(&sums_kernel);
+                launch.arg(&source);
+                match round {
+                    0 => launch.arg(entries),
+                    _ => launch.arg(&NULL),
+                };
+                launch
+                    .arg(&source_offsets)
+                    .arg(&*to_offsets)
+                    .arg(&buckets32)
+                    .arg(&stride)
+                    .arg(&prefix)
+                    .arg(&totals);
+                if last {
+                    launch.arg(&left_base).arg(&mut left);
+                } else {
+                    launch.arg(&NULL).arg(&mut *to_points);
+                }
+                launch
+                    .launch(grid(threads, 128))
+                    .call(A::KERNELS.pair_sums)?;
+            }
+            inputs = outputs;
+        }
+        // The last round's offsets, moved after the previous groups' points.
+        let last_offsets = &round_offsets[(plan.rounds as usize - 1) % 2];
+        // SAFETY: `last_offsets` holds buckets + 1 values and `left_offsets` W·K + 1 ≥ b0 +
+        // buckets + 1; threads i ≤ buckets only.
+        unsafe {
+            stream
+                .launch_builder(&shift_kernel)
+                .arg(last_offsets)
+                .arg(&buckets32)
+                .arg(&mut left_offsets.slice_mut(b0..))
+                .launch(grid(buckets + 1, 256))
+                .call("msm_offsets_shift")?;
+        }
+    }
+    Ok((left, left_offsets))
+}
+
+#[cfg(test)]
+mod tests {
+    use blstrs::{G1Affine, G2Affine};
+
+    use super::*;
+
+    #[test]
+    fn plans_stay_within_their_bounds() {
+        for log in 10..=26 {
+            let p = MsmParams::new(1 << log);
+            for (plan, name) in [
+                (PairPlan::new::<G1Affine>(&p), "G1"),
+                (PairPlan::new::<G2Affine>(&p), "G2"),
+            ] {
+                assert!(plan.group_windows >= 1 && plan.group_windows <= p.windows);
+                let covered: usize = plan.groups(&p).map(|(start, end)| end - start).sum();
+                assert_eq!(covered, p.windows as usize, "{name} 2^{log}");
+                // Every round halves buckets that average two points or more.
+                assert!(p.n >> plan.rounds.saturating_sub(1) >= 2 * p.buckets || plan.rounds == 0);
+                if plan.rounds > 0 {
+                    assert!(plan.left_bound(&p) < p.n as usize * p.windows as usize);
+                }
+            }
+        }
+        // Small MSMs have no rounds; large ones several.
+        assert_eq!(
+            PairPlan::new::<G1Affine>(&MsmParams::new(1 << 14)).rounds,
+            0
+        );
+        assert!(PairPlan::new::<G1Affine>(&MsmParams::new(1 << 20)).rounds >= 3);
+        assert!(PairPlan::new::<G1Affine>(&MsmParams::new(1 << 24)).rounds >= 5);
+    }
+
+    #[test]
+    fn groups_fit_their_byte_budget() {
+        for log in [20, 22, 24, 26] {
+            let p = MsmParams::new(1 << log);
+            let plan = PairPlan::new::<G1Affine>(&p);
+            let g = plan.group_windows as usize;
+            let bytes = group_bytes::<G1Affine>(p.n as usize * g, p.buckets as usize * g);
+            assert!(bytes <= GROUP_BYTES || g == 1, "2^{log}: {bytes} bytes");
+        }
+    }
+}

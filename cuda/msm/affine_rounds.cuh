@@ -1,0 +1,191 @@
+// Batch-affine pair rounds: the bulk of the bucket accumulation in affine coordinates.
+//
+// A round halves every bucket: output slot j of bucket b is the sum of its input points 2j and
+// 2j + 1 (or point 2j alone when the count is odd), so out_offsets[b] = Σ ⌈count/2⌉ (the chunk
+// counts of chunk 2, scanned). An affine addition costs λ = Δy/Δx, λ² and y₃ (three products)
+// once 1/Δx is known, against ten products for a mixed XYZZ addition; the inversions are shared
+// by Montgomery's trick at two levels, so one Fermat inversion serves PAIRS · TOTALS additions:
+//
+//   prefix   one thread per PAIRS consecutive slots: running products of their denominators,
+//            each stored (prefix[i·stride + t], coalesced over a warp), the last one its total
+//   invert   one thread per TOTALS thread totals: their running products, one inversion, then
+//            each total's inverse in place of the total
+//   sums     the prefix threads again, slots backwards: 1/Δx from the running inverse and the
+//            stored prefix, the sum written to the output
+//
+// Per addition: 1 + 2 products for the trick, 3 for the sum, ~0.6 for the second level and the
+// inversion: ~6.6 against 10. Rounds read their points twice (prefix and sums) and write them
+// once, so they run while buckets are large; the few points left per bucket go on to the chunked
+// XYZZ accumulation (pippenger.cuh), which also takes the round's output as its point source.
+#pragma once
+
+#include "msm/pippenger.cuh"
+
+namespace cuzk {
+
+// Output slots per prefix/sums thread, and thread totals per inversion thread.
+constexpr uint32_t PAIRS_PER_THREAD = 16;
+constexpr uint32_t TOTALS_PER_THREAD = 64;
+// Set on a slot's input position when the slot has two input points.
+constexpr uint32_t SLOT_PAIR = 0x80000000u;
+
+// The input positions of a round's output slots, for one thread's consecutive slots walked
+// forwards (next) or backwards (previous) from the slot it starts at.
+struct slot_walk {
+    const uint32_t *in_offsets, *out_offsets;
+    uint32_t bucket;
+
+    __device__ __forceinline__ slot_walk(const uint32_t* in, const uint32_t* out, uint32_t buckets,
+                                         uint32_t start)
+        : in_offsets(in), out_offsets(out), bucket(bucket_of_chunk(out, buckets, start)) {}
+
+    // Slot o's first input position, with SLOT_PAIR when the next one is its partner.
+    __device__ __forceinline__ uint32_t next(uint32_t o) {
+        while (out_offsets[bucket + 1] <= o) bucket++;
+        return position(o);
+    }
+    __device__ __forceinline__ uint32_t previous(uint32_t o) {
+        while (out_offsets[bucket] > o) bucket--;
+        return position(o);
+    }
+    __device__ __forceinline__ uint32_t position(uint32_t o) const {
+        const uint32_t at = in_offsets[bucket] + 2 * (o - out_offsets[bucket]);
+        return at | (at + 1 < in_offsets[bucket + 1] ? SLOT_PAIR : 0);
+    }
+};
+
+// The denominator of a slot's addition (see pair_sum), reading y only where x cannot decide:
+// the first pass needs nothing else, and x is half of a point's bytes.
+template <class F>
+__device__ __forceinline__ F pair_denominator(const point_source<F>& points, uint32_t slot) {
+    if (!(slot & SLOT_PAIR)) return F::one();
+    const uint32_t at = slot & ~SLOT_PAIR;
+    const F px = points.x_at(at), qx = points.x_at(at + 1);
+    // The identity is (0, 0): only a zero x needs its y looked at.
+    if (qx.is_zero() && points.y_at(at + 1).is_zero()) return F::one();
+    if (px.is_zero() && points.y_at(at).is_zero()) return F::one();
+    if (px != qx) return qx - px;
+    const F py = points.y_at(at);
+    return py == points.y_at(at + 1) && !py.is_zero() ? py.dbl() : F::one();
+}
+
+// One slot's addition p + q, set up so that its sum needs only 1/den.
+template <class F>
+struct pair_sum {
+    enum kind_t : uint32_t { KEEP, CHORD, TANGENT };
+    affine_t<F> p, q;
+    F den;  // one for KEEP, whose result is p
+    kind_t kind;
+
+    __device__ __forceinline__ static pair_sum of(const point_source<F>& points, uint32_t slot) {
+        pair_sum s;
+        s.p = points.at(slot & ~SLOT_PAIR);
+        s.den = F::one();
+        s.kind = KEEP;
+        if (!(slot & SLOT_PAIR)) return s;
+        s.q = points.at((slot & ~SLOT_PAIR) + 1);
+        if (s.q.is_identity()) return s;
+        if (s.p.is_identity()) {
+            s.p = s.q;
+        } else if (s.p.x != s.q.x) {
+            s.den = s.q.x - s.p.x;
+            s.kind = CHORD;
+        } else if (s.p.y == s.q.y && !s.p.y.is_zero()) {
+            s.den = s.p.y.dbl();
+            s.kind = TANGENT;
+        } else {
+            s.p = {F::zero(), F::zero()};  // q = −p
+        }
+        return s;
+    }
+
+    __device__ __forceinline__ affine_t<F> sum(const F& den_inverse) const {
+        if (kind == KEEP) return p;
+        F num;
+        if (kind == CHORD) {
+            num = q.y - p.y;
+        } else {
+            const F xx = p.x.sqr();
+            num = xx.dbl() + xx;
+        }
+        const F lambda = num * den_inverse;
+        const F x3 = lambda.sqr() - p.x - q.x;  // q.x = p.x for a tangent
+        return {x3, lambda * (p.x - x3) - p.y};
+    }
+};
+
+}  // namespace cuzk
+
+// to[i] = from[i] + to[0] for i ≤ count: a group's offsets moved to where its points were written,
+// after the previous group's (to[0] is that group's end; thread 0 rewrites it unchanged, as
+// from[0] = 0, so every thread reads the same base whenever it reads it).
+extern "C" __global__ void msm_offsets_shift(const uint32_t* from, uint32_t count, uint32_t* to) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i <= count) to[i] = from[i] + to[0];
+}
+
+#define MSM_PAIR_KERNELS(SUFFIX, F, MIN_BLOCKS)                                                       \
+    extern "C" __global__ void __launch_bounds__(128, MIN_BLOCKS) msm_pair_prefix_##SUFFIX(           \
+        const cuzk::affine_t<F>* bases, const uint32_t* entries, const uint32_t* in_offsets, const uint32_t* out_offsets,        \
+        uint32_t buckets, uint32_t stride, F* prefix, F* totals) {                                    \
+        const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;                                     \
+        const uint32_t first = t * cuzk::PAIRS_PER_THREAD, total = out_offsets[buckets];              \
+        if (first >= total) return;                                                                   \
+        const cuzk::point_source<F> points{bases, entries};                                           \
+        cuzk::slot_walk walk(in_offsets, out_offsets, buckets, first);                                \
+        const uint32_t count = min(cuzk::PAIRS_PER_THREAD, total - first);                            \
+        F acc = F::one();                                                                             \
+        for (uint32_t i = 0; i < count; i++) {                                                        \
+            acc = acc * cuzk::pair_denominator(points, walk.next(first + i));                         \
+            prefix[size_t(i) * stride + t] = acc;                                                     \
+        }                                                                                             \
+        totals[t] = acc;                                                                              \
+    }                                                                                                 \
+    extern "C" __global__ void msm_pair_invert_##SUFFIX(F* totals, const uint32_t* out_offsets,      \
+                                                        uint32_t buckets) {                           \
+        const uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;                                     \
+        const uint32_t threads =                                                                      \
+            (out_offsets[buckets] + cuzk::PAIRS_PER_THREAD - 1) / cuzk::PAIRS_PER_THREAD;             \
+        const uint32_t first = u * cuzk::TOTALS_PER_THREAD;                                           \
+        if (first >= threads) return;                                                                 \
+        const uint32_t count = min(cuzk::TOTALS_PER_THREAD, threads - first);                         \
+        F running[cuzk::TOTALS_PER_THREAD];                                                           \
+        F acc = F::one();                                                                             \
+        for (uint32_t j = 0; j < count; j++) {                                                        \
+            acc = acc * totals[first + j];                                                            \
+            running[j] = acc;                                                                         \
+        }                                                                                             \
+        F inverse = acc.inverse();                                                                    \
+        for (uint32_t j = count; j-- > 0;) {                                                          \
+            const F total = totals[first + j];                                                        \
+            totals[first + j] = j > 0 ? inverse * running[j - 1] : inverse;                           \
+            inverse = inverse * total;                                                                \
+        }                                                                                             \
+    }                                                                                                 \
+    extern "C" __global__ void __launch_bounds__(128, MIN_BLOCKS) msm_pair_sums_##SUFFIX(             \
+        const cuzk::affine_t<F>* bases, const uint32_t* entries, const uint32_t* in_offsets, const uint32_t* out_offsets,        \
+        uint32_t buckets, uint32_t stride, const F* prefix, const F* totals,                          \
+        const uint32_t* out_base, cuzk::affine_t<F>* out) {                                           \
+        const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;                                     \
+        const uint32_t first = t * cuzk::PAIRS_PER_THREAD, total = out_offsets[buckets];              \
+        if (first >= total) return;                                                                   \
+        const cuzk::point_source<F> points{bases, entries};                                           \
+        const uint32_t count = min(cuzk::PAIRS_PER_THREAD, total - first);                            \
+        /* Backwards from the thread's last slot; a loop, not unrolled: sixteen copies of an        \
+           addition overflow the instruction cache. */                                               \
+        cuzk::slot_walk walk(in_offsets, out_offsets, buckets, first + count - 1);                    \
+        cuzk::affine_t<F>* to = out + (out_base != nullptr ? *out_base : 0) + first;                  \
+        F inverse = totals[t];                                                                        \
+        for (uint32_t k = count; k-- > 0;) {                                                          \
+            const auto s = cuzk::pair_sum<F>::of(points, walk.previous(first + k));                   \
+            F den_inverse = inverse;                                                                  \
+            if (s.kind != s.KEEP) {                                                                   \
+                if (k > 0) den_inverse = inverse * prefix[size_t(k - 1) * stride + t];                \
+                inverse = inverse * s.den;                                                            \
+            }                                                                                         \
+            to[k] = s.sum(den_inverse);                                                               \
+        }                                                                                             \
+    }
+
+MSM_PAIR_KERNELS(g1, cuzk::fp_t, 3)
+MSM_PAIR_KERNELS(g2, cuzk::fp2_t, 2)
