@@ -4,6 +4,8 @@
 //            negated (so s < 2^254); the signed c-bit digits of all windows in one pass, each
 //            stored as a code (|d|, sign) and counted into its bucket's histogram
 //   sort     exclusive scan of the histogram; scatter of (point, sign) entries into bucket order
+//   rounds   while buckets are large, batch-affine pair rounds halve them (affine_rounds.cuh);
+//            the points they leave take the place of the sorted entries below
 //   chunks   every bucket cut into chunks of at most `chunk` entries, one thread per chunk; the
 //            chunk sums are summed again in chunks, level after level, until each bucket holds
 //            one point. A thread's work is bounded whatever the scalars (all equal, small, sparse),
