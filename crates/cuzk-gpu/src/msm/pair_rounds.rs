@@ -93,8 +93,15 @@ fn group_bytes<A: MsmAffine>(inputs: usize, buckets: usize) -> usize {
     let first = halved(inputs, buckets);
     let second = halved(first, buckets);
     4 * (A::WORDS * (first + second)
-        + field_words * (first + first.div_ceil(PAIRS_PER_THREAD))
+        + field_words * (prefix_len(first) + first.div_ceil(PAIRS_PER_THREAD))
         + 2 * (buckets + 1))
+}
+
+/// Prefix products a round of `outputs` slots stores: PAIRS_PER_THREAD per thread, at
+/// prefix[i·stride + t] with stride = the thread count, so the last index is below
+/// PAIRS_PER_THREAD·stride (up to PAIRS_PER_THREAD − 1 past `outputs`).
+fn prefix_len(outputs: usize) -> usize {
+    outputs.div_ceil(PAIRS_PER_THREAD) * PAIRS_PER_THREAD
 }
 
 /// Runs the plan's rounds over every group of windows, starting from the sorted `entries` of
@@ -122,7 +129,7 @@ pub(super) fn run<A: MsmAffine>(
         alloc(first * A::WORDS)?,
         alloc(halved(first, group_buckets) * A::WORDS)?,
     ];
-    let mut prefix = alloc(first * field_words)?;
+    let mut prefix = alloc(prefix_len(first) * field_words)?;
     let mut totals = alloc(first.div_ceil(PAIRS_PER_THREAD) * field_words)?;
     let mut left = alloc(plan.left_bound(p) * A::WORDS)?;
     let mut left_offsets = stream
@@ -173,7 +180,7 @@ pub(super) fn run<A: MsmAffine>(
             // round 0, the previous round's outputs after it); the prefix and sums kernels run one
             // thread per PAIRS_PER_THREAD output slots below the scanned total ≤ `outputs`, and
             // touch prefix[i·stride + t] (i < PAIRS_PER_THREAD, t < stride = ⌈outputs/PAIRS⌉:
-            // `first` F values at most) and totals[t]; the inversion kernel reads and writes the
+            // below prefix_len(first)) and totals[t]; the inversion kernel reads and writes the
             // totals of those threads. Outputs go to `to_points` (≥ `outputs` points), or in the
             // last round to `left` after the previous groups' points (≤ the plan's left bound).
             unsafe {
