@@ -2,7 +2,9 @@
 //! buckets hold many points, each round halves them with affine additions that share their
 //! inversions; the chunked XYZZ accumulation then sums the few points left per bucket.
 
-use cudarc::driver::{CudaSlice, CudaView, PushKernelArg};
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, CudaView, LaunchArgs, PushKernelArg};
 
 use super::{chunk_counts, exclusive_scan, grid, MsmAffine, MsmParams};
 use crate::error::DriverContext;
@@ -104,6 +106,35 @@ fn prefix_len(outputs: usize) -> usize {
     outputs.div_ceil(PAIRS_PER_THREAD) * PAIRS_PER_THREAD
 }
 
+/// The arguments the prefix and sums kernels of a round begin with: where the points are (the
+/// sorted entries of the bases in round 0, a null pointer after it), the round's input and output
+/// offsets, the bucket count and the prefix stride.
+struct SlotArgs<'a> {
+    source: &'a CudaView<'a, u32>,
+    entries: Option<&'a CudaSlice<u32>>,
+    from: &'a CudaView<'a, u32>,
+    to: &'a CudaSlice<u32>,
+    buckets: &'a u32,
+    stride: &'a u32,
+}
+
+impl<'a> SlotArgs<'a> {
+    fn launch(&self, stream: &'a Arc<CudaStream>, kernel: &'a CudaFunction) -> LaunchArgs<'a> {
+        let mut launch = stream.launch_builder(kernel);
+        launch.arg(self.source);
+        match self.entries {
+            Some(entries) => launch.arg(entries),
+            None => launch.arg(&NULL),
+        };
+        launch
+            .arg(self.from)
+            .arg(self.to)
+            .arg(self.buckets)
+            .arg(self.stride);
+        launch
+    }
+}
+
 /// Runs the plan's rounds over every group of windows, starting from the sorted `entries` of
 /// `bases` with their per-bucket `offsets`. Returns the points left, packed in bucket order over
 /// all buckets, and their per-bucket offsets (W·K + 1).
@@ -176,6 +207,15 @@ pub(super) fn run<A: MsmAffine>(
             chunk_counts(gpu, &source_offsets, buckets32, 2, to_offsets)?;
             exclusive_scan(gpu, to_offsets)?;
             let left_base = left_offsets.slice(b0..);
+            let round_entries = (round == 0).then_some(entries);
+            let slot_args = SlotArgs {
+                source: &source,
+                entries: round_entries,
+                from: &source_offsets,
+                to: &*to_offsets,
+                buckets: &buckets32,
+                stride: &stride,
+            };
             // SAFETY: the source holds the points the offsets name (bases by sorted entries in
             // round 0, the previous round's outputs after it); the prefix and sums kernels run one
             // thread per PAIRS_PER_THREAD output slots below the scanned total ≤ `outputs`, and
@@ -184,17 +224,8 @@ pub(super) fn run<A: MsmAffine>(
             // totals of those threads. Outputs go to `to_points` (≥ `outputs` points), or in the
             // last round to `left` after the previous groups' points (≤ the plan's left bound).
             unsafe {
-                let mut launch = stream.launch_builder(&prefix_kernel);
-                launch.arg(&source);
-                match round {
-                    0 => launch.arg(entries),
-                    _ => launch.arg(&NULL),
-                };
-                launch
-                    .arg(&source_offsets)
-                    .arg(&*to_offsets)
-                    .arg(&buckets32)
-                    .arg(&stride)
+                slot_args
+                    .launch(stream, &prefix_kernel)
                     .arg(&mut prefix)
                     .arg(&mut totals)
                     .launch(grid(threads, 128))
@@ -206,19 +237,8 @@ pub(super) fn run<A: MsmAffine>(
                     .arg(&buckets32)
                     .launch(grid(threads.div_ceil(TOTALS_PER_THREAD), 64))
                     .call(A::KERNELS.pair_invert)?;
-                let mut launch = stream.launch_builder(&sums_kernel);
-                launch.arg(&source);
-                match round {
-                    0 => launch.arg(entries),
-                    _ => launch.arg(&NULL),
-                };
-                launch
-                    .arg(&source_offsets)
-                    .arg(&*to_offsets)
-                    .arg(&buckets32)
-                    .arg(&stride)
-                    .arg(&prefix)
-                    .arg(&totals);
+                let mut launch = slot_args.launch(stream, &sums_kernel);
+                launch.arg(&prefix).arg(&totals);
                 if last {
                     launch.arg(&left_base).arg(&mut left);
                 } else {
