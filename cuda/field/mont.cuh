@@ -212,8 +212,9 @@ struct alignas(16) mont {
     // X = x·R: invariants x1·X ≡ u and x2·X ≡ v (mod m) with v odd; each step makes u even if it
     // is odd (u − v, after a swap that keeps u ≥ v) and halves it, so u reaches 0 within 2·log m
     // steps, leaving v = gcd(X, m) = 1 and x2 = X⁻¹ = x⁻¹·R⁻¹. One product by R³ then gives x⁻¹·R.
-    // Its steps are a few dependent limb operations each: a tenth of the latency of a Fermat
-    // power (log m dependent products), which the MSM's per-round inversions wait on.
+    // Its steps are a few dependent limb operations each, far less latency than a Fermat power
+    // (log m dependent products), which the MSM's pair rounds wait on once per round (H200, G1
+    // 2^22: their inversion pass 5.8 → 3.3 ms).
     __device__ mont inverse() const {
         uint32_t u[N], v[N];
         mont x1 = zero(), x2 = zero();

@@ -4,7 +4,7 @@
 // 2j + 1 (or point 2j alone when the count is odd), so out_offsets[b] = Σ ⌈count/2⌉ (the chunk
 // counts of chunk 2, scanned). An affine addition costs λ = Δy/Δx, λ² and y₃ (three products)
 // once 1/Δx is known, against ten products for a mixed XYZZ addition; the inversions are shared
-// by Montgomery's trick at two levels, so one Fermat inversion serves PAIRS · TOTALS additions:
+// by Montgomery's trick at two levels, so one inversion serves PAIRS · TOTALS additions:
 //
 //   prefix   one thread per PAIRS consecutive slots: running products of their denominators,
 //            each stored (prefix[i·stride + t], coalesced over a warp), the last one its total

@@ -13,8 +13,9 @@ use crate::{Gpu, GpuError};
 /// Output slots per prefix/sums thread and thread totals per inversion thread (as in the kernels).
 const PAIRS_PER_THREAD: usize = 16;
 const TOTALS_PER_THREAD: usize = 64;
-/// Rounds with fewer pairs are left to the XYZZ accumulation: a round's inversions are chains of
-/// ~570 dependent products, which a smaller round cannot hide behind its additions.
+/// Rounds with fewer pairs are left to the XYZZ accumulation: a round's inversion pass is a chain
+/// of ~190 dependent products and an inversion per thread, which a smaller round cannot hide
+/// behind its additions.
 const MIN_ROUND_PAIRS: usize = 1 << 20;
 /// Device bytes one group of windows' rounds may use; the windows run in as many groups as that
 /// takes (at 2^24 G1 points: three groups of five windows).
