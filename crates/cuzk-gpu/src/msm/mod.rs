@@ -265,13 +265,7 @@ pub fn msm_device<A: MsmAffine>(
     bases: &DeviceBases<A>,
     scalars: &DeviceScalars,
 ) -> Result<A::Projective, GpuError> {
-    let n = scalars.len();
-    if n > bases.len() {
-        return Err(GpuError::InvalidInput {
-            what: "MSM",
-            reason: format!("{n} scalars but only {} bases", bases.len()),
-        });
-    }
+    let n = scalars_within("MSM", scalars, bases.len())?;
     let (free, _) = gpu.memory()?;
     let slice = fit_points(n.min(MAX_PASS), free, working_bytes::<A>)?;
     let mut total = A::Projective::identity();
@@ -295,13 +289,7 @@ pub fn msm_streamed<A: MsmAffine>(
     points: &Pinned<A>,
     scalars: &DeviceScalars,
 ) -> Result<A::Projective, GpuError> {
-    let n = scalars.len();
-    if n > points.len() {
-        return Err(GpuError::InvalidInput {
-            what: "streamed MSM",
-            reason: format!("{n} scalars but only {} points", points.len()),
-        });
-    }
+    let n = scalars_within("streamed MSM", scalars, points.len())?;
     if n == 0 {
         return Ok(A::Projective::identity());
     }
@@ -351,6 +339,22 @@ pub fn msm_streamed<A: MsmAffine>(
         )?;
     }
     Ok(total)
+}
+
+/// The number of scalars, refused when there are more than the `points` they would multiply.
+fn scalars_within(
+    what: &'static str,
+    scalars: &DeviceScalars,
+    points: usize,
+) -> Result<usize, GpuError> {
+    let n = scalars.len();
+    if n > points {
+        return Err(GpuError::InvalidInput {
+            what,
+            reason: format!("{n} scalars but only {points} points"),
+        });
+    }
+    Ok(n)
 }
 
 /// [start, end) ranges of at most `size` covering 0..n.
