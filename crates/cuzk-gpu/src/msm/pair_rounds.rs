@@ -271,8 +271,48 @@ pub(super) fn run<A: MsmAffine>(
 #[cfg(test)]
 mod tests {
     use blstrs::{G1Affine, G2Affine};
+    use rand_chacha::rand_core::{RngCore, SeedableRng};
 
     use super::*;
+
+    /// The rounds' index arithmetic on the host, for bucket sizes the device would see: every
+    /// round's slots stay within its output bound, every prefix index within the prefix buffer,
+    /// and every thread total within the totals buffer (what the kernels index by).
+    #[test]
+    fn round_indices_stay_within_their_buffers() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for buckets in [1usize, 3, 16, 1000] {
+            for shape in ["uniform", "one large", "all odd"] {
+                let inputs_bound = 40 * buckets + 17;
+                let mut counts: Vec<usize> = (0..buckets)
+                    .map(|b| match shape {
+                        "uniform" => (rng.next_u32() % 41) as usize,
+                        "one large" => usize::from(b == 0) * inputs_bound,
+                        _ => 2 * (rng.next_u32() % 20) as usize + 1,
+                    })
+                    .collect();
+                let total: usize = counts.iter().sum();
+                assert!(total <= inputs_bound);
+                let first = halved(inputs_bound, buckets);
+                let mut bound = inputs_bound;
+                for _ in 0..6 {
+                    counts = counts.iter().map(|m| m.div_ceil(2)).collect();
+                    let outputs: usize = counts.iter().sum();
+                    bound = halved(bound, buckets);
+                    assert!(
+                        outputs <= bound && bound <= first,
+                        "{shape}: {outputs} > {bound}"
+                    );
+                    let stride = bound.div_ceil(PAIRS_PER_THREAD);
+                    for slot in 0..outputs {
+                        let (t, i) = (slot / PAIRS_PER_THREAD, slot % PAIRS_PER_THREAD);
+                        assert!(i * stride + t < prefix_len(first), "{shape}: slot {slot}");
+                        assert!(t < first.div_ceil(PAIRS_PER_THREAD));
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn plans_stay_within_their_bounds() {
