@@ -1,6 +1,7 @@
 //! Multi-scalar multiplication on the device (Pippenger, every stage on the GPU; see
-//! `cuda/msm/pippenger.cuh`) and bitmap batch addition (`cuda/msm/batch_add.cuh`), for G1 and G2,
-//! with bases resident in device memory.
+//! `cuda/msm/pippenger.cuh`, and `pair_rounds` for the batch-affine bulk of the bucket sums) and
+//! bitmap batch addition (`cuda/msm/batch_add.cuh`), for G1 and G2, with bases resident in device
+//! memory or streamed from page-locked host memory.
 
 use std::marker::PhantomData;
 
