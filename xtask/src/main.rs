@@ -2,6 +2,8 @@
 //!
 //! - `bench [NAME]`: runs the criterion benchmarks (all, or one of `prover`, `setup`, `math`) in release mode
 //!   and prints where the reports are.
+//! - `gpu-bundle [--out DIR]`: the GPU test binaries and `cuzk`, built in release mode with the
+//!   kernels embedded, in one folder with `run-gpu-tests.sh`, for a GPU machine without Rust.
 //! - `kernels [--archs 80,90] [--verbose]`: compiles `cuda/` into `target/cuda/cuzk.fatbin`, first
 //!   installing nvcc from PyPI into `target/cuda-toolchain` when none is found.
 //! - `sweep [--partition-workers L] [--gpu-workers L] [--concurrency L] [--out DIR] [-- BENCH ARGS]`:
@@ -11,18 +13,20 @@
 //! `cuzk-gpu`'s build script shares, and must not be decided here.
 
 mod bench;
+mod gpu_bundle;
 mod kernels;
 mod sweep;
 
 use anyhow::{bail, Result};
 
 const USAGE: &str =
-    "usage: cargo xtask bench [prover|setup|math]\n       cargo xtask kernels [--archs 80,90] [--verbose]\n       cargo xtask sweep [--partition-workers 1,2] [--gpu-workers 1,2] [--concurrency 1,2] [--out DIR] [-- BENCH ARGS]";
+    "usage: cargo xtask bench [prover|setup|math]\n       cargo xtask gpu-bundle [--out DIR]\n       cargo xtask kernels [--archs 80,90] [--verbose]\n       cargo xtask sweep [--partition-workers 1,2] [--gpu-workers 1,2] [--concurrency 1,2] [--out DIR] [-- BENCH ARGS]";
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("bench") => bench::run(args.get(1).map(String::as_str)),
+        Some("gpu-bundle") => gpu_bundle::run(&args[1..]),
         Some("kernels") => kernels::run(&args[1..]),
         Some("sweep") => sweep::run(&args[1..]),
         _ => bail!("{USAGE}"),
