@@ -443,26 +443,21 @@ fn pippenger<A: MsmAffine>(
         alloc(later_bound * xyzz_words)?,
     ];
     let mut partial = alloc(partial_len * xyzz_words)?;
-    let mut window_sums = alloc(p.windows as usize * xyzz_words)?;
 
     let (digits, scatter) = (gpu.kernel("msm_digits")?, gpu.kernel("msm_scatter")?);
-    let (chunks_affine, chunks_xyzz, reduce, window_sum) = (
+    let (chunks_affine, chunks_xyzz, reduce) = (
         gpu.kernel(A::KERNELS.chunks_affine)?,
         gpu.kernel(A::KERNELS.chunks_xyzz)?,
         gpu.kernel(A::KERNELS.reduce)?,
-        gpu.kernel(A::KERNELS.window_sum)?,
     );
     let buckets32 = buckets as u32;
-    const SUM_BLOCK: u32 = 64;
     // SAFETY: this and the launches below: buffers are sized above for the index ranges the kernels use
     // with these params: scalars n·8 words and bases n points (the views); codes and entries n·W
     // (one per (point, window), entries at distinct slots below the histogram's total); offsets,
     // chunk offsets W·K + 1 and cursors W·K; the first level writes at most `first_bound` sums
     // and later levels at most `later_bound` (Σ⌈count/chunk⌉ bounds, see `level_bounds`), each
-    // kernel exiting past its level's total; partial W·S points, window sums W points. The digit
-    // and scatter kernels run with blocks of 256 (a multiple of 32, as their warp-wide atomics
-    // need); the window-sum kernel gets SUM_BLOCK threads (a power of two) and SUM_BLOCK points of
-    // shared memory.
+    // kernel exiting past its level's total; partial W·S points. The digit and scatter kernels
+    // run with blocks of 256 (a multiple of 32, as their warp-wide atomics need).
     unsafe {
         stream
             .launch_builder(&digits)
@@ -568,21 +563,8 @@ fn pippenger<A: MsmAffine>(
             .arg(&mut partial)
             .launch(grid(partial_len, 64))
             .call(A::KERNELS.reduce)?;
-        stream
-            .launch_builder(&window_sum)
-            .arg(&partial)
-            .arg(&p)
-            .arg(&mut window_sums)
-            .launch(LaunchConfig {
-                grid_dim: (p.windows, 1, 1),
-                block_dim: (SUM_BLOCK, 1, 1),
-                shared_mem_bytes: SUM_BLOCK * 4 * xyzz_words as u32,
-            })
-            .call(A::KERNELS.window_sum)?;
     }
-    let words = stream
-        .clone_dtoh(&window_sums)
-        .call("cuMemcpyDtoH (MSM window sums)")?;
+    let words = tree_sums::<A>(gpu, &partial, &p)?;
     // Horner over the windows, most significant first: (W − 1)·c doublings on the host.
     let mut acc = A::Projective::identity();
     for window in words.chunks_exact(xyzz_words).rev() {
@@ -617,7 +599,6 @@ pub fn bitmap_sum<A: MsmAffine>(
     }
     /// 256 bits per thread: enough work per thread, enough threads to fill the device.
     const WORDS_PER_THREAD: usize = 8;
-    const SUM_BLOCK: u32 = 64;
     let words32 = n.div_ceil(32);
     let threads = words32.div_ceil(WORDS_PER_THREAD);
     let words: Vec<u32> = bits
@@ -632,11 +613,7 @@ pub fn bitmap_sum<A: MsmAffine>(
     let mut partial = stream
         .alloc_zeros::<u32>(threads * xyzz_words)
         .call("cuMemAlloc")?;
-    let mut sum = stream.alloc_zeros::<u32>(xyzz_words).call("cuMemAlloc")?;
-    let (batch_add, window_sum) = (
-        gpu.kernel(A::KERNELS.batch_add)?,
-        gpu.kernel(A::KERNELS.window_sum)?,
-    );
+    let batch_add = gpu.kernel(A::KERNELS.batch_add)?;
     let (n32, per32, threads32) = (n as u32, WORDS_PER_THREAD as u32, threads as u32);
     // The tree kernel sums `segments` partials of "window" 0 into one point.
     let tree = MsmParams {
@@ -647,9 +624,7 @@ pub fn bitmap_sum<A: MsmAffine>(
         segments: threads32,
     };
     // SAFETY: bases hold ≥ n points; `bits_dev` holds ⌈n/32⌉ words and the kernel reads only
-    // those (bits past n masked); `partial` holds `threads` points, one per thread; the tree
-    // kernel reads those `threads` partials and writes one point to `sum`, with SUM_BLOCK threads
-    // (a power of two) and SUM_BLOCK points of shared memory.
+    // those (bits past n masked); `partial` holds `threads` points, one per thread.
     unsafe {
         stream
             .launch_builder(&batch_add)
@@ -661,20 +636,53 @@ pub fn bitmap_sum<A: MsmAffine>(
             .arg(&mut partial)
             .launch(grid(threads, 128))
             .call(A::KERNELS.batch_add)?;
+    }
+    A::Projective::from_xyzz(&tree_sums::<A>(gpu, &partial, &tree)?)
+}
+
+/// The XYZZ words of Σ partial[w·S + s] over s < S = `params.segments`, for each of the
+/// `params.windows` windows, copied to the host: the window-sum kernel's tree, one block per window.
+fn tree_sums<A: MsmAffine>(
+    gpu: &Gpu,
+    partial: &CudaSlice<u32>,
+    params: &MsmParams,
+) -> Result<Vec<u32>, GpuError> {
+    /// Threads per window: a power of two, as the tree's halving needs.
+    const SUM_BLOCK: u32 = 64;
+    let xyzz_words = <A::Projective as XyzzPoint>::XYZZ_WORDS;
+    let windows = params.windows as usize;
+    if partial.len() < windows * params.segments as usize * xyzz_words {
+        return Err(GpuError::InvalidInput {
+            what: "window sums",
+            reason: format!(
+                "{} partial words for {windows} windows of {} points",
+                partial.len(),
+                params.segments
+            ),
+        });
+    }
+    let stream = gpu.stream();
+    let mut sums = stream
+        .alloc_zeros::<u32>(windows * xyzz_words)
+        .call("cuMemAlloc (window sums)")?;
+    let kernel = gpu.kernel(A::KERNELS.window_sum)?;
+    // SAFETY: `partial` holds windows·segments points (checked above) and `sums` one per window;
+    // one block of SUM_BLOCK threads (a power of two) per window with SUM_BLOCK points of shared
+    // memory, as the kernel's tree needs.
+    unsafe {
         stream
-            .launch_builder(&window_sum)
-            .arg(&partial)
-            .arg(&tree)
-            .arg(&mut sum)
+            .launch_builder(&kernel)
+            .arg(partial)
+            .arg(params)
+            .arg(&mut sums)
             .launch(LaunchConfig {
-                grid_dim: (1, 1, 1),
+                grid_dim: (params.windows, 1, 1),
                 block_dim: (SUM_BLOCK, 1, 1),
                 shared_mem_bytes: SUM_BLOCK * 4 * xyzz_words as u32,
             })
             .call(A::KERNELS.window_sum)?;
     }
-    let words = stream.clone_dtoh(&sum).call("cuMemcpyDtoH (bitmap sum)")?;
-    A::Projective::from_xyzz(&words)
+    stream.clone_dtoh(&sums).call("cuMemcpyDtoH (window sums)")
 }
 
 #[cfg(test)]
