@@ -31,7 +31,7 @@ pub fn run(only: Option<&str>) -> Result<()> {
 }
 
 fn cargo(args: &[&str]) -> Result<()> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let cargo = crate::cargo_program();
     let status = Command::new(&cargo)
         .args(args)
         .status()

@@ -85,7 +85,7 @@ pub fn run(args: &[String]) -> Result<()> {
 
 /// Runs cargo with `args` and returns the executable it built for the target named `target`.
 fn executable(args: &[&str], target: &str) -> Result<PathBuf> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let cargo = crate::cargo_program();
     let mut child = Command::new(&cargo)
         .args(args)
         .arg("--message-format=json-render-diagnostics")

@@ -22,6 +22,11 @@ use anyhow::{bail, Result};
 const USAGE: &str =
     "usage: cargo xtask bench [prover|setup|math]\n       cargo xtask gpu-bundle [--out DIR]\n       cargo xtask kernels [--archs 80,90] [--verbose]\n       cargo xtask sweep [--partition-workers 1,2] [--gpu-workers 1,2] [--concurrency 1,2] [--out DIR] [-- BENCH ARGS]";
 
+/// The cargo that runs this task (`$CARGO`), for the tasks that run cargo themselves.
+fn cargo_program() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
+}
+
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {

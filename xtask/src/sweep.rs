@@ -120,7 +120,7 @@ impl Grid {
 
 /// `cuzk --json bench` at one grid point.
 fn bench(grid: &Grid, (pw, gw, c): (usize, usize, usize)) -> Result<Point> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let cargo = crate::cargo_program();
     let (pw_s, gw_s, c_s) = (pw.to_string(), gw.to_string(), c.to_string());
     let mut args = vec![
         "run",

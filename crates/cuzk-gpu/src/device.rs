@@ -30,10 +30,6 @@ pub struct Gpu {
 /// Reads or sets (`access`: cuMemPoolGetAttribute or cuMemPoolSetAttribute) a u64 attribute of
 /// the device's default memory pool, the one stream-ordered allocations come from.
 ///
-/// The pool keeps what is freed instead of returning it at every synchronisation (its default): a
-/// proof's MSMs allocate and free gigabytes each time, and mapping them afresh cost 20–70 ms of
-/// host time per proof on an H200 (2^22 rows, half boolean: prove_start 208–225 → 150 ms).
-///
 /// # Safety
 /// `value` must point to a live u64 and `attribute` be one whose value type is u64.
 unsafe fn pool_attribute(
@@ -71,6 +67,10 @@ impl Gpu {
         let multiprocessors = ctx
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .call("cuDeviceGetAttribute")? as u32;
+        // The pool keeps what is freed instead of returning it at every synchronisation (its
+        // default): a proof's MSMs allocate and free gigabytes each time, and mapping them afresh
+        // cost 20–70 ms of host time per proof on an H200 (2^22 rows, half boolean: prove_start
+        // 208–225 → 150 ms). `memory` counts what the pool holds unused as free.
         let mut keep = u64::MAX;
         // SAFETY: `keep` is a live u64, the value type of the release threshold.
         unsafe {
