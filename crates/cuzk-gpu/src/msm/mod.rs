@@ -93,32 +93,30 @@ pub trait MsmAffine: DeviceWords {
     const KERNELS: MsmKernels;
 }
 
+/// The kernel names of one group, by the suffix `cuda/msm/` gives them (`MSM_KERNELS(g1, …)`).
+macro_rules! msm_kernels {
+    ($group:literal) => {
+        MsmKernels {
+            pair_prefix: concat!("msm_pair_prefix_", $group),
+            pair_invert: concat!("msm_pair_invert_", $group),
+            pair_sums: concat!("msm_pair_sums_", $group),
+            chunks_affine: concat!("msm_chunks_affine_", $group),
+            chunks_xyzz: concat!("msm_chunks_xyzz_", $group),
+            reduce: concat!("msm_reduce_", $group),
+            window_sum: concat!("msm_window_sum_", $group),
+            batch_add: concat!("batch_add_", $group),
+        }
+    };
+}
+
 impl MsmAffine for G1Affine {
     type Projective = G1Projective;
-    const KERNELS: MsmKernels = MsmKernels {
-        pair_prefix: "msm_pair_prefix_g1",
-        pair_invert: "msm_pair_invert_g1",
-        pair_sums: "msm_pair_sums_g1",
-        chunks_affine: "msm_chunks_affine_g1",
-        chunks_xyzz: "msm_chunks_xyzz_g1",
-        reduce: "msm_reduce_g1",
-        window_sum: "msm_window_sum_g1",
-        batch_add: "batch_add_g1",
-    };
+    const KERNELS: MsmKernels = msm_kernels!("g1");
 }
 
 impl MsmAffine for G2Affine {
     type Projective = G2Projective;
-    const KERNELS: MsmKernels = MsmKernels {
-        pair_prefix: "msm_pair_prefix_g2",
-        pair_invert: "msm_pair_invert_g2",
-        pair_sums: "msm_pair_sums_g2",
-        chunks_affine: "msm_chunks_affine_g2",
-        chunks_xyzz: "msm_chunks_xyzz_g2",
-        reduce: "msm_reduce_g2",
-        window_sum: "msm_window_sum_g2",
-        batch_add: "batch_add_g2",
-    };
+    const KERNELS: MsmKernels = msm_kernels!("g2");
 }
 
 /// Bases uploaded once and reused by every MSM over them.
