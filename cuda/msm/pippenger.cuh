@@ -10,7 +10,8 @@
 //            chunk sums are summed again in chunks, level after level, until each bucket holds
 //            one point. A thread's work is bounded whatever the scalars (all equal, small, sparse),
 //            and the threads of a warp do near-equal work
-//   reduce   per window Σ (b+1)·bucket_b by running sums over segments, then a tree per window
+//   reduce   per window Σ (b+1)·bucket_b by running sums over short segments (one thread each),
+//            summed per warp, then a tree per window
 //   combine  on the host: windows by doublings (Horner), a few hundred group operations
 //
 // Counting atomics are aggregated per warp (one atomic per distinct bucket in the warp), so equal
@@ -19,6 +20,7 @@
 #pragma once
 
 #include "curve/xyzz.cuh"
+#include "util/shuffle.cuh"
 
 namespace cuzk {
 
@@ -28,7 +30,7 @@ struct msm_params {
     uint32_t window_bits;  // c
     uint32_t windows;      // ⌈255 / c⌉: a scalar below 2^254 never carries out of the top window
     uint32_t buckets;      // 2^(c−1) per window (digit d ≠ 0 goes to bucket |d| − 1)
-    uint32_t segments;     // running-sum segments per window in the reduction
+    uint32_t segments;     // running-sum segments (threads) per window in the reduction: 32·k
 };
 
 // A digit code: |d| in the low bits, the sign of the point to add in the top bit; 0 for d = 0.
@@ -202,13 +204,15 @@ extern "C" __global__ void msm_chunk_counts(const uint32_t* offsets, uint32_t bu
         for (uint32_t e = r.begin + 1; e < r.end; e++) acc.add(in[e]);                                \
         out[c] = acc;                                                                                 \
     }                                                                                                 \
-    /* partial[w·S + s] = Σ_{b in segment s} (b + 1)·bucket_b of window w; bucket b is sums[k] for   \
-       its one chunk k = chunk_offsets[b], or the identity when it has none. */                       \
+    /* Σ_{b in segment s} (b + 1)·bucket_b of window w, for segment s = t mod S of thread t, summed \
+       over each warp's 32 segments into partial[t / 32]; bucket b is sums[k] for its one chunk     \
+       k = chunk_offsets[b], or the identity when it has none. S is a multiple of 32, so a warp's  \
+       segments are of one window. */                                                             \
     extern "C" __global__ void msm_reduce_##SUFFIX(const cuzk::xyzz_t<F>* sums,                      \
                                                    const uint32_t* chunk_offsets, cuzk::msm_params p, \
                                                    cuzk::xyzz_t<F>* partial) {                        \
         const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;                                     \
-        if (t >= p.windows * p.segments) return;                                                      \
+        if (t >= p.windows * p.segments) return; /* whole warps: the count is a multiple of 32 */    \
         const uint32_t w = t / p.segments, s = t % p.segments;                                        \
         const uint32_t per = (p.buckets + p.segments - 1) / p.segments;                               \
         const uint32_t lo = min(s * per, p.buckets), hi = min(lo + per, p.buckets);                   \
@@ -220,16 +224,17 @@ extern "C" __global__ void msm_chunk_counts(const uint32_t* offsets, uint32_t bu
         }                                                                                             \
         /* acc = Σ (b − lo + 1)·B_b; add lo·Σ B_b for the weights b + 1. */                           \
         acc.add(cuzk::mul_small(running, lo));                                                        \
-        partial[t] = acc;                                                                             \
+        for (uint32_t lanes = 16; lanes > 0; lanes /= 2) acc.add(cuzk::shuffle_down(acc, lanes));     \
+        if (t % 32 == 0) partial[t / 32] = acc;                                                       \
     }                                                                                                 \
-    /* One block per window: tree-sum its segments' partials into window_sums[w]. */                 \
-    extern "C" __global__ void msm_window_sum_##SUFFIX(const cuzk::xyzz_t<F>* partial,                \
-                                                       cuzk::msm_params p, cuzk::xyzz_t<F>* sums) {   \
+    /* One block per window: tree-sum its `count` partials into sums[w]. */                           \
+    extern "C" __global__ void msm_window_sum_##SUFFIX(const cuzk::xyzz_t<F>* partial, uint32_t count, \
+                                                       cuzk::xyzz_t<F>* sums) {                       \
         extern __shared__ unsigned char raw[];                                                        \
         cuzk::xyzz_t<F>* s = reinterpret_cast<cuzk::xyzz_t<F>*>(raw);                                 \
         const uint32_t w = blockIdx.x, t = threadIdx.x;                                               \
         cuzk::xyzz_t<F> acc = cuzk::xyzz_t<F>::identity();                                           \
-        for (uint32_t i = t; i < p.segments; i += blockDim.x) acc.add(partial[w * p.segments + i]);   \
+        for (uint32_t i = t; i < count; i += blockDim.x) acc.add(partial[size_t(w) * count + i]);     \
         s[t] = acc;                                                                                   \
         for (uint32_t half = blockDim.x / 2; half > 0; half /= 2) {                                   \
             __syncthreads();                                                                          \

@@ -53,15 +53,28 @@ impl MsmParams {
             window_bits,
             windows: 255u32.div_ceil(window_bits),
             buckets,
-            // 64 buckets per running-sum thread: short serial chains, enough threads.
-            segments: buckets.div_ceil(64),
+            segments: buckets
+                .div_ceil(BUCKETS_PER_SEGMENT)
+                .next_multiple_of(SEGMENTS_PER_PARTIAL),
         }
+    }
+
+    /// Partial sums per window the reduction leaves for the window-sum tree.
+    fn partials(&self) -> u32 {
+        self.segments / SEGMENTS_PER_PARTIAL
     }
 
     fn total_buckets(&self) -> usize {
         self.windows as usize * self.buckets as usize
     }
 }
+
+/// Buckets per running-sum thread of the reduction: a chain of 2·16 additions and a multiple of its
+/// segment's sum. With 64 (an H200, 2^22 G1 points) its 8192 threads left half of the SMs'
+/// schedulers without a warp: 2.3 ms of 32.
+const BUCKETS_PER_SEGMENT: u32 = 16;
+/// Segments the reduction sums into one partial, across a warp (as `msm_reduce` does).
+const SEGMENTS_PER_PARTIAL: u32 = 32;
 
 /// Windows of the Pippenger pass over n points: each point costs about this many additions.
 pub fn windows(n: usize) -> u32 {
@@ -401,7 +414,7 @@ fn working_bytes<A: MsmAffine>(p: &MsmParams) -> usize {
     let xyzz_bytes = 4 * <A::Projective as XyzzPoint>::XYZZ_WORDS;
     let (first, later) = level_bounds(p);
     4 * (2 * entries + 4 * (buckets + 1))
-        + xyzz_bytes * (first + later + p.windows as usize * (p.segments as usize + 1))
+        + xyzz_bytes * (first + later + p.windows as usize * (p.partials() as usize + 1))
         + PairPlan::new::<A>(p).bytes::<A>(p)
 }
 
@@ -429,7 +442,7 @@ fn pippenger<A: MsmAffine>(
     let xyzz_words = <A::Projective as XyzzPoint>::XYZZ_WORDS;
     let entries_len = n * p.windows as usize;
     let (first_bound, later_bound) = level_bounds(&p);
-    let partial_len = p.windows as usize * p.segments as usize;
+    let partial_len = p.windows as usize * p.partials() as usize;
     let alloc = |len: usize| stream.alloc_zeros::<u32>(len).call("cuMemAlloc (MSM)");
     let mut codes = alloc(entries_len)?;
     let mut offsets = alloc(buckets + 1)?;
@@ -454,8 +467,9 @@ fn pippenger<A: MsmAffine>(
     // (one per (point, window), entries at distinct slots below the histogram's total); offsets,
     // chunk offsets W·K + 1 and cursors W·K; the first level writes at most `first_bound` sums
     // and later levels at most `later_bound` (Σ⌈count/chunk⌉ bounds, see `level_bounds`), each
-    // kernel exiting past its level's total; partial W·S points. The digit and scatter kernels
-    // run with blocks of 256 (a multiple of 32, as their warp-wide atomics need).
+    // kernel exiting past its level's total; partial W·S/32 points (one per warp of segments,
+    // S a multiple of 32). The digit and scatter kernels run with blocks of 256 (a multiple of
+    // 32, as their warp-wide atomics need).
     unsafe {
         stream
             .launch_builder(&digits)
@@ -559,10 +573,10 @@ fn pippenger<A: MsmAffine>(
             .arg(sum_offsets)
             .arg(&p)
             .arg(&mut partial)
-            .launch(grid(partial_len, 64))
+            .launch(grid(p.windows as usize * p.segments as usize, 64))
             .call(A::KERNELS.reduce)?;
     }
-    let words = tree_sums::<A>(gpu, &partial, &p)?;
+    let words = tree_sums::<A>(gpu, &partial, p.windows, p.partials())?;
     // Horner over the windows, most significant first: (W − 1)·c doublings on the host.
     let mut acc = A::Projective::identity();
     for window in words.chunks_exact(xyzz_words).rev() {
@@ -613,14 +627,6 @@ pub fn bitmap_sum<A: MsmAffine>(
         .call("cuMemAlloc")?;
     let batch_add = gpu.kernel(A::KERNELS.batch_add)?;
     let (n32, per32, threads32) = (n as u32, WORDS_PER_THREAD as u32, threads as u32);
-    // The tree kernel sums `segments` partials of "window" 0 into one point.
-    let tree = MsmParams {
-        n: n32,
-        window_bits: 0,
-        windows: 1,
-        buckets: 0,
-        segments: threads32,
-    };
     // SAFETY: bases hold ≥ n points; `bits_dev` holds ⌈n/32⌉ words and the kernel reads only
     // those (bits past n masked); `partial` holds `threads` points, one per thread.
     unsafe {
@@ -635,46 +641,45 @@ pub fn bitmap_sum<A: MsmAffine>(
             .launch(grid(threads, 128))
             .call(A::KERNELS.batch_add)?;
     }
-    A::Projective::from_xyzz(&tree_sums::<A>(gpu, &partial, &tree)?)
+    A::Projective::from_xyzz(&tree_sums::<A>(gpu, &partial, 1, threads32)?)
 }
 
-/// The XYZZ words of Σ partial[w·S + s] over s < S = `params.segments`, for each of the
-/// `params.windows` windows, copied to the host: the window-sum kernel's tree, one block per window.
+/// The XYZZ words of Σ partial[w·count + i] over i < `count`, for each of the `windows` windows,
+/// copied to the host: the window-sum kernel's tree, one block per window.
 fn tree_sums<A: MsmAffine>(
     gpu: &Gpu,
     partial: &CudaSlice<u32>,
-    params: &MsmParams,
+    windows: u32,
+    count: u32,
 ) -> Result<Vec<u32>, GpuError> {
     /// Threads per window: a power of two, as the tree's halving needs.
     const SUM_BLOCK: u32 = 64;
     let xyzz_words = <A::Projective as XyzzPoint>::XYZZ_WORDS;
-    let windows = params.windows as usize;
-    if partial.len() < windows * params.segments as usize * xyzz_words {
+    if partial.len() < windows as usize * count as usize * xyzz_words {
         return Err(GpuError::InvalidInput {
             what: "window sums",
             reason: format!(
-                "{} partial words for {windows} windows of {} points",
+                "{} partial words for {windows} windows of {count} points",
                 partial.len(),
-                params.segments
             ),
         });
     }
     let stream = gpu.stream();
     let mut sums = stream
-        .alloc_zeros::<u32>(windows * xyzz_words)
+        .alloc_zeros::<u32>(windows as usize * xyzz_words)
         .call("cuMemAlloc (window sums)")?;
     let kernel = gpu.kernel(A::KERNELS.window_sum)?;
-    // SAFETY: `partial` holds windows·segments points (checked above) and `sums` one per window;
+    // SAFETY: `partial` holds windows·count points (checked above) and `sums` one per window;
     // one block of SUM_BLOCK threads (a power of two) per window with SUM_BLOCK points of shared
     // memory, as the kernel's tree needs.
     unsafe {
         stream
             .launch_builder(&kernel)
             .arg(partial)
-            .arg(params)
+            .arg(&count)
             .arg(&mut sums)
             .launch(LaunchConfig {
-                grid_dim: (params.windows, 1, 1),
+                grid_dim: (windows, 1, 1),
                 block_dim: (SUM_BLOCK, 1, 1),
                 shared_mem_bytes: SUM_BLOCK * 4 * xyzz_words as u32,
             })
@@ -699,7 +704,9 @@ mod tests {
                 top + 2 >= p.window_bits && top < p.window_bits,
                 "n = {n}: top {top}"
             );
-            assert!(p.segments >= 1 && p.segments <= p.buckets);
+            // Whole warps of segments that cover every bucket.
+            assert!(p.segments.is_multiple_of(SEGMENTS_PER_PARTIAL) && p.partials() >= 1);
+            assert!(p.segments * BUCKETS_PER_SEGMENT >= p.buckets);
         }
     }
 }
