@@ -141,6 +141,13 @@ impl Gpu {
         &self.stream
     }
 
+    /// Orders the work enqueued on this stream from now on after everything enqueued on `other`'s
+    /// stream so far (an event between the two; the host does not wait): a lane reading what
+    /// another stream produced.
+    pub fn wait_for(&self, other: &Gpu) -> Result<(), GpuError> {
+        self.stream.join(&other.stream).call("cuStreamWaitEvent")
+    }
+
     /// A second stream for copies that overlap the kernels on [`Gpu::stream`].
     pub fn copy_stream(&self) -> &Arc<CudaStream> {
         &self.copy_stream

@@ -1,9 +1,11 @@
 //! The GPU backend: H and every MSM of `prove_start` (B in G2 included) on one CUDA device.
 //!
-//! Per proof: a, b and c go up and become H's coefficients on the device (three inverse NTTs, three
-//! coset NTTs, (a∘b − c)/Z on the coset, one coset inverse NTT, in orders that chain with no
-//! permutation pass); the witness goes up once and the L, A and B queries' scalars are gathered
-//! from it on the device by index lists made on the host; then five MSMs. Scalars equal to 0 add
+//! Per proof: the witness goes up first and the L, A and B queries' scalars are gathered from it on
+//! the device by index lists made on the host; their four MSMs start at once, each on a stream of
+//! its own, while a, b and c are staged and uploaded one after another (each copy overlapping the
+//! previous upload) and become H's coefficients (three inverse NTTs, three coset NTTs, (a∘b − c)/Z
+//! on the coset, one coset inverse NTT, in orders that chain with no permutation pass); then H's
+//! MSM. The copies and NTTs thus hide behind the other MSMs instead of preceding them. Scalars equal to 0 add
 //! nothing (their digits are all zero, so they reach no bucket) and scalars equal to 1 cost one
 //! addition each in a single bucket summed in parallel chunks: the 0/1 split of hash-heavy circuits
 //! happens inside the MSM's digit pass, on the device.
@@ -19,7 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use cuzk_gpu::msm::{msm_device, msm_streamed, working_memory, DeviceBases, MsmAffine};
 use cuzk_gpu::ntt::{ab_minus_c, ntt, NttOrder, NttTables, Transform};
 use cuzk_gpu::{DeviceIndex, DeviceScalars, Gpu, GpuError, Pinned};
-use cuzk_math::{Bitmap, G1Affine, G2Affine, Scalar};
+use cuzk_math::{Bitmap, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_synth::ProvingAssignment;
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
@@ -41,7 +43,7 @@ pub struct GpuBackend {
     /// Page-locked staging buffers, one per proof in preparation, reused.
     staging: Mutex<Vec<Pinned<Scalar>>>,
     /// Streams of this device for MSMs side by side.
-    lanes: Mutex<Option<[Arc<Gpu>; 5]>>,
+    lanes: Mutex<Option<[Arc<Gpu>; 4]>>,
 }
 
 /// Which variables the A and B queries take, as positions into inputs ++ aux: fixed by the
@@ -147,8 +149,11 @@ struct Prepared {
     log_n: u32,
     /// 1/Z on the coset: Z(gX) = g^n − 1 there.
     z_inv: Scalar,
-    /// a, b, c (n values each, zero-padded), then inputs ++ aux: one upload source.
+    /// Room for a, b, c (n values each, zero-padded), then inputs ++ aux, already staged: one
+    /// upload source.
     staging: Pinned<Scalar>,
+    /// a, b and c, staged on the device's time (their uploads overlap the first MSMs).
+    abc: [Vec<Scalar>; 3],
     inputs: usize,
     witness: usize,
 }
@@ -232,8 +237,8 @@ impl GpuBackend {
             .push(buffer);
     }
 
-    /// Host work of one proof: checks, a staging copy of everything to upload (in parallel; the
-    /// assignment's own vectors are freed here), the query positions.
+    /// Host work of one proof: checks, a staging copy of the witness (in parallel; the
+    /// assignment's aux vector is freed here), the query positions.
     fn prepare(
         &self,
         params: &Parameters,
@@ -263,19 +268,14 @@ impl GpuBackend {
         let mut staging = self.take_staging(3 * n + witness)?;
         {
             let values = staging.as_mut_slice()?;
-            let (abc, rest) = values.split_at_mut(3 * n);
-            let (input_part, aux_part) = rest.split_at_mut(inputs.len());
-            let mut parts: Vec<(&mut [Scalar], &[Scalar])> = abc
-                .chunks_mut(n)
-                .zip([&a, &b, &c])
-                .map(|(dst, src)| (dst, src.as_slice()))
-                .collect();
-            parts.push((input_part, &inputs));
-            parts.push((&mut aux_part[..aux.len()], &aux));
-            parts.into_par_iter().for_each(|(dst, src)| stage(dst, src));
+            let (input_part, aux_part) = values[3 * n..].split_at_mut(inputs.len());
+            rayon::join(
+                || stage(input_part, &inputs),
+                || stage(&mut aux_part[..aux.len()], &aux),
+            );
         }
         stages.push("prep_copy_ms", start.elapsed().as_secs_f64() * 1e3);
-        release_in_background((a, b, c, aux));
+        release_in_background(aux);
         let densities = Densities {
             inputs: inputs.len(),
             a_aux: a_aux_density,
@@ -303,6 +303,7 @@ impl GpuBackend {
             log_n: n.trailing_zeros(),
             z_inv,
             staging,
+            abc: [a, b, c],
             inputs: inputs.len(),
             witness,
         };
@@ -382,27 +383,108 @@ impl GpuBackend {
         })
     }
 
-    /// The device region of one proof.
+    /// The device region of one proof: the witness and its four MSMs first, H beside them when
+    /// their work buffers fit together (see [`MsmRun`]), else everything one after another.
     fn on_device(
         &self,
         params: &Parameters,
-        p: &Prepared,
+        p: &mut Prepared,
         index: IndexSource,
         stages: &mut Stages,
     ) -> Result<QuerySums, GpuError> {
         let gpu = &*self.gpu;
         let srs = self.srs(params, Self::working_bytes(p), stages)?;
         stages.push("srs_resident", if srs.resident { 1.0 } else { 0.0 });
+        let n = 1usize << p.log_n;
+        let witness = stages.time(gpu, "h2d_witness_ms", || {
+            DeviceScalars::upload_pinned_range(gpu, &p.staging, 3 * n, 3 * n + p.witness)
+        })?;
+        let index = self.query_index(index)?;
+        let scalars = stages.time(gpu, "gather_ms", || {
+            let b = witness.gather(gpu, &index.b)?;
+            Ok(WitnessScalars {
+                l: witness.copy_range(gpu, p.inputs, p.witness)?,
+                a: witness.gather(gpu, &index.a)?,
+                // Its own copy for B in G2, which runs beside B in G1.
+                b_g2: b.copy_range(gpu, 0, b.len())?,
+                b_g1: b,
+            })
+        })?;
+        drop(witness);
+        let scalar_bytes = std::mem::size_of::<Scalar>();
+        stages.push("h2d_bytes", (scalar_bytes * (3 * n + p.witness)) as f64);
+        // Side by side: every MSM's work buffers and H's three vectors at once.
+        let together = [n, scalars.l.len(), scalars.a.len(), scalars.b_g1.len()]
+            .iter()
+            .map(|&len| working_memory::<G1Affine>(len))
+            .sum::<usize>()
+            + working_memory::<G2Affine>(scalars.b_g2.len())
+            + 3 * n * scalar_bytes;
+        let side_by_side = srs.resident && together + cuzk_gpu::MEMORY_MARGIN <= gpu.memory()?.0;
+        stages.push("msm_side_by_side", if side_by_side { 1.0 } else { 0.0 });
+        let start = std::time::Instant::now();
+        let sums = if side_by_side {
+            let lanes = self.lanes()?;
+            // The lanes read what the device's own stream gathered.
+            for lane in &lanes {
+                lane.wait_for(gpu)?;
+            }
+            let [l, a, b_g1, b_g2] = &lanes;
+            let s = &scalars;
+            std::thread::scope(|scope| {
+                let l = scope.spawn(|| l.time(|| srs.l.msm(l, &s.l)));
+                let a = scope.spawn(|| a.time(|| srs.a.msm(a, &s.a)));
+                let b_g1 = scope.spawn(|| b_g1.time(|| srs.b_g1.msm(b_g1, &s.b_g1)));
+                let b_g2 = scope.spawn(|| b_g2.time(|| srs.b_g2.msm(b_g2, &s.b_g2)));
+                let h = self
+                    .h_coefficients(p, stages)
+                    .and_then(|h| gpu.time(|| srs.h.msm(gpu, &h)));
+                query_sums(stages, h, joined(l), joined(a), joined(b_g1), joined(b_g2))
+            })
+        } else {
+            let h = self.h_coefficients(p, stages)?;
+            let h = gpu.time(|| srs.h.msm(gpu, &h));
+            let l = gpu.time(|| srs.l.msm(gpu, &scalars.l));
+            let a = gpu.time(|| srs.a.msm(gpu, &scalars.a));
+            let b_g1 = gpu.time(|| srs.b_g1.msm(gpu, &scalars.b_g1));
+            let b_g2 = gpu.time(|| srs.b_g2.msm(gpu, &scalars.b_g2));
+            query_sums(stages, h, l, a, b_g1, b_g2)
+        };
+        stages.push("msm_ms", start.elapsed().as_secs_f64() * 1e3);
+        sums
+    }
+
+    /// H's n − 1 coefficients on the device. a, b and c are staged into the page-locked buffer one
+    /// after another, each uploaded while the next is copied, then transformed.
+    fn h_coefficients(
+        &self,
+        p: &mut Prepared,
+        stages: &mut Stages,
+    ) -> Result<DeviceScalars, GpuError> {
+        let gpu = &*self.gpu;
         let tables = self.ntt_tables(p.log_n)?;
         let n = 1usize << p.log_n;
-        let upload = |start: usize, end: usize| {
-            DeviceScalars::upload_pinned_range(gpu, &p.staging, start, end)
-        };
-        let (mut h, db, dc) = stages.time(gpu, "h2d_abc_ms", || {
-            Ok((upload(0, n)?, upload(n, 2 * n)?, upload(2 * n, 3 * n)?))
+        let abc = std::mem::take(&mut p.abc);
+        let start = std::time::Instant::now();
+        let uploaded = stages.time(gpu, "h2d_abc_ms", || {
+            let mut uploaded = Vec::with_capacity(3);
+            for (k, values) in abc.iter().enumerate() {
+                let (from, to) = (k * n, (k + 1) * n);
+                // The uploads in flight read the parts before `from`; this copy writes after them.
+                stage(&mut p.staging.as_mut_slice()?[from..to], values);
+                uploaded.push(DeviceScalars::upload_pinned_range(gpu, &p.staging, from, to)?);
+            }
+            Ok(uploaded)
         })?;
+        stages.push("stage_abc_ms", start.elapsed().as_secs_f64() * 1e3);
+        release_in_background(abc);
+        let [mut h, mut db, mut dc]: [DeviceScalars; 3] = uploaded
+            .try_into()
+            .map_err(|_| GpuError::InvalidInput {
+                what: "H's inputs",
+                reason: "three vectors staged".into(),
+            })?;
         stages.time(gpu, "ntt_ms", || {
-            let (mut db, mut dc) = (db, dc);
             for values in [&mut h, &mut db, &mut dc] {
                 ntt(
                     gpu,
@@ -427,103 +509,43 @@ impl GpuBackend {
         })?;
         // H has n − 1 coefficients (the top one is zero).
         h.truncate(n - 1);
-        let witness = stages.time(gpu, "h2d_witness_ms", || upload(3 * n, 3 * n + p.witness))?;
-        let index = self.query_index(index)?;
-        let scalars = stages.time(gpu, "gather_ms", || {
-            let b = witness.gather(gpu, &index.b)?;
-            Ok(QueryScalars {
-                h,
-                l: witness.copy_range(gpu, p.inputs, p.witness)?,
-                a: witness.gather(gpu, &index.a)?,
-                // Its own copy for B in G2, which runs beside B in G1.
-                b_g2: b.copy_range(gpu, 0, b.len())?,
-                b_g1: b,
-            })
-        })?;
-        drop(witness);
-        let scalar_bytes = std::mem::size_of::<Scalar>();
-        stages.push("h2d_bytes", (scalar_bytes * (3 * n + p.witness)) as f64);
-        self.msms(&srs, &scalars, stages)
+        Ok(h)
     }
 
-    /// The five MSMs: side by side, each on a lane of its own, when the points are resident and
-    /// the MSMs' work buffers fit together (alone, a 2^20-point MSM keeps an H200 well under
-    /// half busy); one after another otherwise. Per-MSM stage times are device times, which
-    /// overlap when side by side; `msm_ms` is the wall time of all five.
-    fn msms(
-        &self,
-        srs: &DeviceSrs,
-        s: &QueryScalars,
-        stages: &mut Stages,
-    ) -> Result<QuerySums, GpuError> {
-        let gpu = &*self.gpu;
-        let start = std::time::Instant::now();
-        let together = [&s.h, &s.l, &s.a, &s.b_g1]
-            .iter()
-            .map(|q| working_memory::<G1Affine>(q.len()))
-            .sum::<usize>()
-            + working_memory::<G2Affine>(s.b_g2.len());
-        let side_by_side = srs.resident && together + cuzk_gpu::MEMORY_MARGIN <= gpu.memory()?.0;
-        let owned_lanes;
-        let lanes: [&Gpu; 5] = if side_by_side {
-            owned_lanes = self.lanes()?;
-            owned_lanes.each_ref().map(|lane| &**lane)
-        } else {
-            [gpu; 5]
-        };
-        let g1 = [
-            (&srs.h, &s.h, lanes[0]),
-            (&srs.l, &s.l, lanes[1]),
-            (&srs.a, &s.a, lanes[2]),
-            (&srs.b_g1, &s.b_g1, lanes[3]),
-        ];
-        let run = |(bases, scalars, lane): (&Bases<G1Affine>, &DeviceScalars, &Gpu)| {
-            lane.time(|| bases.msm(lane, scalars))
-        };
-        let b_g2 = || lanes[4].time(|| srs.b_g2.msm(lanes[4], &s.b_g2));
-        let ([h, l, a, b_g1], b_g2) = if side_by_side {
-            std::thread::scope(|scope| {
-                let g1 = g1.map(|msm| scope.spawn(move || run(msm)));
-                let b_g2 = b_g2();
-                (g1.map(joined), b_g2)
-            })
-        } else {
-            (g1.map(run), b_g2())
-        };
-        let sums = QuerySums {
-            h: stages.record("msm_h_ms", h)?,
-            l: stages.record("msm_l_ms", l)?,
-            a: stages.record("msm_a_ms", a)?,
-            b_g1: stages.record("msm_b_g1_ms", b_g1)?,
-            b_g2: stages.record("msm_b_g2_ms", b_g2)?,
-        };
-        stages.push("msm_side_by_side", if side_by_side { 1.0 } else { 0.0 });
-        stages.push("msm_ms", start.elapsed().as_secs_f64() * 1e3);
-        Ok(sums)
-    }
-
-    /// Five lanes of this backend's device, made on first use.
-    fn lanes(&self) -> Result<[Arc<Gpu>; 5], GpuError> {
+    /// Four lanes of this backend's device, made on first use: the MSMs that run beside H's.
+    fn lanes(&self) -> Result<[Arc<Gpu>; 4], GpuError> {
         let mut lanes = self.lanes.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(made) = lanes.as_ref() {
             return Ok(made.clone());
         }
         let gpu = &self.gpu;
-        let made = [
-            gpu.lane()?,
-            gpu.lane()?,
-            gpu.lane()?,
-            gpu.lane()?,
-            gpu.lane()?,
-        ];
+        let made = [gpu.lane()?, gpu.lane()?, gpu.lane()?, gpu.lane()?];
         *lanes = Some(made.clone());
         Ok(made)
     }
 }
 
-/// The scalars of a proof's five MSMs, on the device.
-struct QueryScalars {
-    h: DeviceScalars,
+/// The five MSMs' results (each with its device time, which overlap when side by side), recorded
+/// as stages.
+fn query_sums(
+    stages: &mut Stages,
+    h: Result<(G1Projective, f32), GpuError>,
+    l: Result<(G1Projective, f32), GpuError>,
+    a: Result<(G1Projective, f32), GpuError>,
+    b_g1: Result<(G1Projective, f32), GpuError>,
+    b_g2: Result<(G2Projective, f32), GpuError>,
+) -> Result<QuerySums, GpuError> {
+    Ok(QuerySums {
+        h: stages.record("msm_h_ms", h)?,
+        l: stages.record("msm_l_ms", l)?,
+        a: stages.record("msm_a_ms", a)?,
+        b_g1: stages.record("msm_b_g1_ms", b_g1)?,
+        b_g2: stages.record("msm_b_g2_ms", b_g2)?,
+    })
+}
+
+/// The scalars the witness gives four of a proof's MSMs, on the device.
+struct WitnessScalars {
     l: DeviceScalars,
     a: DeviceScalars,
     b_g1: DeviceScalars,
@@ -584,8 +606,9 @@ impl ProverBackend for GpuBackend {
         let start = std::time::Instant::now();
         let (prepared, index) = self.prepare(params, assignment, &mut stages)?;
         stages.push("prep_ms", start.elapsed().as_secs_f64() * 1e3);
+        let mut prepared = prepared;
         let device_guard = device.acquire();
-        let sums = self.on_device(params, &prepared, index, &mut stages);
+        let sums = self.on_device(params, &mut prepared, index, &mut stages);
         // Whatever happened, no copy from the staging buffer is still in flight once the stream
         // is idle; then the buffer can serve another proof.
         let idle = self.gpu.stream().synchronize();
