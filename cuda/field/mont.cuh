@@ -208,92 +208,168 @@ struct alignas(16) mont {
         return *this * r2;
     }
 
-    // x⁻¹ (zero maps to zero) by the binary extended Euclidean algorithm on the stored integer
-    // X = x·R: invariants x1·X ≡ u and x2·X ≡ v (mod m) with v odd; each step makes u even if it
-    // is odd (u − v, after a swap that keeps u ≥ v) and halves it, so u reaches 0 within 2·log m
-    // steps, leaving v = gcd(X, m) = 1 and x2 = X⁻¹ = x⁻¹·R⁻¹. One product by R³ then gives x⁻¹·R.
-    // Its steps are a few dependent limb operations each, far less latency than a Fermat power
-    // (log m dependent products), which the MSM's pair rounds wait on once per round (H200, G1
-    // 2^22: their inversion pass 5.8 → 3.3 ms).
+    // x⁻¹ (zero maps to zero) by Pornin's binary GCD on approximations ("Optimized Binary GCD for
+    // Modular Inversion", 2020), on the stored integer X = x·R. Each outer step runs 30 steps of
+    // the binary GCD on 62-bit stand-ins for a and b (their low 30 and top 32 bits), which choose
+    // the same subtractions as the full values would often enough that STEPS outer steps suffice;
+    // their combined effect, signed factors of at most 2^30, then updates the full a and b (exactly
+    // divisible by 2^30) and the coefficients u and v (times 2^−32 mod m: one Montgomery word
+    // reduction). Invariants a ≡ X·u·4^i and b ≡ X·v·4^i (mod m) after i outer steps; at the end
+    // a = 0 and b = gcd(X, m) = 1, so X⁻¹ = v·4^STEPS and x⁻¹·R = v·4^STEPS·R²: one product by
+    // 4^STEPS·R³. No branches, so a warp's lanes never diverge (the bit-at-a-time loop it replaces
+    // diverged at every one of its ~760 steps).
     __device__ mont inverse() const {
-        uint32_t u[N], v[N];
-        mont x1 = zero(), x2 = zero();
-        x1.l[0] = 1;
+        // ⌈(2·len(m) − 1)/30⌉ with len(m) ≤ 32N − 1 for both fields; a step past the bound keeps the
+        // invariants (with a = 0 it only scales v).
+        constexpr int STEPS = (2 * (32 * N - 1) - 1 + 29) / 30;
+        uint32_t a[N], b[N];
+        mont u = zero(), v = zero();
+        u.l[0] = 1;
 #pragma unroll
-        for (int i = 0; i < N; i++) {
-            u[i] = l[i];
-            v[i] = P::mod(i);
-        }
-        while (!limbs_zero(u)) {
-            if (u[0] & 1) {
-                if (limbs_less(u, v)) {
+        for (int i = 0; i < N; i++) a[i] = l[i], b[i] = P::mod(i);
+        for (int step = 0; step < STEPS; step++) {
+            // Bits [len − 32, len) and [0, 30) of a and b, len the bit length of the larger (≥ 62).
+            uint32_t top = 0, top_limb = 0;
 #pragma unroll
-                    for (int i = 0; i < N; i++) {
-                        const uint32_t t = u[i];
-                        u[i] = v[i];
-                        v[i] = t;
-                    }
-                    const mont t = x1;
-                    x1 = x2;
-                    x2 = t;
-                }
-                limbs_sub(u, v);
-                x1 = x1 - x2;
+            for (int i = 0; i < N; i++) {
+                const uint32_t w = a[i] | b[i];
+                if (w != 0) top = w, top_limb = i;
             }
-            limbs_halve(u, 0);
-            // x1/2 mod m: x1 + m when x1 is odd (below 2m, inside N limbs: m has spare top bits).
-            uint32_t carry = 0;
-            if (x1.l[0] & 1) carry = limbs_add_mod(x1.l);
-            limbs_halve(x1.l, carry);
-        }
-        mont r2, r3;
+            const uint32_t len = max(32 * top_limb + 32 - __clz(top), 62u);
+            uint64_t a_bar, b_bar;
+            stand_ins(a, b, len - 32, a_bar, b_bar);
+            int32_t f0 = 1, g0 = 0, f1 = 0, g1 = 1;
+#pragma unroll 10
+            for (int j = 0; j < 30; j++) {
+                // Odd a: swap so that a ≥ b, then a −= b; then a /= 2, which the factors of b
+                // record by doubling (they stand for 2^j·a and 2^j·b).
+                const uint32_t odd = 0u - uint32_t(a_bar & 1);
+                const uint32_t swap = odd & (a_bar < b_bar ? ~0u : 0u);
+                const uint64_t swap64 = (uint64_t(swap) << 32) | swap, odd64 = (uint64_t(odd) << 32) | odd;
+                const uint64_t t = (a_bar ^ b_bar) & swap64;
+                a_bar ^= t, b_bar ^= t;
+                const int32_t tf = (f0 ^ f1) & int32_t(swap), tg = (g0 ^ g1) & int32_t(swap);
+                f0 ^= tf, f1 ^= tf, g0 ^= tg, g1 ^= tg;
+                a_bar = (a_bar - (b_bar & odd64)) >> 1;
+                f0 -= f1 & int32_t(odd), g0 -= g1 & int32_t(odd);
+                f1 *= 2, g1 *= 2;
+            }
+            uint32_t wide[N + 1], next_a[N];
+            const uint32_t a_negative = combine(a, b, f0, g0, wide);
 #pragma unroll
-        for (int i = 0; i < N; i++) r2.l[i] = P::r2(i);
-        r3 = r2 * r2;  // R⁴/R
-        return x2 * r3;
+            for (int i = 0; i < N; i++) next_a[i] = __funnelshift_r(wide[i], wide[i + 1], 30);
+            const uint32_t b_negative = combine(a, b, f1, g1, wide);
+#pragma unroll
+            for (int i = 0; i < N; i++) b[i] = __funnelshift_r(wide[i], wide[i + 1], 30), a[i] = next_a[i];
+            // Negative results were made positive: their factors change sign with them.
+            f0 = (f0 ^ int32_t(a_negative)) - int32_t(a_negative);
+            g0 = (g0 ^ int32_t(a_negative)) - int32_t(a_negative);
+            f1 = (f1 ^ int32_t(b_negative)) - int32_t(b_negative);
+            g1 = (g1 ^ int32_t(b_negative)) - int32_t(b_negative);
+            const mont next_u = combine_mod(u, v, f0, g0);
+            v = combine_mod(u, v, f1, g1);
+            u = next_u;
+        }
+        mont factor;
+#pragma unroll
+        for (int i = 0; i < N; i++) factor.l[i] = P::r2(i);
+        factor = factor * factor;  // R⁴/R
+        for (int i = 0; i < 2 * STEPS; i++) factor = factor + factor;
+        return v * factor;
     }
 
   private:
-    __device__ __forceinline__ static bool limbs_zero(const uint32_t (&a)[N]) {
-        uint32_t acc = 0;
-#pragma unroll
-        for (int i = 0; i < N; i++) acc |= a[i];
-        return acc == 0;
-    }
-    __device__ __forceinline__ static bool limbs_less(const uint32_t (&a)[N], const uint32_t (&b)[N]) {
-        uint32_t borrow = 0;  // the borrow out of a − b
-#pragma unroll
-        for (int i = 0; i < N; i++) {
-            const uint64_t d = uint64_t(a[i]) - b[i] - borrow;
-            borrow = uint32_t(d >> 63);
-        }
-        return borrow != 0;
-    }
-    __device__ __forceinline__ static void limbs_sub(uint32_t (&a)[N], const uint32_t (&b)[N]) {
-        uint32_t borrow = 0;
+    // For x = a and b: bits [0, 30) of x, then bits [shift, shift + 32) above them (x < 2^(shift +
+    // 32)). The limbs are picked by selects in inline assembly: as plain C++ the compiler turned
+    // the pick into an indexed load and moved a and b to local memory.
+    __device__ __forceinline__ static void stand_ins(const uint32_t (&a)[N], const uint32_t (&b)[N], uint32_t shift,
+                                                     uint64_t& a_bar, uint64_t& b_bar) {
+        const uint32_t limb = shift / 32;
+        uint32_t a_lo = 0, a_hi = 0, b_lo = 0, b_hi = 0;
 #pragma unroll
         for (int i = 0; i < N; i++) {
-            const uint64_t d = uint64_t(a[i]) - b[i] - borrow;
-            a[i] = uint32_t(d);
-            borrow = uint32_t(d >> 63);
+            asm("{\n\t.reg .pred lo, hi;\n\t"
+                "setp.eq.u32 lo, %4, %5;\n\t"
+                "setp.eq.u32 hi, %4, %6;\n\t"
+                "selp.b32 %0, %7, %0, lo;\n\t"
+                "selp.b32 %1, %7, %1, hi;\n\t"
+                "selp.b32 %2, %8, %2, lo;\n\t"
+                "selp.b32 %3, %8, %3, hi;\n\t}"
+                : "+r"(a_lo), "+r"(a_hi), "+r"(b_lo), "+r"(b_hi)
+                : "r"(limb), "r"(uint32_t(i)), "r"(uint32_t(i) - 1), "r"(a[i]), "r"(b[i]));
         }
+        const uint32_t low = (1u << 30) - 1;
+        a_bar = (uint64_t(__funnelshift_r(a_lo, a_hi, shift % 32)) << 30) | (a[0] & low);
+        b_bar = (uint64_t(__funnelshift_r(b_lo, b_hi, shift % 32)) << 30) | (b[0] & low);
     }
-    // a += m; returns the carry out (zero here, kept for the halving's top bit).
-    __device__ __forceinline__ static uint32_t limbs_add_mod(uint32_t* a) {
+
+    // r = x·w over N + 1 limbs.
+    __device__ __forceinline__ static void mul_word(const uint32_t (&x)[N], uint32_t w, uint32_t (&r)[N + 1]) {
         uint32_t carry = 0;
 #pragma unroll
         for (int i = 0; i < N; i++) {
-            const uint64_t s = uint64_t(a[i]) + P::mod(i) + carry;
-            a[i] = uint32_t(s);
+            const uint64_t t = uint64_t(x[i]) * w + carry;
+            r[i] = uint32_t(t);
+            carry = uint32_t(t >> 32);
+        }
+        r[N] = carry;
+    }
+
+    // Two's complement negation of r when `mask` is all ones; r unchanged when it is zero.
+    __device__ __forceinline__ static void negate_if(uint32_t (&r)[N + 1], uint32_t mask) {
+        uint32_t carry = mask & 1;
+#pragma unroll
+        for (int i = 0; i <= N; i++) {
+            const uint64_t t = uint64_t(r[i] ^ mask) + carry;
+            r[i] = uint32_t(t);
+            carry = uint32_t(t >> 32);
+        }
+    }
+
+    // r = |x·f + y·g| over N + 1 limbs; returns all ones when x·f + y·g < 0, else zero. Needs
+    // x, y < 2^(32N − 1) and |f|, |g| ≤ 2^30, so the sum fits N + 1 limbs with its sign.
+    __device__ __forceinline__ static uint32_t combine(const uint32_t (&x)[N], const uint32_t (&y)[N], int32_t f,
+                                                       int32_t g, uint32_t (&r)[N + 1]) {
+        const uint32_t f_sign = uint32_t(f >> 31), g_sign = uint32_t(g >> 31);
+        uint32_t t[N + 1];
+        mul_word(x, (uint32_t(f) ^ f_sign) - f_sign, r);
+        mul_word(y, (uint32_t(g) ^ g_sign) - g_sign, t);
+        negate_if(r, f_sign);
+        negate_if(t, g_sign);
+        uint32_t carry = 0;
+#pragma unroll
+        for (int i = 0; i <= N; i++) {
+            const uint64_t s = uint64_t(r[i]) + t[i] + carry;
+            r[i] = uint32_t(s);
             carry = uint32_t(s >> 32);
         }
-        return carry;
+        const uint32_t negative = uint32_t(int32_t(r[N]) >> 31);
+        negate_if(r, negative);
+        return negative;
     }
-    // a = (a + top·2^(32N)) / 2.
-    __device__ __forceinline__ static void limbs_halve(uint32_t* a, uint32_t top) {
+
+    // (x·f + y·g)·2^−32 mod m for x, y < m: the magnitude plus the multiple of m that clears its
+    // low word, shifted down a word (below 2m), reduced, and negated mod m if the sum was negative.
+    __device__ __forceinline__ static mont combine_mod(const mont& x, const mont& y, int32_t f, int32_t g) {
+        uint32_t t[N + 1];
+        const uint32_t negative = combine(x.l, y.l, f, g, t);
+        const uint32_t q = t[0] * P::inv();
+        uint32_t carry = 0;
 #pragma unroll
-        for (int i = 0; i < N - 1; i++) a[i] = __funnelshift_r(a[i], a[i + 1], 1);
-        a[N - 1] = __funnelshift_r(a[N - 1], top, 1);
+        for (int i = 0; i < N; i++) {
+            const uint64_t s = uint64_t(P::mod(i)) * q + t[i] + carry;
+            t[i] = uint32_t(s);
+            carry = uint32_t(s >> 32);
+        }
+        t[N] += carry;
+        mont r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.l[i] = t[i + 1];
+        reduce_once(r.l, 0);
+        const mont negated = zero() - r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.l[i] = (r.l[i] & ~negative) | (negated.l[i] & negative);
+        return r;
     }
 };
 

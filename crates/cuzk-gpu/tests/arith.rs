@@ -68,9 +68,38 @@ fn edge_and_random<F: Field>(rng: &mut impl RngCore, n: usize) -> Vec<F> {
     v
 }
 
-fn check_field<F: Field>(gpu: &Gpu, kernel: &'static str, words: usize, rng: &mut impl RngCore) {
+/// Values whose stored (Montgomery) integer is small or just below the modulus: k·R⁻¹ and −k·R⁻¹
+/// for R = 2^`stored_bits`. The inversion works on the stored integer, and such values take its
+/// shortest and longest paths.
+fn small_stored<F: Field>(stored_bits: u64) -> Vec<F> {
+    let pow2 = |e: u64| F::ONE.double().pow_vartime([e]);
+    let r_inv = pow2(stored_bits).invert().unwrap();
+    // 1, 2, 3, 2^31, 2^32, 2^62, 2^64 − 1
+    [
+        F::ONE,
+        pow2(1),
+        pow2(1) + F::ONE,
+        pow2(31),
+        pow2(32),
+        pow2(62),
+        pow2(64) - F::ONE,
+    ]
+    .into_iter()
+    .flat_map(|k| [k * r_inv, -(k * r_inv)])
+    .collect()
+}
+
+fn check_field<F: Field>(
+    gpu: &Gpu,
+    kernel: &'static str,
+    words: usize,
+    stored_bits: u64,
+    rng: &mut impl RngCore,
+) {
     let n = 4099;
-    let a: Vec<F> = edge_and_random(rng, n);
+    let mut a: Vec<F> = edge_and_random(rng, n);
+    let small = small_stored::<F>(stored_bits);
+    a[n - small.len()..].copy_from_slice(&small);
     let mut b: Vec<F> = edge_and_random(rng, n);
     b.rotate_left(2);
     let out = launch(gpu, kernel, &words_of(&a), &words_of(&b), n, 5 * words);
@@ -97,9 +126,9 @@ fn field_arithmetic_matches_blstrs() {
         return;
     };
     let mut rng = common::rng("field_arithmetic_matches_blstrs");
-    check_field::<Scalar>(&gpu, "arith_field_fr", SCALAR_WORDS, &mut rng);
-    check_field::<Fp>(&gpu, "arith_field_fp", FP_WORDS, &mut rng);
-    check_field::<Fp2>(&gpu, "arith_field_fp2", 2 * FP_WORDS, &mut rng);
+    check_field::<Scalar>(&gpu, "arith_field_fr", SCALAR_WORDS, 256, &mut rng);
+    check_field::<Fp>(&gpu, "arith_field_fp", FP_WORDS, 384, &mut rng);
+    check_field::<Fp2>(&gpu, "arith_field_fp2", 2 * FP_WORDS, 384, &mut rng);
 }
 
 #[test]

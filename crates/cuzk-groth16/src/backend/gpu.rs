@@ -472,15 +472,16 @@ impl GpuBackend {
                 let (from, to) = (k * n, (k + 1) * n);
                 // The uploads in flight read the parts before `from`; this copy writes after them.
                 stage(&mut p.staging.as_mut_slice()?[from..to], values);
-                uploaded.push(DeviceScalars::upload_pinned_range(gpu, &p.staging, from, to)?);
+                uploaded.push(DeviceScalars::upload_pinned_range(
+                    gpu, &p.staging, from, to,
+                )?);
             }
             Ok(uploaded)
         })?;
         stages.push("stage_abc_ms", start.elapsed().as_secs_f64() * 1e3);
         release_in_background(abc);
-        let [mut h, mut db, mut dc]: [DeviceScalars; 3] = uploaded
-            .try_into()
-            .map_err(|_| GpuError::InvalidInput {
+        let [mut h, mut db, mut dc]: [DeviceScalars; 3] =
+            uploaded.try_into().map_err(|_| GpuError::InvalidInput {
                 what: "H's inputs",
                 reason: "three vectors staged".into(),
             })?;
