@@ -8,8 +8,9 @@
 //
 //   prefix   one thread per PAIRS consecutive slots: running products of their denominators,
 //            each stored (prefix[i·stride + t], coalesced over a warp), the last one its total
-//   invert   one thread per TOTALS thread totals: their running products, one inversion, then
-//            each total's inverse in place of the total
+//   invert   one thread per up to TOTALS thread totals: their running products, one inversion,
+//            then each total's inverse in place of the total. The share shrinks with the round
+//            (see invert_share) so that small rounds still spread over many threads
 //   sums     the prefix threads again, slots backwards: 1/Δx from the running inverse and the
 //            stored prefix, the sum written to the output
 //
@@ -23,9 +24,22 @@
 
 namespace cuzk {
 
-// Output slots per prefix/sums thread, and thread totals per inversion thread.
+// Output slots per prefix/sums thread, and thread totals per inversion thread at most.
 constexpr uint32_t PAIRS_PER_THREAD = 16;
 constexpr uint32_t TOTALS_PER_THREAD = 64;
+// Inversion threads a round keeps busy before a thread takes more than one total. A thread's chain
+// is 3·share products and one inversion, so small rounds want short chains and large ones few
+// inversions. H200, G1 MSM 2^20 / 2^24 / 2^26:
+// always 64 totals 10.4 / 104.9 / 412 ms; 2^14 threads 9.9 / 103.7 / 405.5; 2^16 10.4 / 105.0 /
+// 410; 2^18 11.6 / 112.4 / 441 (the 90%-boolean prover at 2^22: 95.4, 91.4, 96.8, 100.2 ms).
+constexpr uint32_t INVERT_THREADS = 1u << 14;
+
+// Thread totals per inversion thread for a round with `totals` of them: as few as keeps
+// INVERT_THREADS busy, from 1 to TOTALS_PER_THREAD.
+__device__ __forceinline__ uint32_t invert_share(uint32_t totals) {
+    return min(TOTALS_PER_THREAD, max(1u, totals / INVERT_THREADS));
+}
+
 // Set on a slot's input position when the slot has two input points.
 constexpr uint32_t SLOT_PAIR = 0x80000000u;
 
@@ -141,14 +155,15 @@ extern "C" __global__ void msm_offsets_shift(const uint32_t* from, uint32_t coun
         }                                                                                             \
         totals[t] = acc;                                                                              \
     }                                                                                                 \
+    /* Launched with a thread per prefix thread: a share of one total needs that many. */             \
     extern "C" __global__ void msm_pair_invert_##SUFFIX(F* totals, const uint32_t* out_offsets,      \
                                                         uint32_t buckets) {                           \
         const uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;                                     \
         const uint32_t threads =                                                                      \
             (out_offsets[buckets] + cuzk::PAIRS_PER_THREAD - 1) / cuzk::PAIRS_PER_THREAD;             \
-        const uint32_t first = u * cuzk::TOTALS_PER_THREAD;                                           \
+        const uint32_t share = cuzk::invert_share(threads), first = u * share;                        \
         if (first >= threads) return;                                                                 \
-        const uint32_t count = min(cuzk::TOTALS_PER_THREAD, threads - first);                         \
+        const uint32_t count = min(share, threads - first);                                           \
         F running[cuzk::TOTALS_PER_THREAD];                                                           \
         F acc = F::one();                                                                             \
         for (uint32_t j = 0; j < count; j++) {                                                        \

@@ -10,9 +10,8 @@ use super::{chunk_counts, exclusive_scan, grid, MsmAffine, MsmParams};
 use crate::error::DriverContext;
 use crate::{Gpu, GpuError};
 
-/// Output slots per prefix/sums thread and thread totals per inversion thread (as in the kernels).
+/// Output slots per prefix/sums thread (as in the kernels).
 const PAIRS_PER_THREAD: usize = 16;
-const TOTALS_PER_THREAD: usize = 64;
 /// Rounds with fewer pairs are left to the XYZZ accumulation: a round's inversion pass is a chain
 /// of ~190 dependent products and an inversion per thread, which a smaller round cannot hide
 /// behind its additions.
@@ -221,9 +220,10 @@ pub(super) fn run<A: MsmAffine>(
             // round 0, the previous round's outputs after it); the prefix and sums kernels run one
             // thread per PAIRS_PER_THREAD output slots below the scanned total ≤ `outputs`, and
             // touch prefix[i·stride + t] (i < PAIRS_PER_THREAD, t < stride = ⌈outputs/PAIRS⌉:
-            // below prefix_len(first)) and totals[t]; the inversion kernel reads and writes the
-            // totals of those threads. Outputs go to `to_points` (≥ `outputs` points), or in the
-            // last round to `left` after the previous groups' points (≤ the plan's left bound).
+            // below prefix_len(first)) and totals[t]; the inversion kernel (as many threads, each
+            // taking a share of the totals) reads and writes the totals of those threads. Outputs
+            // go to `to_points` (≥ `outputs` points), or in the last round to `left` after the
+            // previous groups' points (≤ the plan's left bound).
             unsafe {
                 slot_args
                     .launch(stream, &prefix_kernel)
@@ -236,7 +236,7 @@ pub(super) fn run<A: MsmAffine>(
                     .arg(&mut totals)
                     .arg(&*to_offsets)
                     .arg(&buckets32)
-                    .launch(grid(threads.div_ceil(TOTALS_PER_THREAD), 64))
+                    .launch(grid(threads, 64))
                     .call(A::KERNELS.pair_invert)?;
                 let mut launch = slot_args.launch(stream, &sums_kernel);
                 launch.arg(&prefix).arg(&totals);
