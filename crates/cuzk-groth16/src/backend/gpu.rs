@@ -384,7 +384,7 @@ impl GpuBackend {
     }
 
     /// The device region of one proof: the witness and its four MSMs first, H beside them when
-    /// their work buffers fit together (see [`MsmRun`]), else everything one after another.
+    /// their work buffers fit together, else everything one after another.
     fn on_device(
         &self,
         params: &Parameters,
