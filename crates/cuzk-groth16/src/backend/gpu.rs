@@ -466,25 +466,22 @@ impl GpuBackend {
         let n = 1usize << p.log_n;
         let abc = std::mem::take(&mut p.abc);
         let start = std::time::Instant::now();
-        let uploaded = stages.time(gpu, "h2d_abc_ms", || {
-            let mut uploaded = Vec::with_capacity(3);
-            for (k, values) in abc.iter().enumerate() {
-                let (from, to) = (k * n, (k + 1) * n);
-                // The uploads in flight read the parts before `from`; this copy writes after them.
-                stage(&mut p.staging.as_mut_slice()?[from..to], values);
-                uploaded.push(DeviceScalars::upload_pinned_range(
-                    gpu, &p.staging, from, to,
-                )?);
-            }
-            Ok(uploaded)
+        let staging = &mut p.staging;
+        let mut stage_and_upload = |k: usize| {
+            let (from, to) = (k * n, (k + 1) * n);
+            // The uploads in flight read the parts before `from`; this copy writes after them.
+            stage(&mut staging.as_mut_slice()?[from..to], &abc[k]);
+            DeviceScalars::upload_pinned_range(gpu, staging, from, to)
+        };
+        let [mut h, mut db, mut dc] = stages.time(gpu, "h2d_abc_ms", || {
+            Ok([
+                stage_and_upload(0)?,
+                stage_and_upload(1)?,
+                stage_and_upload(2)?,
+            ])
         })?;
         stages.push("stage_abc_ms", start.elapsed().as_secs_f64() * 1e3);
         release_in_background(abc);
-        let [mut h, mut db, mut dc]: [DeviceScalars; 3] =
-            uploaded.try_into().map_err(|_| GpuError::InvalidInput {
-                what: "H's inputs",
-                reason: "three vectors staged".into(),
-            })?;
         stages.time(gpu, "ntt_ms", || {
             for values in [&mut h, &mut db, &mut dc] {
                 ntt(
