@@ -415,6 +415,38 @@ fn bench_direct_synthesis_compiles_nothing() {
 }
 
 #[test]
+fn bench_prover_reports_the_median_within_its_spread_and_the_stages() {
+    let output = cuzk(&[
+        "--json",
+        "bench-prover",
+        "--backend",
+        "cpu",
+        "--constraints",
+        "300",
+        "--boolean-fraction",
+        "0.9",
+        "--runs",
+        "3",
+    ]);
+    assert!(output.status.success(), "bench-prover: {}", stderr(&output));
+    let bench: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    let ms = |key: &str| {
+        bench[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key} in {bench}"))
+    };
+    let (min, median, max) = (
+        ms("prove_start_min_ms"),
+        ms("prove_start_ms"),
+        ms("prove_start_max_ms"),
+    );
+    assert!(0.0 < min && min <= median && median <= max, "{bench}");
+    assert_eq!(bench["runs"], 3);
+    assert!(ms("synthesis_ms") > 0.0);
+    assert!(bench["stages"].is_object(), "{bench}");
+}
+
+#[test]
 fn bench_refuses_unusable_settings() {
     for (flag, value, cause) in [
         ("--memory-budget", "12Q", "not a byte count"),
