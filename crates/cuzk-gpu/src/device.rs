@@ -101,11 +101,29 @@ impl Gpu {
     /// with the free memory the device reports, so callers running lanes together make sure that
     /// the sum of what they need fits.
     pub fn lane(&self) -> Result<Arc<Self>, GpuError> {
+        self.lane_with(self.ctx.new_stream().call("cuStreamCreate")?)
+    }
+
+    /// A [`lane`](Self::lane) whose kernels the device schedules first: when lanes share the
+    /// device, its pending blocks start before theirs as SMs come free. For the chain that bounds
+    /// a group of lanes' wall time.
+    pub fn priority_lane(&self) -> Result<Arc<Self>, GpuError> {
+        self.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        let (_, greatest) = cudarc::driver::result::stream::get_priority_range()
+            .call("cuCtxGetStreamPriorityRange")?;
+        self.lane_with(
+            self.ctx
+                .new_stream_with_priority(greatest)
+                .call("cuStreamCreateWithPriority")?,
+        )
+    }
+
+    fn lane_with(&self, stream: Arc<CudaStream>) -> Result<Arc<Self>, GpuError> {
         Ok(Arc::new(Gpu {
             ctx: self.ctx.clone(),
             module: self.module.clone(),
             kernels: self.kernels.clone(),
-            stream: self.ctx.new_stream().call("cuStreamCreate")?,
+            stream,
             copy_stream: self.ctx.new_stream().call("cuStreamCreate")?,
             ordinal: self.ordinal,
             name: self.name.clone(),

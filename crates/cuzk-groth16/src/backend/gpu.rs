@@ -5,10 +5,12 @@
 //! its own, while a, b and c are staged and uploaded one after another (each copy overlapping the
 //! previous upload) and become H's coefficients (three inverse NTTs, three coset NTTs, (a∘b − c)/Z
 //! on the coset, one coset inverse NTT, in orders that chain with no permutation pass); then H's
-//! MSM. The copies and NTTs thus hide behind the other MSMs instead of preceding them. Scalars equal to 0 add
-//! nothing (their digits are all zero, so they reach no bucket) and scalars equal to 1 cost one
-//! addition each in a single bucket summed in parallel chunks: the 0/1 split of hash-heavy circuits
-//! happens inside the MSM's digit pass, on the device.
+//! MSM. That chain runs on a stream the device schedules first, the other MSMs filling the SMs it
+//! leaves; the copies and NTTs thus hide behind the other MSMs instead of preceding them.
+//!
+//! Scalars equal to 0 add nothing (their digits are all zero, so they reach no bucket) and scalars
+//! equal to 1 cost one addition each in a single bucket summed in parallel chunks: the 0/1 split of
+//! hash-heavy circuits happens inside the MSM's digit pass, on the device.
 //!
 //! The proving key's points go to the device once per parameter set and stay while they fit beside
 //! a proof's working memory; otherwise they are kept in page-locked host memory and streamed
@@ -42,8 +44,8 @@ pub struct GpuBackend {
     index: Mutex<Option<Arc<QueryIndex>>>,
     /// Page-locked staging buffers, one per proof in preparation, reused.
     staging: Mutex<Vec<Pinned<Scalar>>>,
-    /// Streams of this device for MSMs side by side.
-    lanes: Mutex<Option<[Arc<Gpu>; 4]>>,
+    /// Streams of this device for MSMs side by side: H's (scheduled first) and the other four.
+    lanes: Mutex<Option<[Arc<Gpu>; 5]>>,
 }
 
 /// Which variables the A and B queries take, as positions into inputs ++ aux: fixed by the
@@ -425,24 +427,26 @@ impl GpuBackend {
         let start = std::time::Instant::now();
         let sums = if side_by_side {
             let lanes = self.lanes()?;
-            // The lanes read what the device's own stream gathered.
+            // The lanes read what the device's own stream gathered (and the points and tables it
+            // uploaded).
             for lane in &lanes {
                 lane.wait_for(gpu)?;
             }
-            let [l, a, b_g1, b_g2] = &lanes;
+            let [h_lane, l, a, b_g1, b_g2] = &lanes;
             let s = &scalars;
             std::thread::scope(|scope| {
                 let l = scope.spawn(|| l.time(|| srs.l.msm(l, &s.l)));
                 let a = scope.spawn(|| a.time(|| srs.a.msm(a, &s.a)));
                 let b_g1 = scope.spawn(|| b_g1.time(|| srs.b_g1.msm(b_g1, &s.b_g1)));
                 let b_g2 = scope.spawn(|| b_g2.time(|| srs.b_g2.msm(b_g2, &s.b_g2)));
+                // H's chain is the longest: on the lane the device schedules first.
                 let h = self
-                    .h_coefficients(p, stages)
-                    .and_then(|h| gpu.time(|| srs.h.msm(gpu, &h)));
+                    .h_coefficients(h_lane, p, stages)
+                    .and_then(|h| h_lane.time(|| srs.h.msm(h_lane, &h)));
                 query_sums(stages, h, joined(l), joined(a), joined(b_g1), joined(b_g2))
             })
         } else {
-            let h = self.h_coefficients(p, stages)?;
+            let h = self.h_coefficients(gpu, p, stages)?;
             let h = gpu.time(|| srs.h.msm(gpu, &h));
             let l = gpu.time(|| srs.l.msm(gpu, &scalars.l));
             let a = gpu.time(|| srs.a.msm(gpu, &scalars.a));
@@ -458,10 +462,10 @@ impl GpuBackend {
     /// after another, each uploaded while the next is copied, then transformed.
     fn h_coefficients(
         &self,
+        gpu: &Gpu,
         p: &mut Prepared,
         stages: &mut Stages,
     ) -> Result<DeviceScalars, GpuError> {
-        let gpu = &*self.gpu;
         let tables = self.ntt_tables(p.log_n)?;
         let n = 1usize << p.log_n;
         let abc = std::mem::take(&mut p.abc);
@@ -510,16 +514,43 @@ impl GpuBackend {
         Ok(h)
     }
 
-    /// Four lanes of this backend's device, made on first use: the MSMs that run beside H's.
-    fn lanes(&self) -> Result<[Arc<Gpu>; 4], GpuError> {
+    /// Five lanes of this backend's device, made on first use: H's chain (scheduled first) and
+    /// the four MSMs that run beside it.
+    fn lanes(&self) -> Result<[Arc<Gpu>; 5], GpuError> {
         let mut lanes = self.lanes.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(made) = lanes.as_ref() {
             return Ok(made.clone());
         }
         let gpu = &self.gpu;
-        let made = [gpu.lane()?, gpu.lane()?, gpu.lane()?, gpu.lane()?];
+        let made = [
+            gpu.priority_lane()?,
+            gpu.lane()?,
+            gpu.lane()?,
+            gpu.lane()?,
+            gpu.lane()?,
+        ];
         *lanes = Some(made.clone());
         Ok(made)
+    }
+
+    /// Waits for the device's stream and every lane's: then no upload still reads a staging
+    /// buffer, whatever failed on the way.
+    fn synchronize(&self) -> Result<(), GpuError> {
+        let lanes = self
+            .lanes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let streams = std::iter::once(&self.gpu).chain(lanes.iter().flatten());
+        for gpu in streams {
+            gpu.stream()
+                .synchronize()
+                .map_err(|source| GpuError::Driver {
+                    call: "cuStreamSynchronize",
+                    source,
+                })?;
+        }
+        Ok(())
     }
 }
 
@@ -607,9 +638,9 @@ impl ProverBackend for GpuBackend {
         let mut prepared = prepared;
         let device_guard = device.acquire();
         let sums = self.on_device(params, &mut prepared, index, &mut stages);
-        // Whatever happened, no copy from the staging buffer is still in flight once the stream
-        // is idle; then the buffer can serve another proof.
-        let idle = self.gpu.stream().synchronize();
+        // Whatever happened, no copy from the staging buffer is still in flight once the streams
+        // are idle; then the buffer can serve another proof.
+        let idle = self.synchronize();
         drop(device_guard);
         if idle.is_ok() {
             self.return_staging(prepared.staging);
