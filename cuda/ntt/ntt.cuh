@@ -13,7 +13,8 @@
 //
 // The root ω (or ω⁻¹ for inverses) is chosen by the tables passed in. Twiddles come from small
 // tables: the stage table stage_tw[2^t + m] = ω_{2^(t+1)}^m (t < NTT_MAX_PASS_BITS), and ω_n^e =
-// lo[e mod 2^split] · hi[e >> split] for the inter-pass ones. The coset shift g^i (forward) and
+// lo[e mod 2^split] · hi[e >> split] for the inter-pass ones, or one read of a direct table
+// ω_{n'}^e (e < n') for a pass below the top one, which saves a product per element. The coset shift g^i (forward) and
 // 1/n or g^-i/n (inverse) ride on the first pass's loads or the last pass's stores, from tables
 // of the same two-level shape indexed by the natural index i of the element.
 //
@@ -125,11 +126,13 @@ __device__ __forceinline__ ntt_slot ntt_locate(const ntt_pass_params& p, uint32_
     return {mid, low, (high << (p.lo + p.bits)) | (mid << p.lo) | low};
 }
 
-// ω_{n'}^(low · rev_k(mid)), n' = 2^(lo+k), as ω_n^e with e < n.
+// ω_{n'}^(low · rev_k(mid)), n' = 2^(lo+k): from the pass's direct table of ω_{n'}^e (e < n') when
+// it has one, else as ω_n^e' (e' < n) from the two-level tables.
 __device__ __forceinline__ fr_t ntt_pass_twiddle(const ntt_pass_params& p, const ntt_slot& at, const fr_t* lo,
-                                                 const fr_t* hi) {
-    const uint32_t e = (at.low * reverse_bits(at.mid, p.bits)) << (p.log_n - p.lo - p.bits);
-    return table_power(lo, hi, p.split, e);
+                                                 const fr_t* hi, const fr_t* direct) {
+    const uint32_t e = at.low * reverse_bits(at.mid, p.bits);
+    if (direct != nullptr) return ldg_fr(direct + e);
+    return table_power(lo, hi, p.split, e << (p.log_n - p.lo - p.bits));
 }
 
 }  // namespace cuzk
@@ -139,7 +142,8 @@ __device__ __forceinline__ fr_t ntt_pass_twiddle(const ntt_pass_params& p, const
 // power of two.
 extern "C" __global__ void __launch_bounds__(cuzk::NTT_THREADS, cuzk::NTT_MIN_BLOCKS)
     ntt_pass(cuzk::fr_t* data, const cuzk::fr_t* stage_tw, const cuzk::fr_t* tw_lo, const cuzk::fr_t* tw_hi,
-             const cuzk::fr_t* scale_lo, const cuzk::fr_t* scale_hi, cuzk::ntt_pass_params p) {
+             const cuzk::fr_t* tw_direct, const cuzk::fr_t* scale_lo, const cuzk::fr_t* scale_hi,
+             cuzk::ntt_pass_params p) {
     using namespace cuzk;
     extern __shared__ uint32_t smem[];
     const uint32_t k = p.bits, size = 1u << (p.log_cols + k), half = size / 2;
@@ -151,7 +155,7 @@ extern "C" __global__ void __launch_bounds__(cuzk::NTT_THREADS, cuzk::NTT_MIN_BL
             const uint32_t i = p.dit ? reverse_bits(at.index, p.log_n) : at.index;
             x = ntt_scale(x, p.pre_scale, scale_lo, scale_hi, p.split, i);
         }
-        if (p.dit && at.low != 0) x = x * ntt_pass_twiddle(p, at, tw_lo, tw_hi);
+        if (p.dit && at.low != 0) x = x * ntt_pass_twiddle(p, at, tw_lo, tw_hi, tw_direct);
         shared_put(smem, size, e, x);
     }
     __syncthreads();
@@ -193,7 +197,7 @@ extern "C" __global__ void __launch_bounds__(cuzk::NTT_THREADS, cuzk::NTT_MIN_BL
     for (uint32_t e = threadIdx.x; e < size; e += blockDim.x) {
         const ntt_slot at = ntt_locate(p, e);
         fr_t x = shared_get(smem, size, e);
-        if (!p.dit && at.low != 0) x = x * ntt_pass_twiddle(p, at, tw_lo, tw_hi);
+        if (!p.dit && at.low != 0) x = x * ntt_pass_twiddle(p, at, tw_lo, tw_hi, tw_direct);
         if (p.post_scale != NTT_SCALE_NONE) {
             const uint32_t i = p.dit ? at.index : reverse_bits(at.index, p.log_n);
             x = ntt_scale(x, p.post_scale, scale_lo, scale_hi, p.split, i);

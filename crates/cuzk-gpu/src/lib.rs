@@ -33,6 +33,9 @@ pub use scalars::{DeviceIndex, DeviceScalars};
 /// allocations and for estimates that run short.
 pub const MEMORY_MARGIN: usize = 256 << 20;
 
+/// A null device pointer, for a kernel's optional inputs ("no entries", "no direct table").
+pub(crate) const NULL: u64 = 0;
+
 /// The embedded kernel fatbin, when the build had one.
 pub fn fatbin() -> Option<&'static [u8]> {
     #[cfg(cuzk_kernels)]

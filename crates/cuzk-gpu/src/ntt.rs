@@ -233,11 +233,15 @@ impl PowerTables {
 }
 
 /// The twiddles of one direction: the stage table `stages[2^t + m] = ω_{2^(t+1)}^m` shared by
-/// every pass, and the powers of ω_n for the twiddles between passes.
+/// every pass, the powers of ω_n for the twiddles after the top pass, and for a pass below it
+/// (with lo ≥ 1 and lo + bits < L) the direct table `direct[e] = ω_{n'}^e`, n' = 2^(lo+bits): one
+/// product per twiddle instead of two. Only one pass of a plan can have one (plans have at most
+/// three passes), so one table serves it: 2^18 entries (8 MiB) at 2^27.
 #[derive(Debug)]
 struct RootTables {
     stages: CudaSlice<u32>,
     powers: PowerTables,
+    direct: Option<(u32, CudaSlice<u32>)>,
 }
 
 impl RootTables {
@@ -254,15 +258,41 @@ impl RootTables {
                 stages[(1 << t) + m] = top[m << (MAX_PASS_BITS - 1 - t)];
             }
         }
+        let direct = match direct_pass(log_n) {
+            Some(pass) => {
+                let log = pass.lo + pass.bits;
+                let table = powers(root_of_unity(log, inverse), Scalar::ONE, 1 << log);
+                Some((pass.lo, upload_scalars(gpu, &table)?))
+            }
+            None => None,
+        };
         Ok(RootTables {
             stages: upload_scalars(gpu, &stages)?,
             powers: PowerTables::new(gpu, log_n, root_of_unity(log_n, inverse), Scalar::ONE)?,
+            direct,
         })
+    }
+
+    /// The direct table for the pass starting at bit `lo`, if it has one.
+    fn direct_for(&self, lo: u32) -> Option<&CudaSlice<u32>> {
+        self.direct
+            .as_ref()
+            .filter(|(at, _)| *at == lo)
+            .map(|(_, table)| table)
     }
 }
 
+/// The pass of a plan whose twiddles come from a direct table: one strictly between the top
+/// pass (whose n' = n would need a table as large as the data) and the bottom one (lo = 0: no
+/// twiddles).
+fn direct_pass(log_n: u32) -> Option<Pass> {
+    plan(log_n)
+        .into_iter()
+        .find(|p| p.lo > 0 && p.lo + p.bits < log_n)
+}
+
 /// Everything the transforms of one size read besides the data, built once per domain size and
-/// kept by the caller (a few MiB at 2^28, under 100 KiB up to 2^16).
+/// kept by the caller (~20 MiB at 2^27 and 2^28, under 100 KiB up to 2^16).
 #[derive(Debug)]
 pub struct NttTables {
     log_n: u32,
@@ -382,15 +412,22 @@ pub fn ntt(
         // 1 ≤ bits ≤ 10 (stage-table index < 2^10), block elements ≤ 2^10 (the shared memory
         // given, within the default 48 KiB) and cols ≤ 2^lo when lo ≥ 1. Twiddle exponents are
         // < n and scale indices < n, so table reads stay below 2^split (lo) and 2^(L − split)
-        // (hi) entries, as built for this log_n; SCALE_CONST reads one entry. The blocks touch
+        // (hi) entries, as built for this log_n; a direct table, given only to the pass it was
+        // built for, holds 2^(lo+bits) entries and its exponents low·rev(mid) are below that;
+        // SCALE_CONST reads one entry. The blocks touch
         // disjoint elements, and passes run in stream order.
         unsafe {
-            stream
-                .launch_builder(&kernel)
+            let mut launch = stream.launch_builder(&kernel);
+            launch
                 .arg(&mut data.words)
                 .arg(&roots.stages)
                 .arg(&roots.powers.lo)
-                .arg(&roots.powers.hi)
+                .arg(&roots.powers.hi);
+            match roots.direct_for(pass.lo) {
+                Some(direct) => launch.arg(direct),
+                None => launch.arg(&crate::NULL),
+            };
+            launch
                 .arg(scale_lo)
                 .arg(&scale.hi)
                 .arg(&params)
@@ -525,6 +562,29 @@ mod tests {
         // The radix the design is built around: 2^27 = three passes of 2^9.
         let bits: Vec<u32> = plan(27).iter().map(|p| p.bits).collect();
         assert_eq!(bits, [9, 9, 9]);
+    }
+
+    /// One pass at most is between the top and the bottom one (so the pass a direct table was
+    /// built for is the only one it is given to), and its table stays small: 2^18 entries at 2^27
+    /// and 2^28, none up to 2^20.
+    #[test]
+    fn direct_tables_serve_one_middle_pass() {
+        for log_n in 0..=MAX_LOG {
+            let middle: Vec<Pass> = plan(log_n)
+                .into_iter()
+                .filter(|p| p.lo > 0 && p.lo + p.bits < log_n)
+                .collect();
+            assert!(middle.len() <= 1, "{log_n}: {middle:?}");
+            assert_eq!(direct_pass(log_n), middle.first().copied());
+            if let Some(pass) = direct_pass(log_n) {
+                assert!(
+                    log_n > 2 * MAX_PASS_BITS && pass.lo + pass.bits <= 19,
+                    "{log_n}: {pass:?}"
+                );
+            }
+        }
+        assert_eq!(direct_pass(20), None);
+        assert_eq!(direct_pass(27).map(|p| (p.lo, p.bits)), Some((9, 9)));
     }
 
     #[test]

@@ -525,7 +525,7 @@ fn pippenger<A: MsmAffine>(
         launch.arg(&points);
         match &point_entries {
             Some(entries) => launch.arg(entries),
-            None => launch.arg(&pair_rounds::NULL),
+            None => launch.arg(&crate::NULL),
         };
         launch
             .arg(point_offsets)

@@ -8,7 +8,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, CudaView, LaunchArgs, 
 
 use super::{chunk_counts, exclusive_scan, grid, MsmAffine, MsmParams};
 use crate::error::DriverContext;
-use crate::{Gpu, GpuError};
+use crate::{Gpu, GpuError, NULL};
 
 /// Output slots per prefix/sums thread (as in the kernels).
 const PAIRS_PER_THREAD: usize = 16;
@@ -19,8 +19,6 @@ const MIN_ROUND_PAIRS: usize = 1 << 20;
 /// Device bytes one group of windows' rounds may use; the windows run in as many groups as that
 /// takes (at 2^24 G1 points: three groups of five windows).
 const GROUP_BYTES: usize = 8 << 30;
-/// A null device pointer: the kernels' "no entries" (points already in bucket order) and "no base".
-pub(super) const NULL: u64 = 0;
 
 /// The pair rounds of one Pippenger pass: `rounds` rounds over each group of `group_windows`
 /// windows (no rounds: the XYZZ accumulation reads the sorted entries directly).
