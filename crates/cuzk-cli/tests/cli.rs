@@ -313,6 +313,53 @@ fn analyze_reports_idle_windows_and_throughput() {
     assert!(stderr(&output).contains("missing.log"));
 }
 
+/// `cuzk analyze` on a hand-built two-device log: the merged view shows no idle time, the lines
+/// per device show each device's own gaps.
+#[test]
+fn analyze_reports_each_device() {
+    let files = Files::new();
+    let log = "\
+        TIMELINE,0,GPU_START,a,partition=0,worker=0,device=0\n\
+        TIMELINE,10,GPU_START,a,partition=1,worker=1,device=1\n\
+        TIMELINE,50,GPU_END,a,partition=0,worker=0,device=0\n\
+        TIMELINE,60,GPU_END,a,partition=1,worker=1,device=1\n\
+        TIMELINE,50,GPU_START,b,partition=0,worker=0,device=0\n\
+        TIMELINE,100,GPU_END,b,partition=0,worker=0,device=0\n\
+        TIMELINE,80,GPU_START,b,partition=1,worker=1,device=1\n\
+        TIMELINE,110,GPU_END,b,partition=1,worker=1,device=1\n";
+    let path = files.path("two.log");
+    std::fs::write(&path, log).expect("write");
+    let output = cuzk(&["--json", "analyze", &path]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert_eq!(summary["gpu_busy_fraction"], 1.0);
+    let devices = summary["devices"].as_array().expect("devices");
+    let figures: Vec<_> = devices
+        .iter()
+        .map(|d| {
+            let number = |key: &str| d[key].as_f64().expect(key);
+            (
+                number("device"),
+                number("partitions"),
+                number("gpu_idle_windows"),
+                number("gpu_ms_mean"),
+            )
+        })
+        .collect();
+    assert_eq!(figures, [(0.0, 2.0, 0.0, 50.0), (1.0, 2.0, 1.0, 40.0)]);
+    let busy = devices[1]["gpu_busy_fraction"].as_f64().expect("busy");
+    assert!((busy - 80.0 / 100.0).abs() < 1e-9);
+
+    let output = cuzk(&["analyze", &path]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("device 0: 2 partitions, busy 100.0%")
+            && text.contains("device 1: 2 partitions, busy 80.0% of its own span (1 idle windows)"),
+        "{text}"
+    );
+}
+
 /// `cuzk bench` runs 4 jobs of 4 partitions through the engine on the CPU, and `cuzk analyze` on
 /// the TIMELINE it wrote reports the same steady state and GPU busy fraction as its summary.
 #[test]
@@ -347,9 +394,23 @@ fn bench_runs_jobs_and_analyze_agrees_with_its_summary() {
     assert!(output.status.success(), "bench: {}", stderr(&output));
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.contains("s per proof"), "{text}");
+    // One device: the header names it alone, and no line per device.
+    assert!(text.contains(" at once, on cpu: "), "{text}");
+    assert!(!text.contains("device 0"), "{text}");
     let bench: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&summary).expect("summary")).expect("json");
     assert_eq!(bench["jobs"], 4);
+    let devices = bench["devices"].as_array().expect("devices");
+    assert_eq!(devices.len(), 1, "{devices:?}");
+    assert_eq!(
+        (
+            &devices[0]["device"],
+            &devices[0]["backend"],
+            &devices[0]["partitions"]
+        ),
+        (&0.into(), &"cpu".into(), &16.into())
+    );
+    assert_eq!(devices[0]["gpu_busy_fraction"], bench["gpu_busy_fraction"]);
     assert!(bench["peak_memory_bytes"].as_u64().expect("peak") <= 64 << 20);
     // The circuit's R1CS is recorded once; the partitions synthesized while it was being recorded
     // went direct, every later one compiled.
@@ -372,6 +433,7 @@ fn bench_runs_jobs_and_analyze_agrees_with_its_summary() {
     assert_eq!(analyzed["jobs"], 4);
     assert_eq!(analyzed["partitions"], 16);
     assert_eq!(analyzed["malformed_lines"], 0);
+    assert_eq!(analyzed["devices"][0]["partitions"], 16);
     let steady = bench["steady_state_s_per_proof"]
         .as_f64()
         .expect("steady state");

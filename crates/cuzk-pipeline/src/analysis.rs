@@ -1,7 +1,8 @@
 //! What a TIMELINE says about the GPU: its busy intervals merged over all workers, the idle
-//! windows between them, the busy fraction and the steady-state time per job.
+//! windows between them, the busy fraction and the steady-state time per job; the same per device
+//! for multi-GPU runs, where the merged view would hide one device idling behind another.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::timeline::{Record, Timeline};
 
@@ -13,6 +14,8 @@ pub struct Span {
     pub partition: Option<u32>,
     /// `worker=W` of the closing record, when the log says.
     pub worker: Option<u32>,
+    /// `device=D` of the closing record, when the log says (single-device logs often do not).
+    pub device: Option<u32>,
     pub start_ms: f64,
     pub end_ms: f64,
 }
@@ -70,6 +73,7 @@ fn span(end: &Record, start_ms: f64) -> Span {
         job_id: end.job_id.clone(),
         partition: end.partition(),
         worker: end.get("worker").and_then(|w| w.parse().ok()),
+        device: end.get("device").and_then(|d| d.parse().ok()),
         start_ms,
         end_ms: end.ms,
     }
@@ -90,14 +94,14 @@ pub fn synth_intervals(timeline: &Timeline) -> Vec<Span> {
     pair(timeline, "SYNTH_START", "SYNTH_END")
 }
 
-/// Merges the intervals of all workers and measures the gaps.
-pub fn summarize(timeline: &Timeline) -> GpuSummary {
-    let intervals = gpu_intervals(timeline);
+/// Busy stretches of intervals sorted by start: the gaps between stretches and the busy fraction
+/// over [first start, last end] (1.0 for a single instant or none).
+fn merge(intervals: &[Span]) -> (Vec<IdleWindow>, f64) {
     let mut idle_windows = Vec::new();
     let mut busy_ms = 0.0;
     // The busy stretch being merged: its start, its end and the job that reached that end.
     let mut stretch: Option<(f64, f64, &str)> = None;
-    for iv in &intervals {
+    for iv in intervals {
         stretch = Some(match stretch {
             None => (iv.start_ms, iv.end_ms, iv.job_id.as_str()),
             Some((start, end, job)) if iv.start_ms <= end => {
@@ -134,6 +138,13 @@ pub fn summarize(timeline: &Timeline) -> GpuSummary {
     } else {
         1.0
     };
+    (idle_windows, busy_fraction)
+}
+
+/// Merges the intervals of all workers, of all devices, and measures the gaps.
+pub fn summarize(timeline: &Timeline) -> GpuSummary {
+    let intervals = gpu_intervals(timeline);
+    let (idle_windows, busy_fraction) = merge(&intervals);
 
     let mut final_end: HashMap<&str, f64> = HashMap::new();
     for iv in &intervals {
@@ -153,6 +164,54 @@ pub fn summarize(timeline: &Timeline) -> GpuSummary {
         busy_fraction,
         steady_state_s_per_job,
     }
+}
+
+/// One device's share of the GPU side, measured over its own [first start, last end] so a device
+/// that started late or finished early is not counted idle for the others' time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceSummary {
+    /// `device=D` of its records; records without it count as device 0.
+    pub device: u32,
+    /// Distinct (job, partition) pairs it ran.
+    pub partitions: usize,
+    /// Total time in its device regions.
+    pub gpu_ms: f64,
+    pub busy_fraction: f64,
+    pub idle_windows: Vec<IdleWindow>,
+}
+
+impl DeviceSummary {
+    /// Device-region time per partition (a backend may take the device more than once each).
+    pub fn gpu_ms_per_partition(&self) -> Option<f64> {
+        (self.partitions > 0).then(|| self.gpu_ms / self.partitions as f64)
+    }
+}
+
+/// Every device seen in `intervals` (as [`gpu_intervals`] returns them), by device number.
+pub fn per_device(intervals: &[Span]) -> Vec<DeviceSummary> {
+    let mut devices: BTreeMap<u32, Vec<Span>> = BTreeMap::new();
+    for iv in intervals {
+        let device = devices.entry(iv.device.unwrap_or(0)).or_default();
+        device.push(iv.clone());
+    }
+    devices
+        .into_iter()
+        .map(|(device, mut spans)| {
+            spans.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
+            let (idle_windows, busy_fraction) = merge(&spans);
+            let partitions: HashSet<(&str, Option<u32>)> = spans
+                .iter()
+                .map(|s| (s.job_id.as_str(), s.partition))
+                .collect();
+            DeviceSummary {
+                device,
+                partitions: partitions.len(),
+                gpu_ms: spans.iter().map(|s| s.end_ms - s.start_ms).sum(),
+                busy_fraction,
+                idle_windows,
+            }
+        })
+        .collect()
 }
 
 /// How one job handed the GPU to the next (jobs in order of their first GPU start).
@@ -381,6 +440,69 @@ mod tests {
         assert!((s.busy_fraction - 280.0 / 300.0).abs() < 1e-12);
         // Final GPU_ENDs: a at 100, b at 300.
         assert_eq!(s.steady_state_s_per_job, Some(0.2));
+    }
+
+    /// Two devices of two workers each. Device 0: a0 0–50, a2 50–100, b0 130–180 (idle 100–130).
+    /// Device 1: a1 10–60, a3 70–120, b1 held twice, 120–140 and 150–170 (idle 60–70, 140–150).
+    /// Merged, some device is busy from 0 to 180 without a gap.
+    const TWO_DEVICES: &str = "\
+        TIMELINE,0,GPU_START,a,partition=0,worker=0,device=0\n\
+        TIMELINE,10,GPU_START,a,partition=1,worker=2,device=1\n\
+        TIMELINE,50,GPU_END,a,partition=0,worker=0,device=0,gpu_ms=50\n\
+        TIMELINE,50,GPU_START,a,partition=2,worker=1,device=0\n\
+        TIMELINE,60,GPU_END,a,partition=1,worker=2,device=1,gpu_ms=50\n\
+        TIMELINE,70,GPU_START,a,partition=3,worker=3,device=1\n\
+        TIMELINE,100,GPU_END,a,partition=2,worker=1,device=0,gpu_ms=50\n\
+        TIMELINE,120,GPU_END,a,partition=3,worker=3,device=1,gpu_ms=50\n\
+        TIMELINE,120,GPU_START,b,partition=1,worker=2,device=1\n\
+        TIMELINE,130,GPU_START,b,partition=0,worker=0,device=0\n\
+        TIMELINE,140,GPU_END,b,partition=1,worker=2,device=1,gpu_ms=20\n\
+        TIMELINE,150,GPU_START,b,partition=1,worker=2,device=1\n\
+        TIMELINE,170,GPU_END,b,partition=1,worker=2,device=1,gpu_ms=20\n\
+        TIMELINE,180,GPU_END,b,partition=0,worker=0,device=0,gpu_ms=50\n";
+
+    #[test]
+    fn each_device_is_measured_over_its_own_span() {
+        let s = summary(TWO_DEVICES);
+        assert_eq!((s.busy_fraction, s.idle_windows.len()), (1.0, 0));
+        let devices = per_device(&s.intervals);
+        let figures: Vec<_> = devices
+            .iter()
+            .map(|d| (d.device, d.partitions, d.gpu_ms, d.idle_windows.len()))
+            .collect();
+        assert_eq!(figures, [(0, 3, 150.0, 1), (1, 3, 140.0, 2)]);
+        assert!((devices[0].busy_fraction - 150.0 / 180.0).abs() < 1e-12);
+        assert!((devices[1].busy_fraction - 140.0 / 160.0).abs() < 1e-12);
+        assert_eq!(
+            devices[0].idle_windows,
+            vec![IdleWindow {
+                start_ms: 100.0,
+                end_ms: 130.0,
+                job_before: "a".into(),
+                job_after: "b".into(),
+            }]
+        );
+        let windows: Vec<_> = devices[1]
+            .idle_windows
+            .iter()
+            .map(|w| (w.start_ms, w.end_ms))
+            .collect();
+        assert_eq!(windows, [(60.0, 70.0), (140.0, 150.0)]);
+        assert_eq!(devices[0].gpu_ms_per_partition(), Some(50.0));
+    }
+
+    #[test]
+    fn records_without_a_device_are_device_zero() {
+        let s = summary(TWO_WORKERS);
+        let devices = per_device(&s.intervals);
+        assert_eq!(devices.len(), 1);
+        let d = &devices[0];
+        assert_eq!((d.device, d.partitions, d.gpu_ms), (0, 4, 350.0));
+        assert_eq!(
+            (d.busy_fraction, &d.idle_windows),
+            (s.busy_fraction, &s.idle_windows)
+        );
+        assert!(per_device(&[]).is_empty());
     }
 
     #[test]

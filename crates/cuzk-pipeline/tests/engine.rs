@@ -562,7 +562,7 @@ async fn a_panic_inside_the_device_region_fails_only_its_job() {
 }
 
 /// With a backend per device, one job's partitions are spread over the devices, and two devices'
-/// regions may run at once (each device has its own lock).
+/// regions may run at once (each device has its own lock); the TIMELINE says which device ran what.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn partitions_spread_over_devices() {
     let params = params();
@@ -597,6 +597,29 @@ async fn partitions_spread_over_devices() {
         concurrent,
         "the two devices' regions overlapped at least once"
     );
+
+    let timeline = sink.timeline();
+    for event in ["GPU_PICKUP", "GPU_START", "GPU_END"] {
+        let on = |device: &str| {
+            let records = events(&timeline, event);
+            records
+                .iter()
+                .filter(|r| r.get("device") == Some(device))
+                .count()
+        };
+        assert_eq!((on("0"), on("1")), (first.len(), second.len()), "{event}");
+    }
+    let intervals = cuzk_pipeline::analysis::gpu_intervals(&timeline);
+    let per_device = cuzk_pipeline::analysis::per_device(&intervals);
+    let partitions: Vec<_> = per_device
+        .iter()
+        .map(|d| (d.device, d.partitions))
+        .collect();
+    assert_eq!(partitions, [(0, first.len()), (1, second.len())]);
+    // One worker per device, numbered across devices: worker 0 on device 0, worker 1 on device 1.
+    assert!(intervals
+        .iter()
+        .all(|i| i.worker.is_some() && i.worker == i.device));
 }
 
 /// The shape key of [`Squares`] in the tests below.

@@ -2,7 +2,8 @@
 
 use anyhow::{Context, Result};
 use cuzk_pipeline::analysis::{
-    balance, max_synth_in_flight, summarize, synth_in_flight_histogram, synth_stats, transitions,
+    balance, max_synth_in_flight, per_device, summarize, synth_in_flight_histogram, synth_stats,
+    transitions,
 };
 use cuzk_pipeline::timeline::Timeline;
 use serde_json::json;
@@ -20,6 +21,7 @@ pub fn run(global: &GlobalArgs, args: AnalyzeArgs) -> Result<Outcome> {
     let synth = synth_stats(&timeline);
     let handoffs = transitions(&gpu.intervals);
     let per_job = balance(&timeline);
+    let devices = per_device(&gpu.intervals);
     if let Some(path) = &args.svg {
         super::write_output(path, cuzk_pipeline::gantt::svg(&timeline).as_bytes())?;
     }
@@ -57,6 +59,13 @@ pub fn run(global: &GlobalArgs, args: AnalyzeArgs) -> Result<Outcome> {
                     "delta_ms": t.delta_ms,
                     "overlap_ms": t.overlap_ms,
                 })).collect::<Vec<_>>(),
+                "devices": devices.iter().map(|d| json!({
+                    "device": d.device,
+                    "partitions": d.partitions,
+                    "gpu_ms_mean": d.gpu_ms_per_partition(),
+                    "gpu_busy_fraction": d.busy_fraction,
+                    "gpu_idle_windows": d.idle_windows.len(),
+                })).collect::<Vec<_>>(),
                 "jobs": gpu.jobs,
                 "partitions": gpu.intervals.len(),
                 "malformed_lines": timeline.malformed,
@@ -81,6 +90,18 @@ pub fn run(global: &GlobalArgs, args: AnalyzeArgs) -> Result<Outcome> {
         "  GPU busy {:.1}% of [first GPU start, last GPU end]",
         gpu.busy_fraction * 100.0
     );
+    if devices.len() > 1 {
+        for d in &devices {
+            println!(
+                "    device {}: {} partitions, busy {:.1}% of its own span ({} idle windows), {:.1} ms per partition",
+                d.device,
+                d.partitions,
+                d.busy_fraction * 100.0,
+                d.idle_windows.len(),
+                d.gpu_ms_per_partition().unwrap_or(f64::NAN),
+            );
+        }
+    }
     match gpu.steady_state_s_per_job {
         Some(s) => println!("  steady state {s:.3} s per job"),
         None => println!("  steady state: needs two or more jobs"),

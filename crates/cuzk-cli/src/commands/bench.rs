@@ -14,7 +14,9 @@ use cuzk_filecoin::{compiled_r1cs, parameter_dir, C1Output, ParamFiles, SectorJo
 use cuzk_groth16::params_file::PointCheck;
 use cuzk_groth16::setup::generate_random_parameters;
 use cuzk_groth16::{Parameters, ProverBackend};
-use cuzk_pipeline::analysis::{max_synth_in_flight, summarize, synth_stats, synth_stats_by_path};
+use cuzk_pipeline::analysis::{
+    max_synth_in_flight, per_device, summarize, synth_stats, synth_stats_by_path, GpuSummary,
+};
 use cuzk_pipeline::engine::auto_memory_budget;
 use cuzk_pipeline::sink::MemorySink;
 use cuzk_pipeline::timeline::Timeline;
@@ -227,10 +229,33 @@ fn synthesis_paths(timeline: &Timeline) -> Value {
         .into()
 }
 
+/// Each backend's share of the run, in the engine's order (a TIMELINE's `device=`); a device that
+/// ran nothing is listed with no figures.
+fn devices(backends: &[Arc<dyn ProverBackend>], gpu: &GpuSummary) -> Value {
+    let seen = per_device(&gpu.intervals);
+    backends
+        .iter()
+        .enumerate()
+        .map(|(index, backend)| {
+            let ran = seen
+                .iter()
+                .find(|d| usize::try_from(d.device).is_ok_and(|d| d == index));
+            json!({
+                "device": index,
+                "backend": backend.name(),
+                "partitions": ran.map_or(0, |d| d.partitions),
+                "gpu_ms_mean": ran.and_then(|d| d.gpu_ms_per_partition()),
+                "gpu_busy_fraction": ran.map(|d| d.busy_fraction),
+                "gpu_idle_windows": ran.map(|d| d.idle_windows.len()),
+            })
+        })
+        .collect()
+}
+
 /// The figures of the run, from its TIMELINE.
 fn summary(
     plan: &Plan,
-    backend: &dyn ProverBackend,
+    backends: &[Arc<dyn ProverBackend>],
     timeline: &Timeline,
     wall_s: f64,
     peak: u64,
@@ -244,7 +269,8 @@ fn summary(
         .collect();
     let mut summary = plan.workload.summary();
     let run = json!({
-        "backend": backend.name(),
+        "backend": backends.first().map(|b| b.name()),
+        "devices": devices(backends, &gpu),
         "jobs": plan.jobs,
         "concurrency": plan.concurrency,
         "partitions": plan.partitions,
@@ -270,6 +296,47 @@ fn summary(
     summary
 }
 
+/// The devices' backend names: "cuda:0 (…)" for one, as before multi-GPU runs, and
+/// "2 devices, cuda:0 (…) and cuda:1 (…)" for more.
+fn device_names(summary: &Value) -> String {
+    let devices = summary["devices"].as_array().map_or(&[][..], Vec::as_slice);
+    let names: Vec<&str> = devices
+        .iter()
+        .map(|d| d["backend"].as_str().unwrap_or("?"))
+        .collect();
+    match names.as_slice() {
+        [] => summary["backend"].as_str().unwrap_or("?").to_owned(),
+        [one] => (*one).to_owned(),
+        [first @ .., last] => format!("{} devices, {} and {last}", names.len(), first.join(", ")),
+    }
+}
+
+/// One line per device when there are several, so one device idling behind another shows.
+fn device_lines(summary: &Value) -> Vec<String> {
+    let devices = summary["devices"].as_array().map_or(&[][..], Vec::as_slice);
+    if devices.len() < 2 {
+        return Vec::new();
+    }
+    devices
+        .iter()
+        .map(|device| {
+            let figure = |key: &str| device[key].as_f64().unwrap_or(f64::NAN);
+            let label = format!("device {}", device["device"]);
+            let name = device["backend"].as_str().unwrap_or("?");
+            if device["partitions"].as_u64().unwrap_or(0) == 0 {
+                return format!("  {label:<15}{name}: no partitions");
+            }
+            format!(
+                "  {label:<15}{name}: {} partitions, busy {:.1}% ({} idle windows), {:.1} ms per partition",
+                device["partitions"],
+                figure("gpu_busy_fraction") * 100.0,
+                device["gpu_idle_windows"],
+                figure("gpu_ms_mean"),
+            )
+        })
+        .collect()
+}
+
 fn print_text(summary: &Value, plan: &Plan) {
     let number = |key: &str| summary[key].as_f64().unwrap_or(f64::NAN);
     let mib = |key: &str| number(key) / f64::from(1u32 << 20);
@@ -278,7 +345,7 @@ fn print_text(summary: &Value, plan: &Plan) {
         plan.jobs,
         plan.partitions,
         plan.concurrency,
-        summary["backend"].as_str().unwrap_or("?"),
+        device_names(summary),
         plan.workload.describe()
     );
     match summary["steady_state_s_per_proof"].as_f64() {
@@ -312,6 +379,9 @@ fn print_text(summary: &Value, plan: &Plan) {
         number("gpu_busy_fraction") * 100.0,
         summary["gpu_idle_windows"]
     );
+    for line in device_lines(summary) {
+        println!("{line}");
+    }
     println!(
         "  syntheses      at most {} in flight",
         summary["max_synth_in_flight"]
@@ -348,13 +418,7 @@ pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
         let text: String = timeline.records.iter().map(|r| format!("{r}\n")).collect();
         super::write_output(path, text.as_bytes())?;
     }
-    let summary = summary(
-        &plan,
-        backends[0].as_ref(),
-        &timeline,
-        elapsed.as_secs_f64(),
-        peak,
-    );
+    let summary = summary(&plan, &backends, &timeline, elapsed.as_secs_f64(), peak);
     if let Some(path) = &args.json_out {
         super::write_output(path, format!("{summary}\n").as_bytes())?;
     }
@@ -364,4 +428,51 @@ pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
         print_text(&summary, &plan);
     }
     Ok(Outcome::Success)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn device(index: usize, busy: f64, windows: usize, gpu_ms: f64) -> Value {
+        json!({
+            "device": index,
+            "backend": format!("cuda:{index} (NVIDIA H200)"),
+            "partitions": 20,
+            "gpu_ms_mean": gpu_ms,
+            "gpu_busy_fraction": busy,
+            "gpu_idle_windows": windows,
+        })
+    }
+
+    #[test]
+    fn one_device_prints_as_before_and_several_get_a_line_each() {
+        let one = json!({"backend": "cpu", "devices": [{"device": 0, "backend": "cpu"}]});
+        assert_eq!(device_names(&one), "cpu");
+        assert!(device_lines(&one).is_empty());
+
+        let two = json!({
+            "backend": "cuda:0 (NVIDIA H200)",
+            "devices": [device(0, 0.951, 1, 812.34), device(1, 0.94, 0, 815.0)],
+        });
+        assert_eq!(
+            device_names(&two),
+            "2 devices, cuda:0 (NVIDIA H200) and cuda:1 (NVIDIA H200)"
+        );
+        assert_eq!(
+            device_lines(&two),
+            [
+                "  device 0       cuda:0 (NVIDIA H200): 20 partitions, busy 95.1% (1 idle windows), 812.3 ms per partition",
+                "  device 1       cuda:1 (NVIDIA H200): 20 partitions, busy 94.0% (0 idle windows), 815.0 ms per partition",
+            ]
+        );
+        let idle = json!({"device": 2, "backend": "cuda:2 (NVIDIA H200)", "partitions": 0});
+        let three = json!({"devices": [device(0, 1.0, 0, 1.0), device(1, 1.0, 0, 1.0), idle]});
+        assert_eq!(
+            device_lines(&three)[2],
+            "  device 2       cuda:2 (NVIDIA H200): no partitions"
+        );
+        assert!(device_names(&three)
+            .starts_with("3 devices, cuda:0 (NVIDIA H200), cuda:1 (NVIDIA H200) and cuda:2"));
+    }
 }

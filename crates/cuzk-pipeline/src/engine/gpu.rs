@@ -24,13 +24,17 @@ use crate::sink::{kv, ms, Event};
 
 /// One device: its backend and the lock its workers share.
 pub(super) struct Device {
+    /// Its place in the engine's backend list, logged as `device=` so a TIMELINE tells the
+    /// devices of a multi-GPU run apart.
+    index: usize,
     backend: Arc<dyn ProverBackend>,
     lock: Mutex<()>,
 }
 
 impl Device {
-    pub(super) fn new(backend: Arc<dyn ProverBackend>) -> Self {
+    pub(super) fn new(index: usize, backend: Arc<dyn ProverBackend>) -> Self {
         Device {
+            index,
             backend,
             lock: Mutex::new(()),
         }
@@ -66,7 +70,11 @@ struct Hold<'a> {
 
 impl Region {
     fn detail(&self) -> Vec<(String, String)> {
-        vec![kv("partition", self.partition), kv("worker", self.worker)]
+        vec![
+            kv("partition", self.partition),
+            kv("worker", self.worker),
+            kv("device", self.device.index),
+        ]
     }
 
     fn held(&self) -> MutexGuard<'_, Held> {

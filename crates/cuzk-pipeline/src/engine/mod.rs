@@ -103,10 +103,13 @@ impl Engine {
         let mut tasks: Vec<JoinHandle<()>> = (0..config.partition_workers)
             .map(|w| runtime.spawn(synthesis::worker(Arc::clone(&shared), w)))
             .collect();
-        let workers = devices.into_iter().flat_map(|backend| {
-            let device = Arc::new(gpu::Device::new(backend));
-            (0..config.gpu_workers_per_device).map(move |_| Arc::clone(&device))
-        });
+        let workers = devices
+            .into_iter()
+            .enumerate()
+            .flat_map(|(index, backend)| {
+                let device = Arc::new(gpu::Device::new(index, backend));
+                (0..config.gpu_workers_per_device).map(move |_| Arc::clone(&device))
+            });
         for (w, device) in workers.enumerate() {
             tasks.push(runtime.spawn(gpu::worker(Arc::clone(&shared), device, w)));
         }
