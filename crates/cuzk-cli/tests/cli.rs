@@ -413,12 +413,13 @@ fn bench_runs_jobs_and_analyze_agrees_with_its_summary() {
     assert_eq!(devices[0]["gpu_busy_fraction"], bench["gpu_busy_fraction"]);
     assert!(bench["peak_memory_bytes"].as_u64().expect("peak") <= 64 << 20);
     // The circuit's R1CS is recorded once; the partitions synthesized while it was being recorded
-    // went direct, every later one compiled.
+    // went direct (on a loaded machine that can be both first jobs'), every later one compiled:
+    // at least the last job's, which starts after two jobs have finished.
     assert_eq!(bench["compiled_synthesis"], true);
     let paths = bench["synthesis"].as_object().expect("synthesis paths");
     assert_eq!(paths["recorded"]["partitions"], 1, "{paths:?}");
     assert!(
-        paths["compiled"]["partitions"].as_u64() >= Some(12),
+        paths["compiled"]["partitions"].as_u64() >= Some(4),
         "{paths:?}"
     );
     let partitions: u64 = paths
