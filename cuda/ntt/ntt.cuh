@@ -14,9 +14,10 @@
 // The root ω (or ω⁻¹ for inverses) is chosen by the tables passed in. Twiddles come from small
 // tables: the stage table stage_tw[2^t + m] = ω_{2^(t+1)}^m (t < NTT_MAX_PASS_BITS), and ω_n^e =
 // lo[e mod 2^split] · hi[e >> split] for the inter-pass ones, or one read of a direct table
-// ω_{n'}^e (e < n') for a pass below the top one, which saves a product per element. The coset shift g^i (forward) and
-// 1/n or g^-i/n (inverse) ride on the first pass's loads or the last pass's stores, from tables
-// of the same two-level shape indexed by the natural index i of the element.
+// ω_{n'}^e (e < n') for a pass below the top one, which saves a product per element. The coset
+// shift g^i (forward) and 1/n or g^-i/n (inverse) ride on the first pass's loads or the last
+// pass's stores, from tables of the same two-level shape indexed by the natural index i of the
+// element.
 //
 // Shared memory keeps each sub-transform's values as eight planes of 32-bit words, so a warp's
 // reads of neighbouring elements hit distinct banks (at most two-way conflicts in any stage).

@@ -154,6 +154,11 @@ impl Gpu {
         &self.ctx
     }
 
+    /// Waits until everything queued on this handle's stream has run.
+    pub fn synchronize(&self) -> Result<(), GpuError> {
+        self.stream.synchronize().call("cuStreamSynchronize")
+    }
+
     /// The stream the layer's operations run on unless given another.
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream

@@ -414,8 +414,8 @@ pub fn ntt(
         // < n and scale indices < n, so table reads stay below 2^split (lo) and 2^(L − split)
         // (hi) entries, as built for this log_n; a direct table, given only to the pass it was
         // built for, holds 2^(lo+bits) entries and its exponents low·rev(mid) are below that;
-        // SCALE_CONST reads one entry. The blocks touch
-        // disjoint elements, and passes run in stream order.
+        // SCALE_CONST reads one entry. The blocks touch disjoint elements, and passes run in
+        // stream order.
         unsafe {
             let mut launch = stream.launch_builder(&kernel);
             launch

@@ -237,9 +237,7 @@ fn devices(backends: &[Arc<dyn ProverBackend>], gpu: &GpuSummary) -> Value {
         .iter()
         .enumerate()
         .map(|(index, backend)| {
-            let ran = seen
-                .iter()
-                .find(|d| usize::try_from(d.device).is_ok_and(|d| d == index));
+            let ran = seen.iter().find(|d| d.device as usize == index);
             json!({
                 "device": index,
                 "backend": backend.name(),

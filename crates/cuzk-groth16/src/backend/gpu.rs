@@ -541,16 +541,9 @@ impl GpuBackend {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        let streams = std::iter::once(&self.gpu).chain(lanes.iter().flatten());
-        for gpu in streams {
-            gpu.stream()
-                .synchronize()
-                .map_err(|source| GpuError::Driver {
-                    call: "cuStreamSynchronize",
-                    source,
-                })?;
-        }
-        Ok(())
+        std::iter::once(&self.gpu)
+            .chain(lanes.iter().flatten())
+            .try_for_each(|gpu| gpu.synchronize())
     }
 }
 
