@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::sys::{self, CUdevice_attribute, CUevent_flags, CUmemPool_attribute};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
@@ -18,7 +18,11 @@ pub struct Gpu {
     module: Arc<CudaModule>,
     kernels: Arc<Mutex<HashMap<&'static str, CudaFunction>>>,
     stream: Arc<CudaStream>,
+    /// The stream's priority (0 unless a priority lane), which the side lane shares.
+    priority: i32,
     copy_stream: Arc<CudaStream>,
+    /// A lane for work inside one operation that may overlap the rest of it, made when first asked.
+    side: OnceLock<Arc<Gpu>>,
     ordinal: usize,
     name: String,
     multiprocessors: u32,
@@ -87,7 +91,9 @@ impl Gpu {
             module,
             kernels: Arc::default(),
             stream,
+            priority: 0,
             copy_stream,
+            side: OnceLock::new(),
             ordinal,
             name,
             multiprocessors,
@@ -101,7 +107,7 @@ impl Gpu {
     /// with the free memory the device reports, so callers running lanes together make sure that
     /// the sum of what they need fits.
     pub fn lane(&self) -> Result<Arc<Self>, GpuError> {
-        self.lane_with(self.ctx.new_stream().call("cuStreamCreate")?)
+        self.lane_with(self.ctx.new_stream().call("cuStreamCreate")?, 0)
     }
 
     /// A [`lane`](Self::lane) whose kernels the device schedules first: when lanes share the
@@ -115,16 +121,35 @@ impl Gpu {
             self.ctx
                 .new_stream_with_priority(greatest)
                 .call("cuStreamCreateWithPriority")?,
+            greatest,
         )
     }
 
-    fn lane_with(&self, stream: Arc<CudaStream>) -> Result<Arc<Self>, GpuError> {
+    /// This handle's side lane: a lane of the same priority, made once and kept, for an operation
+    /// that splits its own work over two streams (callers order it with [`Gpu::wait_for`]).
+    pub fn side_lane(&self) -> Result<&Arc<Self>, GpuError> {
+        if let Some(side) = self.side.get() {
+            return Ok(side);
+        }
+        self.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        let stream = self
+            .ctx
+            .new_stream_with_priority(self.priority)
+            .call("cuStreamCreateWithPriority")?;
+        let side = self.lane_with(stream, self.priority)?;
+        // A handle is used by one thread at a time; were another to set it first, theirs is kept.
+        Ok(self.side.get_or_init(|| side))
+    }
+
+    fn lane_with(&self, stream: Arc<CudaStream>, priority: i32) -> Result<Arc<Self>, GpuError> {
         Ok(Arc::new(Gpu {
             ctx: self.ctx.clone(),
             module: self.module.clone(),
             kernels: self.kernels.clone(),
             stream,
+            priority,
             copy_stream: self.ctx.new_stream().call("cuStreamCreate")?,
+            side: OnceLock::new(),
             ordinal: self.ordinal,
             name: self.name.clone(),
             multiprocessors: self.multiprocessors,
