@@ -337,9 +337,12 @@ fn run_group<A: MsmAffine>(
                 .arg(&buckets32)
                 .launch(grid(threads, 64))
                 .call(A::KERNELS.pair_invert)?;
-            if let (true, Some(previous)) = (last, previous) {
-                lane.wait_for(previous)?;
-            }
+        }
+        if let (true, Some(previous)) = (last, previous) {
+            lane.wait_for(previous)?;
+        }
+        // SAFETY: as above.
+        unsafe {
             let mut launch = slot_args.launch(stream, &kernels.sums);
             launch.arg(&group.prefix).arg(&group.totals);
             if last {
