@@ -4,6 +4,7 @@
 #include "msm/pippenger.cuh"
 #include "msm/affine_rounds.cuh"
 #include "msm/batch_add.cuh"
+#include "msm/window_multiples.cuh"
 #include "ntt/ntt.cuh"
 #include "test/arith.cuh"
 #include "bench/product_rate.cuh"

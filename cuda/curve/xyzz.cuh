@@ -32,6 +32,13 @@ struct xyzz_t {
     }
     __device__ __forceinline__ xyzz_t operator-() const { return {X, -Y, ZZ, ZZZ}; }
 
+    // The affine point, by one inversion: with ZZ = Z² and ZZZ = Z³, (ZZ / ZZZ)² = 1 / ZZ.
+    __device__ affine_t<F> to_affine() const {
+        if (is_identity()) return {F::zero(), F::zero()};
+        const F zzz_inverse = ZZZ.inverse(), z_inverse = ZZ * zzz_inverse;
+        return {X * z_inverse.sqr(), Y * zzz_inverse};
+    }
+
     // 2·this (dbl-2008-s-1).
     __device__ __forceinline__ xyzz_t dbl() const {
         if (is_identity()) return *this;

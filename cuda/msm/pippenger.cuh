@@ -31,7 +31,22 @@ struct msm_params {
     uint32_t windows;      // ⌈255 / c⌉: a scalar below 2^254 never carries out of the top window
     uint32_t buckets;      // 2^(c−1) per window (digit d ≠ 0 goes to bucket |d| − 1)
     uint32_t segments;     // running-sum segments (threads) per window in the reduction: 32·k
+    // 0: each window has its own buckets, entries name base i. Otherwise the bases come with their
+    // window multiples (msm/window_multiples.cuh), `shared_stride` points per window, so windows
+    // can share buckets, and the entry of (window w, point i) names w·shared_stride + i.
+    uint32_t shared_stride;
+    uint32_t set_windows;  // consecutive windows sharing one set of buckets (1 without multiples)
 };
+
+// Sets of buckets: windows / set_windows, rounded up.
+__device__ __forceinline__ uint32_t bucket_sets(const msm_params& p) {
+    return (p.windows + p.set_windows - 1) / p.set_windows;
+}
+
+// The bucket of digit magnitude m ≥ 1 in window w.
+__device__ __forceinline__ uint32_t bucket_key(const msm_params& p, uint32_t w, uint32_t m) {
+    return w / p.set_windows * p.buckets + m - 1;
+}
 
 // A digit code: |d| in the low bits, the sign of the point to add in the top bit; 0 for d = 0.
 constexpr uint32_t CODE_NEGATE = 0x80000000u;
@@ -124,7 +139,7 @@ __device__ __forceinline__ xyzz_t<F> mul_small(const xyzz_t<F>& p, uint32_t k) {
 
 }  // namespace cuzk
 
-// Digits of every window of scalar i, counted into counts[w·K + |d| − 1]; codes[w·n + i].
+// Digits of every window of scalar i, counted into counts[bucket_key(w, |d|)]; codes[w·n + i].
 // Every lane of a warp reaches the counting (the warp-aggregated atomic needs all 32).
 extern "C" __global__ void msm_digits(const cuzk::fr_t* scalars, cuzk::msm_params p, uint32_t* codes,
                                       uint32_t* counts) {
@@ -151,21 +166,23 @@ extern "C" __global__ void msm_digits(const cuzk::fr_t* scalars, cuzk::msm_param
         const int32_t d = int32_t(raw) - int32_t(carry << c);
         const uint32_t magnitude = uint32_t(abs(d));
         if (valid) codes[size_t(w) * p.n + i] = magnitude | ((d < 0) != above ? cuzk::CODE_NEGATE : 0);
-        const uint32_t key = valid && d != 0 ? w * p.buckets + magnitude - 1 : cuzk::NO_BUCKET;
+        const uint32_t key = valid && d != 0 ? cuzk::bucket_key(p, w, magnitude) : cuzk::NO_BUCKET;
         cuzk::warp_reserve(counts, key);
     }
 }
 
-// entries[offsets[k] + slot] = i | sign for each point i with a nonzero digit in bucket k.
+// entries[offsets[k] + slot] = point | sign for each point i with a nonzero digit in bucket k (point:
+// i, or w·shared_stride + i, see msm_params).
 // Grid: (⌈n / blockDim⌉, windows); blockDim a multiple of 32.
 extern "C" __global__ void msm_scatter(const uint32_t* codes, cuzk::msm_params p, const uint32_t* offsets,
                                        uint32_t* cursors, uint32_t* entries) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x, w = blockIdx.y;
     const uint32_t code = i < p.n ? codes[size_t(w) * p.n + i] : 0;
     const uint32_t magnitude = code & ~cuzk::CODE_NEGATE;
-    const uint32_t key = magnitude != 0 ? w * p.buckets + magnitude - 1 : cuzk::NO_BUCKET;
+    const uint32_t key = magnitude != 0 ? cuzk::bucket_key(p, w, magnitude) : cuzk::NO_BUCKET;
     const uint32_t slot = cuzk::warp_reserve(cursors, key);
-    if (key != cuzk::NO_BUCKET) entries[offsets[key] + slot] = i | (code & cuzk::CODE_NEGATE);
+    const uint32_t point = p.shared_stride != 0 ? w * p.shared_stride + i : i;
+    if (key != cuzk::NO_BUCKET) entries[offsets[key] + slot] = point | (code & cuzk::CODE_NEGATE);
 }
 
 // counts[b] = ⌈(offsets[b + 1] − offsets[b]) / chunk⌉: the chunks bucket b is cut into.
@@ -204,15 +221,15 @@ extern "C" __global__ void msm_chunk_counts(const uint32_t* offsets, uint32_t bu
         for (uint32_t e = r.begin + 1; e < r.end; e++) acc.add(in[e]);                                \
         out[c] = acc;                                                                                 \
     }                                                                                                 \
-    /* Σ_{b in segment s} (b + 1)·bucket_b of window w, for segment s = t mod S of thread t, summed \
-       over each warp's 32 segments into partial[t / 32]; bucket b is sums[k] for its one chunk     \
-       k = chunk_offsets[b], or the identity when it has none. S is a multiple of 32, so a warp's  \
-       segments are of one window. */                                                             \
+    /* Σ_{b in segment s} (b + 1)·bucket_b of bucket set w (a window, or windows sharing buckets),  \
+       for segment s = t mod S of thread t, summed over each warp's 32 segments into partial[t/32]; \
+       bucket b is sums[k] for its one chunk k = chunk_offsets[b], or the identity when it has     \
+       none. S is a multiple of 32, so a warp's segments are of one set. */                         \
     extern "C" __global__ void msm_reduce_##SUFFIX(const cuzk::xyzz_t<F>* sums,                      \
                                                    const uint32_t* chunk_offsets, cuzk::msm_params p, \
                                                    cuzk::xyzz_t<F>* partial) {                        \
         const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;                                     \
-        if (t >= p.windows * p.segments) return; /* whole warps: the count is a multiple of 32 */    \
+        if (t >= cuzk::bucket_sets(p) * p.segments) return; /* whole warps: S is a multiple of 32 */  \
         const uint32_t w = t / p.segments, s = t % p.segments;                                        \
         const uint32_t per = (p.buckets + p.segments - 1) / p.segments;                               \
         const uint32_t lo = min(s * per, p.buckets), hi = min(lo + per, p.buckets);                   \
@@ -227,7 +244,7 @@ extern "C" __global__ void msm_chunk_counts(const uint32_t* offsets, uint32_t bu
         for (uint32_t lanes = 16; lanes > 0; lanes /= 2) acc.add(cuzk::shuffle_down(acc, lanes));     \
         if (t % 32 == 0) partial[t / 32] = acc;                                                       \
     }                                                                                                 \
-    /* One block per window: tree-sum its `count` partials into sums[w]. */                           \
+    /* One block per bucket set: tree-sum its `count` partials into sums[w]. */                        \
     extern "C" __global__ void msm_window_sum_##SUFFIX(const cuzk::xyzz_t<F>* partial, uint32_t count, \
                                                        cuzk::xyzz_t<F>* sums) {                       \
         extern __shared__ unsigned char raw[];                                                        \

@@ -258,6 +258,10 @@ pub struct BenchProverArgs {
     pub runs: usize,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
+    /// Also print each timed run's prove_start and stages (to see which stage a slow run spent
+    /// its time in).
+    #[arg(long)]
+    pub each_run: bool,
 }
 
 #[derive(Debug, Args)]
@@ -280,6 +284,16 @@ pub struct BenchKernelsArgs {
     pub ntt_min: u32,
     #[arg(long, default_value_t = 27)]
     pub ntt_max: u32,
+    /// Also time each MSM with its bases stored with their window multiples (⌈255/c⌉ times the
+    /// bases' memory, made on the device at upload; windows share sets of buckets).
+    #[arg(long)]
+    pub window_multiples: bool,
+    /// Window width c of those multiples (16..=23; default: chosen for the largest size).
+    #[arg(long)]
+    pub multiple_window_bits: Option<u32>,
+    /// Sets of buckets the windows share over those multiples (default: chosen for each size).
+    #[arg(long)]
+    pub multiple_sets: Option<u32>,
 }
 
 #[derive(Debug, Args)]

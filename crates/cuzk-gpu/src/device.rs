@@ -31,15 +31,15 @@ pub struct Gpu {
     memory_limit: AtomicUsize,
 }
 
-/// Reads or sets (`access`: cuMemPoolGetAttribute or cuMemPoolSetAttribute) a u64 attribute of
-/// the device's default memory pool, the one stream-ordered allocations come from.
+/// Reads or sets (`access`: cuMemPoolGetAttribute or cuMemPoolSetAttribute) an attribute of the
+/// device's default memory pool, the one stream-ordered allocations come from.
 ///
 /// # Safety
-/// `value` must point to a live u64 and `attribute` be one whose value type is u64.
-unsafe fn pool_attribute(
+/// `value` must point to a live value of `attribute`'s type (u64 or i32).
+unsafe fn pool_attribute<T>(
     ctx: &CudaContext,
     attribute: CUmemPool_attribute,
-    value: *mut u64,
+    value: *mut T,
     access: unsafe fn(
         sys::CUmemoryPool,
         CUmemPool_attribute,
@@ -82,6 +82,19 @@ impl Gpu {
                 &ctx,
                 CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
                 &mut keep,
+                sys::cuMemPoolSetAttribute,
+            )
+        }
+        .call("cuMemPoolSetAttribute")?;
+        // Nor may an allocation wait for another stream's free to reuse its memory: lanes that run
+        // side by side (a proof's five MSMs) would then wait for one another's progress.
+        let mut no = 0i32;
+        // SAFETY: `no` is a live i32, the value type of the reuse policies.
+        unsafe {
+            pool_attribute(
+                &ctx,
+                CUmemPool_attribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+                &mut no,
                 sys::cuMemPoolSetAttribute,
             )
         }
@@ -182,6 +195,16 @@ impl Gpu {
     /// Waits until everything queued on this handle's stream has run.
     pub fn synchronize(&self) -> Result<(), GpuError> {
         self.stream.synchronize().call("cuStreamSynchronize")
+    }
+
+    /// Makes the device's memory pool hold `bytes` more or less at once (allocated on this stream
+    /// and freed; the pool keeps what is freed), so that lanes allocating side by side later draw
+    /// on memory already mapped instead of growing the pool in the middle of their work.
+    pub fn reserve_pool(&self, bytes: usize) -> Result<(), GpuError> {
+        // SAFETY: never read or written; freed at once.
+        let buffer = unsafe { self.stream.alloc::<u8>(bytes) }.call("cuMemAllocAsync (pool)")?;
+        drop(buffer);
+        self.synchronize()
     }
 
     /// The stream the layer's operations run on unless given another.

@@ -5,10 +5,12 @@
 mod common;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_gpu::layout::as_words;
 use cuzk_gpu::msm::{bitmap_sum, msm, msm_streamed, DeviceBases, MsmAffine};
 use cuzk_gpu::{DeviceScalars, Gpu, Pinned};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
+use group::{Curve, Group};
 use rand_core::RngCore;
 
 /// The scalar patterns of the edge cases, by name.
@@ -43,12 +45,29 @@ fn scalars(rng: &mut impl RngCore, kind: &str, n: usize) -> Vec<Scalar> {
     }
 }
 
+/// How a test puts its bases on the device: plain, or with their window multiples.
+type Upload<A> = fn(&Gpu, &[A]) -> Result<DeviceBases<A>, cuzk_gpu::GpuError>;
+
 fn check<A>(gpu: &Gpu, rng: &mut impl RngCore, points: &[A], sizes: &[usize], kinds: &[&str])
 where
     A: MsmAffine + cuzk_math::msm::AffineCoordinates<Scalar = Scalar> + Send + Sync,
     A::Projective: PartialEq + std::fmt::Debug + From<A::Curve>,
 {
-    let bases = DeviceBases::upload(gpu, points).unwrap();
+    check_uploaded(gpu, rng, points, sizes, kinds, DeviceBases::upload);
+}
+
+fn check_uploaded<A>(
+    gpu: &Gpu,
+    rng: &mut impl RngCore,
+    points: &[A],
+    sizes: &[usize],
+    kinds: &[&str],
+    upload: Upload<A>,
+) where
+    A: MsmAffine + cuzk_math::msm::AffineCoordinates<Scalar = Scalar> + Send + Sync,
+    A::Projective: PartialEq + std::fmt::Debug + From<A::Curve>,
+{
+    let bases = upload(gpu, points).unwrap();
     for &n in sizes {
         for kind in kinds {
             let s = scalars(rng, kind, n);
@@ -133,6 +152,20 @@ where
     A: MsmAffine + cuzk_math::msm::AffineCoordinates<Scalar = Scalar> + Send + Sync,
     A::Projective: PartialEq + std::fmt::Debug + From<A::Curve>,
 {
+    check_repeated_uploaded(gpu, rng, distinct, log, kind, DeviceBases::upload);
+}
+
+fn check_repeated_uploaded<A>(
+    gpu: &Gpu,
+    rng: &mut impl RngCore,
+    distinct: &[A],
+    log: u32,
+    kind: &str,
+    upload: Upload<A>,
+) where
+    A: MsmAffine + cuzk_math::msm::AffineCoordinates<Scalar = Scalar> + Send + Sync,
+    A::Projective: PartialEq + std::fmt::Debug + From<A::Curve>,
+{
     let n = 1usize << log;
     let points: Vec<A> = (0..n).map(|i| distinct[i % distinct.len()]).collect();
     let s = scalars(rng, kind, n);
@@ -141,7 +174,7 @@ where
         folded[i % distinct.len()] += si;
     }
     let expect = A::Projective::from(cuzk_math::msm(distinct, &folded));
-    let bases = DeviceBases::upload(gpu, &points).unwrap();
+    let bases = upload(gpu, &points).unwrap();
     assert_eq!(
         msm(gpu, &bases, &s).unwrap(),
         expect,
@@ -270,4 +303,125 @@ fn streamed_msm_matches_cpu() {
         msm_streamed(&gpu, &pinned_g2, &device).unwrap(),
         cuzk_math::msm(&g2, &s)
     );
+}
+
+/// The stored window multiples are 2^(c·w)·P for every window w, word for word as blst lays out
+/// the affine points (the identity included).
+fn check_window_multiples<P>(gpu: &Gpu, rng: &mut impl RngCore, n: usize, bits: u32)
+where
+    P: Group + Curve + Send + Sync + From<P::AffineRepr>,
+    P::AffineRepr: MsmAffine + PrimeCurveAffine + Send + Copy,
+{
+    let mut points = cuzk_testkit::distinct_points::<P>(rng, n);
+    points[n / 2] = P::AffineRepr::identity();
+    let bases = DeviceBases::upload_with_window_multiples(gpu, &points, bits).unwrap();
+    assert_eq!(bases.multiple_window_bits(), Some(bits));
+    assert_eq!(bases.len(), n);
+    let words = gpu.stream().clone_dtoh(bases.words()).unwrap();
+    let windows = 255u32.div_ceil(bits);
+    let mut expect = Vec::with_capacity(n * windows as usize);
+    let mut multiples: Vec<P> = points.iter().map(|&p| P::from(p)).collect();
+    for _ in 0..windows {
+        let mut affine = vec![P::AffineRepr::identity(); n];
+        P::batch_normalize(&multiples, &mut affine);
+        expect.extend(affine);
+        for m in &mut multiples {
+            for _ in 0..bits {
+                *m = m.double();
+            }
+        }
+    }
+    assert_eq!(words, as_words(&expect), "n = {n}, {bits}-bit windows");
+}
+
+#[test]
+fn window_multiples_match_cpu() {
+    let Some(gpu) = common::gpu("window_multiples_match_cpu") else {
+        return;
+    };
+    let mut rng = common::rng("window_multiples_match_cpu");
+    for (n, bits) in [(1, 22), (2, 19), (257, 22), (257, 16), (100, 23)] {
+        check_window_multiples::<G1Projective>(&gpu, &mut rng, n, bits);
+        check_window_multiples::<G2Projective>(&gpu, &mut rng, n, bits);
+    }
+    assert!(DeviceBases::upload_with_window_multiples(&gpu, &[G1Affine::identity()], 24).is_err());
+}
+
+/// Uploads with 22-, 20- and 19-bit window multiples: MSMs over them share the default sets of
+/// buckets (one at these sizes), two, or five (19 bits: 14 windows in sets of 3, 3, 3, 3 and 2).
+fn multiples_22<A: MsmAffine>(
+    gpu: &Gpu,
+    points: &[A],
+) -> Result<DeviceBases<A>, cuzk_gpu::GpuError> {
+    DeviceBases::upload_with_window_multiples(gpu, points, 22)
+}
+
+fn multiples_22_two_sets<A: MsmAffine>(
+    gpu: &Gpu,
+    points: &[A],
+) -> Result<DeviceBases<A>, cuzk_gpu::GpuError> {
+    Ok(multiples_22(gpu, points)?.with_bucket_sets(2))
+}
+
+fn multiples_20<A: MsmAffine>(
+    gpu: &Gpu,
+    points: &[A],
+) -> Result<DeviceBases<A>, cuzk_gpu::GpuError> {
+    DeviceBases::upload_with_window_multiples(gpu, points, 20)
+}
+
+fn multiples_19<A: MsmAffine>(
+    gpu: &Gpu,
+    points: &[A],
+) -> Result<DeviceBases<A>, cuzk_gpu::GpuError> {
+    DeviceBases::upload_with_window_multiples(gpu, points, 19)
+}
+
+fn multiples_19_five_sets<A: MsmAffine>(
+    gpu: &Gpu,
+    points: &[A],
+) -> Result<DeviceBases<A>, cuzk_gpu::GpuError> {
+    Ok(multiples_19(gpu, points)?.with_bucket_sets(5))
+}
+
+/// With window multiples the windows' digits go to shared sets of buckets (2^21 each for 22-bit
+/// windows, 2^18 for 19): the same sums at edge sizes and scalars, with fewer scalars than bases
+/// (entries then skip whole blocks of multiples), for one, two and five sets, and with pair rounds
+/// over a shared set (2^19 points).
+#[test]
+fn msm_with_window_multiples_matches_cpu() {
+    let Some(gpu) = common::gpu("msm_with_window_multiples_matches_cpu") else {
+        return;
+    };
+    let mut rng = common::rng("msm_with_window_multiples_matches_cpu");
+    let mut g1 = cuzk_testkit::distinct_points::<G1Projective>(&mut rng, 4097);
+    g1[5] = G1Affine::identity();
+    let g1_uploads: [Upload<G1Affine>; 3] =
+        [multiples_22, multiples_22_two_sets, multiples_19_five_sets];
+    for upload in g1_uploads {
+        check_uploaded(
+            &gpu,
+            &mut rng,
+            &g1,
+            &[0, 1, 2, 100, 4097],
+            &EDGE_KINDS,
+            upload,
+        );
+    }
+    let g2 = cuzk_testkit::distinct_points::<G2Projective>(&mut rng, 1000);
+    check_uploaded(
+        &gpu,
+        &mut rng,
+        &g2,
+        &[1, 1000],
+        &["random", "equal", "boolean_mix"],
+        multiples_20,
+    );
+    let distinct = cuzk_testkit::distinct_points::<G1Projective>(&mut rng, 1 << 10);
+    let rounds_uploads: [Upload<G1Affine>; 3] = [multiples_22, multiples_20, multiples_19];
+    for kind in ["random", "equal", "small", "boolean_mix"] {
+        for upload in rounds_uploads {
+            check_repeated_uploaded(&gpu, &mut rng, &distinct, 19, kind, upload);
+        }
+    }
 }

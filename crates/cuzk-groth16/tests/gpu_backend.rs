@@ -1,6 +1,7 @@
 //! The GPU backend gives the CPU backend's query sums (so, with the same r and s, the same proof)
 //! for synthetic circuits of several sizes and boolean fractions and for a hand-written circuit,
-//! with the proving key resident on the device or streamed from host memory.
+//! with the proving key resident on the device (with or without its window multiples) or streamed
+//! from host memory.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed test should stop loudly
 
@@ -138,4 +139,31 @@ fn streams_the_proving_key_when_memory_is_short() {
         .find(|(k, _)| *k == "srs_resident")
         .map(|s| s.1);
     assert_eq!(resident, Some(0.0), "the key was streamed: {stages:?}");
+}
+
+/// With the proving key placed with its window multiples (forced here at small sizes, where the
+/// default leaves them off), every MSM's windows share buckets and the proofs are the same.
+#[test]
+fn proves_with_window_multiples() {
+    let Some(gpu) = gpu_backend("proves_with_window_multiples") else {
+        return;
+    };
+    let gpu = gpu.window_multiples_from(0);
+    let mut rng = common::rng("proves_with_window_multiples");
+    for (constraints, boolean) in [(1000, 0.5), ((1 << 14) - 4, 0.9), ((1 << 16) - 4, 0.0)] {
+        let circuit = common::synthetic(constraints, boolean, constraints as u64);
+        let params = generate_random_parameters(circuit.clone(), &mut rng).unwrap();
+        let inputs = circuit.public_input_values();
+        let what = format!("window multiples, {constraints} constraints, {boolean} boolean");
+        let stages = same_as_cpu(&gpu, &params, circuit, &inputs, &what);
+        let bits = stages
+            .iter()
+            .find(|(k, _)| *k == "srs_window_bits")
+            .map(|s| s.1);
+        assert_eq!(
+            bits,
+            Some(19.0),
+            "{what}: placed with 19-bit multiples: {stages:?}"
+        );
+    }
 }

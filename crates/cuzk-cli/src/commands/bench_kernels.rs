@@ -15,7 +15,9 @@
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use cuzk_gpu::msm::{msm_device, msm_streamed, windows, DeviceBases, MsmAffine};
+use cuzk_gpu::msm::{
+    msm_device, msm_streamed, multiple_window_bits, shares_buckets, windows, DeviceBases, MsmAffine,
+};
 use cuzk_gpu::ntt::{ntt, NttOrder, NttTables, Transform};
 use cuzk_gpu::rate::{product_rate, ProductField};
 use cuzk_gpu::{DeviceScalars, Gpu, Pinned};
@@ -41,7 +43,16 @@ struct Table<'a> {
     json: bool,
     fr_rate: f64,
     fp_rate: f64,
+    /// Also time MSMs over bases with window multiples.
+    window_multiples: Option<Multiples>,
     rows: Vec<serde_json::Value>,
+}
+
+/// Window multiples' width and shared bucket sets, where given (else chosen by size).
+#[derive(Clone, Copy)]
+struct Multiples {
+    bits: Option<u32>,
+    sets: Option<u32>,
 }
 
 /// (resident, streamed) medians in ms.
@@ -53,17 +64,31 @@ fn time_msm<A: MsmAffine>(
     runs: usize,
 ) -> Result<(f64, f64)> {
     let scalars = DeviceScalars::upload(gpu, &random_scalars(1 << log))?;
-    msm_device(gpu, bases, &scalars).context("warm-up")?;
+    let resident = time_resident(gpu, bases, &scalars, runs)?;
     msm_streamed(gpu, pinned, &scalars).context("warm-up (streamed)")?;
-    let (mut resident, mut streamed) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
+    let mut streamed = Vec::with_capacity(runs);
     for _ in 0..runs {
-        let (_, ms) = gpu.time(|| msm_device(gpu, bases, &scalars))?;
-        resident.push(f64::from(ms));
         let start = Instant::now();
         msm_streamed(gpu, pinned, &scalars)?;
         streamed.push(start.elapsed().as_secs_f64() * 1e3);
     }
-    Ok((median_ms(resident), median_ms(streamed)))
+    Ok((resident, median_ms(streamed)))
+}
+
+/// Median ms of resident MSMs over `bases` (CUDA events), after a warm-up.
+fn time_resident<A: MsmAffine>(
+    gpu: &Gpu,
+    bases: &DeviceBases<A>,
+    scalars: &DeviceScalars,
+    runs: usize,
+) -> Result<f64> {
+    msm_device(gpu, bases, scalars).context("warm-up")?;
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let (_, ms) = gpu.time(|| msm_device(gpu, bases, scalars))?;
+        times.push(f64::from(ms));
+    }
+    Ok(median_ms(times))
 }
 
 fn bench_group<P>(
@@ -83,6 +108,23 @@ where
     let host = cuzk_testkit::distinct_points::<P>(&mut OsRng, 1 << max);
     let bases = DeviceBases::upload(gpu, &host)?;
     let pinned = Pinned::from_slice(gpu, &host)?;
+    let multiples = match table.window_multiples {
+        Some(Multiples { bits, sets }) => {
+            let bits = bits.unwrap_or_else(|| multiple_window_bits(1 << max));
+            let start = Instant::now();
+            let bases = DeviceBases::upload_with_window_multiples(gpu, &host, bits)?
+                .with_bucket_sets(sets.unwrap_or(0));
+            gpu.synchronize()?;
+            if !table.json {
+                println!(
+                    "{group} {bits}-bit window multiples of 2^{max} bases made in {:.2} s",
+                    start.elapsed().as_secs_f64()
+                );
+            }
+            Some(bases)
+        }
+        None => None,
+    };
     for log in logs {
         let (ms, streamed_ms) = time_msm(gpu, &bases, &pinned, log, runs)?;
         let products = f64::from(1u32 << log) * f64::from(windows(1 << log)) * products_per_add;
@@ -97,6 +139,22 @@ where
             json!({"kernel": format!("msm_{group}"), "log_n": log, "median_ms": ms,
             "streamed_ms": streamed_ms, "ceiling_fraction": ceiling}),
         );
+        let Some(bases) = &multiples else { continue };
+        if !shares_buckets(gpu, bases, 1 << log)? {
+            if !table.json {
+                println!("msm {group:<3} 2^{log:<3} (window multiples: no room for one pass)");
+            }
+        } else {
+            let scalars = DeviceScalars::upload(gpu, &random_scalars(1 << log))?;
+            let ms = time_resident(gpu, bases, &scalars, runs)?;
+            if !table.json {
+                println!("msm {group:<3} 2^{log:<3} {ms:>10.2} ms (window multiples)");
+            }
+            table
+                .rows
+                .push(json!({"kernel": format!("msm_{group}_window_multiples"),
+                "log_n": log, "median_ms": ms}));
+        }
     }
     Ok(())
 }
@@ -177,6 +235,10 @@ pub fn run(global: &GlobalArgs, args: BenchKernelsArgs) -> Result<Outcome> {
         json: global.json,
         fr_rate,
         fp_rate,
+        window_multiples: args.window_multiples.then_some(Multiples {
+            bits: args.multiple_window_bits,
+            sets: args.multiple_sets,
+        }),
         rows: Vec::new(),
     };
     bench_group::<G1Projective>(&mut table, "g1", 10.0, args.g1_min..=args.g1_max)?;

@@ -60,6 +60,15 @@ pub fn run(global: &GlobalArgs, args: BenchProverArgs) -> Result<Outcome> {
             for m in &started.stages {
                 stages.entry(m.key).or_default().push(m.value);
             }
+            if args.each_run && !global.json {
+                let line: Vec<String> = started
+                    .stages
+                    .iter()
+                    .map(|m| format!("{} {:.2}", m.key, m.value))
+                    .collect();
+                let ms = prove_ms.last().copied().unwrap_or(f64::NAN);
+                println!("run {run}: prove_start {ms:.2} ms; {}", line.join(", "));
+            }
         }
         last = Some(started.sums);
     }

@@ -25,12 +25,17 @@ struct MsmParams {
     windows: u32,
     buckets: u32,
     segments: u32,
+    /// 0: a set of buckets per window. Otherwise the bases come with their window multiples,
+    /// this many points per window, so that windows can share buckets.
+    shared_stride: u32,
+    /// Consecutive windows that share one set of buckets (1 without window multiples).
+    set_windows: u32,
 }
 
-// SAFETY: #[repr(C)] of five u32 with no padding, passed by value, field for field as the kernels'
-// `msm_params`.
+// SAFETY: #[repr(C)] of seven u32 with no padding, passed by value, field for field as the
+// kernels' `msm_params`.
 unsafe impl DeviceRepr for MsmParams {}
-const _: () = assert!(std::mem::size_of::<MsmParams>() == 20);
+const _: () = assert!(std::mem::size_of::<MsmParams>() == 28);
 
 impl MsmParams {
     /// Window widths whose top window (of scalars below 2^254) still holds c − 2 or more bits, so
@@ -47,6 +52,19 @@ impl MsmParams {
             0x10_0000..0x80_0000 => 16,
             _ => 17,
         };
+        Self::of_width(n, window_bits, 0)
+    }
+
+    /// For bases stored with their window multiples of width `window_bits`, `stride` points per
+    /// window (see [`DeviceBases::upload_with_window_multiples`]): the windows share `sets` sets of
+    /// buckets (about; consecutive windows, as many in each set as the largest set needs).
+    fn with_window_multiples(n: usize, stride: usize, window_bits: u32, sets: u32) -> Self {
+        let mut p = Self::of_width(n, window_bits, stride as u32);
+        p.set_windows = p.windows.div_ceil(sets.clamp(1, p.windows));
+        p
+    }
+
+    fn of_width(n: usize, window_bits: u32, shared_stride: u32) -> Self {
         let buckets = 1u32 << (window_bits - 1);
         MsmParams {
             n: n as u32,
@@ -56,16 +74,28 @@ impl MsmParams {
             segments: buckets
                 .div_ceil(BUCKETS_PER_SEGMENT)
                 .next_multiple_of(SEGMENTS_PER_PARTIAL),
+            shared_stride,
+            set_windows: 1,
         }
     }
 
-    /// Partial sums per window the reduction leaves for the window-sum tree.
+    /// Sets of buckets: one per window, or one per `set_windows` windows sharing them.
+    fn sets(&self) -> u32 {
+        self.windows.div_ceil(self.set_windows)
+    }
+
+    /// Entries (point, window) that land in each set of buckets at most.
+    fn entries_per_set(&self) -> usize {
+        self.n as usize * self.set_windows as usize
+    }
+
+    /// Partial sums per set the reduction leaves for the window-sum tree.
     fn partials(&self) -> u32 {
         self.segments / SEGMENTS_PER_PARTIAL
     }
 
     fn total_buckets(&self) -> usize {
-        self.windows as usize * self.buckets as usize
+        self.sets() as usize * self.buckets as usize
     }
 }
 
@@ -98,6 +128,7 @@ pub struct MsmKernels {
     pub reduce: &'static str,
     pub window_sum: &'static str,
     pub batch_add: &'static str,
+    pub window_multiples: &'static str,
 }
 
 /// An affine point type the MSM kernels take as bases.
@@ -118,6 +149,7 @@ macro_rules! msm_kernels {
             reduce: concat!("msm_reduce_", $group),
             window_sum: concat!("msm_window_sum_", $group),
             batch_add: concat!("batch_add_", $group),
+            window_multiples: concat!("msm_window_multiples_", $group),
         }
     };
 }
@@ -132,11 +164,69 @@ impl MsmAffine for G2Affine {
     const KERNELS: MsmKernels = msm_kernels!("g2");
 }
 
+/// Window widths bases may be stored with multiples for (see
+/// [`DeviceBases::upload_with_window_multiples`]).
+pub const MULTIPLE_WINDOW_BITS: std::ops::RangeInclusive<u32> = 16..=23;
+
+/// The window width for multiples of bases whose MSMs have about n points: fewer windows (entries
+/// per point) against more buckets, each of which costs its share of the reduction and chunk
+/// levels. On an H200 with one set of buckets, G1 2^24 took 96.7/96.5/89.8/94.6/95.5 ms at
+/// 18/19/20/21/22 bits (plain: 100.6), 2^22 26.7/27.3/27.2 ms at 17/18/19 (plain: 29.5).
+pub fn multiple_window_bits(n: usize) -> u32 {
+    if n < 1 << 23 {
+        19
+    } else {
+        20
+    }
+}
+
+/// The params of the pass with shared buckets an MSM over n points takes within `budget` device
+/// bytes, over `stride` bases with window multiples of width `bits`: with `asked` sets of buckets,
+/// or (0) the fewest from [`multiple_bucket_sets`]' choice on whose pass fits. None for no points
+/// or when no pass fits.
+fn shared_params<A: MsmAffine>(
+    n: usize,
+    stride: usize,
+    bits: u32,
+    asked: u32,
+    budget: usize,
+) -> Option<MsmParams> {
+    if n == 0 {
+        return None;
+    }
+    let counts = match asked {
+        0 => multiple_bucket_sets(n, bits)..=255u32.div_ceil(bits),
+        sets => sets..=sets,
+    };
+    counts
+        .map(|sets| MsmParams::with_window_multiples(n, stride, bits, sets))
+        .find(|p| working_bytes::<A>(p) <= budget)
+}
+
+/// Sets of buckets the windows of an MSM over n points with window multiples of width c share by
+/// default: one, or more where a set would take more than [`MAX_SET_ENTRIES`] entries (its
+/// rounds' buffers grow with it). Every set costs its buckets' reduction and chunk levels: on an
+/// H200 at 2^24 G1 points and 22-bit windows, 1/2/3/4 sets took 95.5/103.4/114.7/123.2 ms (the
+/// second set's overlap on a second lane does not pay for its 2^21 buckets).
+pub fn multiple_bucket_sets(n: usize, window_bits: u32) -> u32 {
+    let entries = n * 255usize.div_ceil(window_bits as usize);
+    entries.div_ceil(MAX_SET_ENTRIES).max(1) as u32
+}
+
+/// Entries one set of shared buckets takes at most by default: its first round's buffers are
+/// then ~27 GB for G1 points.
+const MAX_SET_ENTRIES: usize = 1 << 28;
+
 /// Bases uploaded once and reused by every MSM over them.
 #[derive(Debug)]
 pub struct DeviceBases<A> {
+    /// The bases; with window multiples, then 2^(c·w)·bases for each window w ≥ 1 in turn.
     words: CudaSlice<u32>,
     len: usize,
+    /// Window width of the stored multiples (0: none).
+    multiple_bits: u32,
+    /// Sets of buckets MSMs over the multiples use (0: [`multiple_bucket_sets`] for their size).
+    bucket_sets: u32,
     _points: PhantomData<A>,
 }
 
@@ -150,8 +240,106 @@ impl<A: MsmAffine> DeviceBases<A> {
         Ok(DeviceBases {
             words,
             len: points.len(),
+            multiple_bits: 0,
+            bucket_sets: 0,
             _points: PhantomData,
         })
+    }
+
+    /// The bases and their window multiples 2^(c·w)·P for c = `window_bits` (in
+    /// [`MULTIPLE_WINDOW_BITS`]; [`multiple_window_bits`] picks one for a size) and every window
+    /// w < ⌈255/c⌉, computed on the device: ⌈255/c⌉ times the memory, for MSMs whose windows share
+    /// buckets (see [`multiple_bucket_sets`]).
+    pub fn upload_with_window_multiples(
+        gpu: &Gpu,
+        points: &[A],
+        window_bits: u32,
+    ) -> Result<Self, GpuError> {
+        let what = "MSM bases with window multiples";
+        if !MULTIPLE_WINDOW_BITS.contains(&window_bits) {
+            return Err(GpuError::InvalidInput {
+                what,
+                reason: format!("window width {window_bits} outside {MULTIPLE_WINDOW_BITS:?}"),
+            });
+        }
+        let len = points.len();
+        let blocks = 255u32.div_ceil(window_bits);
+        // Entries name a stored point by a 31-bit index (the top bit is the sign).
+        if len * blocks as usize >= 1 << 31 {
+            return Err(GpuError::InvalidInput {
+                what,
+                reason: format!("{len} bases × {blocks} windows exceed 2^31 points"),
+            });
+        }
+        gpu.ensure_fits(what, (blocks as usize + 1) * len * A::WORDS * 4)?;
+        let stream = gpu.stream();
+        let plain = stream
+            .clone_htod(as_words(points))
+            .call("cuMemcpyHtoD (bases)")?;
+        // SAFETY: uninitialised; the kernel below writes every one of its blocks·len points.
+        let mut words = unsafe { stream.alloc::<u32>(blocks as usize * len * A::WORDS) }
+            .call("cuMemAlloc (window multiples)")?;
+        if len > 0 {
+            let kernel = gpu.kernel(A::KERNELS.window_multiples)?;
+            let len32 = len as u32;
+            // SAFETY: `plain` holds len points and `words` blocks·len; one thread per base i < len
+            // reads plain[i] and writes words[w·len + i] for w < blocks.
+            unsafe {
+                stream
+                    .launch_builder(&kernel)
+                    .arg(&plain)
+                    .arg(&len32)
+                    .arg(&window_bits)
+                    .arg(&blocks)
+                    .arg(&mut words)
+                    .launch(grid(len, 128))
+                    .call(A::KERNELS.window_multiples)?;
+            }
+        }
+        Ok(DeviceBases {
+            words,
+            len,
+            multiple_bits: window_bits,
+            bucket_sets: 0,
+            _points: PhantomData,
+        })
+    }
+
+    /// The device words of every stored point: the bases, then (with window multiples) each
+    /// window's multiples of them in turn, `len` points per block.
+    pub fn words(&self) -> &CudaSlice<u32> {
+        &self.words
+    }
+
+    /// The window width of the stored multiples, if the bases have them.
+    pub fn multiple_window_bits(&self) -> Option<u32> {
+        (self.multiple_bits != 0).then_some(self.multiple_bits)
+    }
+
+    /// MSMs over these bases' window multiples share this many sets of buckets instead of
+    /// [`multiple_bucket_sets`]' choice (for benchmarks; 0 restores it).
+    pub fn with_bucket_sets(mut self, sets: u32) -> Self {
+        self.bucket_sets = sets;
+        self
+    }
+
+    /// Device bytes an MSM over the first n of these bases allocates beyond them and its scalars
+    /// at most: with shared buckets over the window multiples (the fewest sets: the most memory),
+    /// or as [`working_memory`] says.
+    pub fn working_memory(&self, n: usize) -> usize {
+        match self.shared_params(n, usize::MAX) {
+            Some(p) => working_bytes::<A>(&p),
+            None => working_memory::<A>(n),
+        }
+    }
+
+    /// See [`shared_params`].
+    fn shared_params(&self, n: usize, budget: usize) -> Option<MsmParams> {
+        let bits = self.multiple_window_bits()?;
+        if n > MAX_PASS.min(self.len) {
+            return None;
+        }
+        shared_params::<A>(n, self.len, bits, self.bucket_sets, budget)
     }
 
     pub fn len(&self) -> usize {
@@ -176,19 +364,18 @@ fn grid(threads: usize, block: u32) -> LaunchConfig {
 }
 
 /// Exclusive prefix sum of `values` in place; `values` has one extra slot that receives the total.
+/// Blocks of 1024 are scanned, then their totals (in one block, or by this scan again when there
+/// are more than 1024 of them: a shared set of 2^21 buckets has 2049), then added back.
 fn exclusive_scan(gpu: &Gpu, values: &mut CudaSlice<u32>) -> Result<(), GpuError> {
     const BLOCK: usize = 1024;
     let n = values.len();
-    let blocks = n.div_ceil(BLOCK);
-    if blocks > BLOCK {
+    let Ok(n32) = u32::try_from(n) else {
         return Err(GpuError::InvalidInput {
             what: "prefix sum",
-            reason: format!(
-                "{n} values exceed the two-level scan's {} limit",
-                BLOCK * BLOCK
-            ),
+            reason: format!("{n} values exceed 2^32"),
         });
-    }
+    };
+    let blocks = n.div_ceil(BLOCK);
     let stream = gpu.stream();
     let mut totals = stream
         .alloc_zeros::<u32>(blocks + 1)
@@ -198,7 +385,7 @@ fn exclusive_scan(gpu: &Gpu, values: &mut CudaSlice<u32>) -> Result<(), GpuError
         gpu.kernel("scan_totals_u32")?,
         gpu.kernel("scan_add_u32")?,
     );
-    let (n32, blocks32) = (n as u32, blocks as u32);
+    let blocks32 = blocks as u32;
     // SAFETY: `values` holds n u32 and `totals` blocks + 1; each kernel touches indices below
     // those bounds (checked against n inside, blockDim = 1024 = SCAN_BLOCK as they require).
     unsafe {
@@ -209,12 +396,23 @@ fn exclusive_scan(gpu: &Gpu, values: &mut CudaSlice<u32>) -> Result<(), GpuError
             .arg(&mut totals)
             .launch(grid(n, BLOCK as u32))
             .call("scan_blocks_u32")?;
-        stream
-            .launch_builder(&scan_totals)
-            .arg(&mut totals)
-            .arg(&blocks32)
-            .launch(grid(1, BLOCK as u32))
-            .call("scan_totals_u32")?;
+    }
+    if blocks > BLOCK {
+        // The totals with their own extra slot (zero) are a scan of the same kind.
+        exclusive_scan(gpu, &mut totals)?;
+    } else {
+        // SAFETY: as above; one block scans the `blocks` ≤ 1024 totals and writes totals[blocks].
+        unsafe {
+            stream
+                .launch_builder(&scan_totals)
+                .arg(&mut totals)
+                .arg(&blocks32)
+                .launch(grid(1, BLOCK as u32))
+                .call("scan_totals_u32")?;
+        }
+    }
+    // SAFETY: as above.
+    unsafe {
         stream
             .launch_builder(&add)
             .arg(&mut *values)
@@ -278,6 +476,14 @@ pub fn msm_device<A: MsmAffine>(
     scalars: &DeviceScalars,
 ) -> Result<A::Projective, GpuError> {
     let n = scalars_within("MSM", scalars, bases.len())?;
+    if let Some(p) = shared_pass(gpu, bases, n)? {
+        return pippenger::<A>(
+            gpu,
+            &bases.words.slice(..),
+            &scalars.words.slice(..n * SCALAR_WORDS),
+            &p,
+        );
+    }
     let (free, _) = gpu.memory()?;
     let slice = fit_points(n.min(MAX_PASS), free, working_bytes::<A>)?;
     let mut total = A::Projective::identity();
@@ -288,9 +494,32 @@ pub fn msm_device<A: MsmAffine>(
             &scalars
                 .words
                 .slice(start * SCALAR_WORDS..end * SCALAR_WORDS),
+            &MsmParams::new(end - start),
         )?;
     }
     Ok(total)
+}
+
+/// Whether an MSM over the first n of `bases` runs with windows sharing buckets: the bases have
+/// their window multiples and the pass fits the free memory in one piece (else it runs over the
+/// plain bases, split as memory requires).
+pub fn shares_buckets<A: MsmAffine>(
+    gpu: &Gpu,
+    bases: &DeviceBases<A>,
+    n: usize,
+) -> Result<bool, GpuError> {
+    Ok(shared_pass(gpu, bases, n)?.is_some())
+}
+
+/// The params of the one pass with shared buckets an MSM over the first n of `bases` takes, if it
+/// can (see [`shares_buckets`]).
+fn shared_pass<A: MsmAffine>(
+    gpu: &Gpu,
+    bases: &DeviceBases<A>,
+    n: usize,
+) -> Result<Option<MsmParams>, GpuError> {
+    let (free, _) = gpu.memory()?;
+    Ok(bases.shared_params(n, free.saturating_sub(MEMORY_MARGIN)))
 }
 
 /// Σ scalars[i]·points[i] with the points streamed from page-locked host memory, for bases that
@@ -348,6 +577,7 @@ pub fn msm_streamed<A: MsmAffine>(
             &scalars
                 .words
                 .slice(start * SCALAR_WORDS..end * SCALAR_WORDS),
+            &MsmParams::new(end - start),
         )?;
     }
     Ok(total)
@@ -414,7 +644,7 @@ fn working_bytes<A: MsmAffine>(p: &MsmParams) -> usize {
     let xyzz_bytes = 4 * <A::Projective as XyzzPoint>::XYZZ_WORDS;
     let (first, later) = level_bounds(p);
     4 * (2 * entries + 4 * (buckets + 1))
-        + xyzz_bytes * (first + later + p.windows as usize * (p.partials() as usize + 1))
+        + xyzz_bytes * (first + later + p.sets() as usize * (p.partials() as usize + 1))
         + PairPlan::new::<A>(p).bytes::<A>(p)
 }
 
@@ -426,23 +656,24 @@ fn level_bounds(p: &MsmParams) -> (usize, usize) {
     (first, first / LEVEL_CHUNK as usize + buckets + 1)
 }
 
-/// One Pippenger pass over `bases` (affine words) and `scalars` (Montgomery words) of equal count.
+/// One Pippenger pass with params `p` over `scalars` (Montgomery words, p.n of them) and `bases`
+/// (affine words: as many points, or with p.shared_stride the stored window multiples).
 fn pippenger<A: MsmAffine>(
     gpu: &Gpu,
     bases: &CudaView<'_, u32>,
     scalars: &CudaView<'_, u32>,
+    p: &MsmParams,
 ) -> Result<A::Projective, GpuError> {
     let n = scalars.len() / SCALAR_WORDS;
     if n == 0 {
         return Ok(A::Projective::identity());
     }
-    let p = MsmParams::new(n);
     let stream = gpu.stream();
     let buckets = p.total_buckets();
     let xyzz_words = <A::Projective as XyzzPoint>::XYZZ_WORDS;
     let entries_len = n * p.windows as usize;
-    let (first_bound, later_bound) = level_bounds(&p);
-    let partial_len = p.windows as usize * p.partials() as usize;
+    let (first_bound, later_bound) = level_bounds(p);
+    let partial_len = p.sets() as usize * p.partials() as usize;
     let alloc = |len: usize| stream.alloc_zeros::<u32>(len).call("cuMemAlloc (MSM)");
     let mut codes = alloc(entries_len)?;
     let mut offsets = alloc(buckets + 1)?;
@@ -474,7 +705,7 @@ fn pippenger<A: MsmAffine>(
         stream
             .launch_builder(&digits)
             .arg(scalars)
-            .arg(&p)
+            .arg(p)
             .arg(&mut codes)
             .arg(&mut offsets)
             .launch(grid(n, 256))
@@ -486,7 +717,7 @@ fn pippenger<A: MsmAffine>(
         stream
             .launch_builder(&scatter)
             .arg(&codes)
-            .arg(&p)
+            .arg(p)
             .arg(&offsets)
             .arg(&mut cursors)
             .arg(&mut entries)
@@ -501,10 +732,10 @@ fn pippenger<A: MsmAffine>(
 
     // Pair rounds while buckets are large; then chunks of the points left (or of the sorted entries
     // when there were no rounds), and chunks of chunk sums until every bucket has one sum.
-    let plan = PairPlan::new::<A>(&p);
+    let plan = PairPlan::new::<A>(p);
     let (left, left_offsets);
     let (points, point_entries, point_offsets) = if plan.rounds > 0 {
-        (left, left_offsets) = pair_rounds::run::<A>(gpu, &plan, &p, bases, &entries, &offsets)?;
+        (left, left_offsets) = pair_rounds::run::<A>(gpu, &plan, p, bases, &entries, &offsets)?;
         drop(entries);
         (left.slice(..), None, &left_offsets)
     } else {
@@ -538,7 +769,11 @@ fn pippenger<A: MsmAffine>(
     drop(point_entries);
     let mut level = 0;
     // A bucket holds n points at most, ⌈n/2^rounds⌉ after the rounds.
-    let mut largest = n.div_ceil(1 << plan.rounds).div_ceil(FIRST_CHUNK as usize);
+    // A bucket holds every entry of its set at most, ⌈that/2^rounds⌉ after the rounds.
+    let mut largest = p
+        .entries_per_set()
+        .div_ceil(1 << plan.rounds)
+        .div_ceil(FIRST_CHUNK as usize);
     while largest > 1 {
         let [now, next] = &mut chunk_offsets;
         let [sums_now, sums_next] = &mut level_sums;
@@ -571,16 +806,22 @@ fn pippenger<A: MsmAffine>(
             .launch_builder(&reduce)
             .arg(sums)
             .arg(sum_offsets)
-            .arg(&p)
+            .arg(p)
             .arg(&mut partial)
-            .launch(grid(p.windows as usize * p.segments as usize, 64))
+            .launch(grid(p.sets() as usize * p.segments as usize, 64))
             .call(A::KERNELS.reduce)?;
     }
-    let words = tree_sums::<A>(gpu, &partial, p.windows, p.partials())?;
-    // Horner over the windows, most significant first: (W − 1)·c doublings on the host.
+    let words = tree_sums::<A>(gpu, &partial, p.sets(), p.partials())?;
+    // Horner over the windows, most significant first: (W − 1)·c doublings on the host; sets of
+    // shared buckets are summed as they are (their points carry their windows' weights).
+    let doublings = if p.shared_stride != 0 {
+        0
+    } else {
+        p.window_bits
+    };
     let mut acc = A::Projective::identity();
     for window in words.chunks_exact(xyzz_words).rev() {
-        for _ in 0..p.window_bits {
+        for _ in 0..doublings {
             acc = acc.double();
         }
         acc += A::Projective::from_xyzz(window)?;
@@ -691,6 +932,52 @@ fn tree_sums<A: MsmAffine>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn window_multiples_share_sets_of_buckets() {
+        // 2^24 points with 22-bit multiples: one set of 2^21 buckets for all 12 windows.
+        let sets = multiple_bucket_sets(1 << 24, 22);
+        let p = MsmParams::with_window_multiples(1 << 24, 1 << 25, 22, sets);
+        assert_eq!((p.windows, p.set_windows, p.sets()), (12, 12, 1));
+        assert!(p.windows * p.window_bits >= 255);
+        assert_eq!(p.total_buckets(), 1 << 21);
+        assert_eq!(p.entries_per_set(), 12 << 24);
+        // The entry of (window, point) is w·stride + i, below the sign bit.
+        assert!((p.windows as usize) * (p.shared_stride as usize) < 1 << 31);
+        // Halved while its buckets hold two or more points (96 on average).
+        assert_eq!(PairPlan::new::<G1Affine>(&p).rounds, 6);
+        // Two sets asked: a group each (two lanes), one round fewer.
+        let two = MsmParams::with_window_multiples(1 << 24, 1 << 24, 22, 2);
+        assert_eq!((two.set_windows, two.total_buckets()), (6, 2 << 21));
+        let plan = PairPlan::new::<G1Affine>(&two);
+        assert_eq!((plan.group_windows, plan.rounds), (1, 5));
+        // Sets never outnumber windows; five asked of 12 windows: three windows each, four sets.
+        let many = MsmParams::with_window_multiples(1 << 24, 1 << 24, 22, 99);
+        assert_eq!((many.sets(), many.set_windows), (12, 1));
+        let five = MsmParams::with_window_multiples(1 << 24, 1 << 24, 22, 5);
+        assert_eq!((five.set_windows, five.sets()), (3, 4));
+        // At 2^26 one set would take 2^29.6 entries: three sets of four windows.
+        assert_eq!(multiple_bucket_sets(1 << 26, 22), 3);
+        // The default sets are the fewest whose pass fits: at 2^26 with 20-bit multiples, four
+        // sets of four windows given room (a 66 GB pass); in the 45 GB an H200 has left beside the
+        // multiples, seven sets of two windows (41 GB; five sets of three would take 54).
+        let sets = |budget| shared_params::<G1Affine>(1 << 26, 1 << 26, 20, 0, budget);
+        assert_eq!(sets(usize::MAX).map(|p| p.sets()), Some(4));
+        let fitted = sets(45 << 30).map(|p| (p.set_windows, p.sets()));
+        assert_eq!(fitted, Some((2, 7)));
+        // Sets asked for are kept, or nothing fits; no points take no pass.
+        assert_eq!(
+            shared_params::<G1Affine>(1 << 26, 1 << 26, 20, 4, 40 << 30),
+            None
+        );
+        assert_eq!(
+            shared_params::<G1Affine>(0, 1 << 26, 20, 0, usize::MAX),
+            None
+        );
+        // Per-window buckets are unchanged.
+        let plain = MsmParams::new(1 << 24);
+        assert_eq!((plain.sets(), plain.set_windows), (15, 1));
+    }
 
     #[test]
     fn window_choice_stays_in_range() {

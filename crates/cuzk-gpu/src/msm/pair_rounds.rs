@@ -24,7 +24,8 @@ const GROUP_BYTES: usize = 8 << 30;
 const LANES: usize = 2;
 
 /// The pair rounds of one Pippenger pass: `rounds` rounds over each group of `group_windows`
-/// windows (no rounds: the XYZZ accumulation reads the sorted entries directly).
+/// bucket sets — a window's own, or one that several windows share (no rounds: the XYZZ
+/// accumulation reads the sorted entries directly).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct PairPlan {
     pub rounds: u32,
@@ -41,8 +42,8 @@ impl PairPlan {
     /// Rounds while an average bucket still holds two points or more and a round still has
     /// [`MIN_ROUND_PAIRS`] pairs; groups as large as [`GROUP_BYTES`] allows.
     pub fn new<A: MsmAffine>(p: &MsmParams) -> Self {
-        let (n, buckets) = (p.n as usize, p.buckets as usize);
-        let group_windows = (1..=p.windows)
+        let (n, buckets) = (p.entries_per_set(), p.buckets as usize);
+        let group_windows = (1..=p.sets())
             .rev()
             .find(|&g| group_bytes::<A>(n * g as usize, buckets * g as usize) <= GROUP_BYTES)
             .unwrap_or(1);
@@ -65,13 +66,13 @@ impl PairPlan {
         }
         let g = self.group_windows as usize;
         let in_flight = self.groups(p).count().min(LANES);
-        in_flight * group_bytes::<A>(p.n as usize * g, p.buckets as usize * g)
+        in_flight * group_bytes::<A>(p.entries_per_set() * g, p.buckets as usize * g)
             + 4 * (A::WORDS * self.left_bound(p) + p.total_buckets() + 1)
     }
 
-    /// The windows [start, end) of each group.
+    /// The bucket sets (windows) [start, end) of each group.
     fn groups(&self, p: &MsmParams) -> impl Iterator<Item = (usize, usize)> {
-        let (windows, g) = (p.windows as usize, self.group_windows as usize);
+        let (windows, g) = (p.sets() as usize, self.group_windows as usize);
         (0..windows)
             .step_by(g)
             .map(move |start| (start, (start + g).min(windows)))
@@ -82,7 +83,7 @@ impl PairPlan {
         self.groups(p)
             .map(|(start, end)| {
                 let buckets = (end - start) * p.buckets as usize;
-                (0..self.rounds).fold(p.n as usize * (end - start), |points, _| {
+                (0..self.rounds).fold(p.entries_per_set() * (end - start), |points, _| {
                     halved(points, buckets)
                 })
             })
@@ -204,7 +205,7 @@ pub(super) fn run<A: MsmAffine>(
     let stream = gpu.stream();
     let g = plan.group_windows as usize;
     let group_buckets = g * p.buckets as usize;
-    let inputs = p.n as usize * g;
+    let inputs = p.entries_per_set() * g;
     let mut left = uninitialised(gpu, plan.left_bound(p) * A::WORDS)?;
     let mut left_offsets = stream
         .alloc_zeros::<u32>(p.total_buckets() + 1)
@@ -266,7 +267,7 @@ fn run_group<A: MsmAffine>(
     let (b0, b1) = (start * p.buckets as usize, end * p.buckets as usize);
     let buckets = b1 - b0;
     let buckets32 = buckets as u32;
-    let mut inputs = p.n as usize * (end - start);
+    let mut inputs = p.entries_per_set() * (end - start);
     let mut round_offsets = [
         uninitialised(lane, buckets + 1)?,
         uninitialised(lane, buckets + 1)?,

@@ -13,14 +13,19 @@
 //! hash-heavy circuits happens inside the MSM's digit pass, on the device.
 //!
 //! The proving key's points go to the device once per parameter set and stay while they fit beside
-//! a proof's working memory; otherwise they are kept in page-locked host memory and streamed
-//! through the MSMs in double-buffered chunks. The choice follows the memory the device reports and
-//! is returned with every proof's stages (`srs_resident`).
+//! a proof's working memory — with their window multiples (`DeviceBases::
+//! upload_with_window_multiples`: fewer additions per point) when those fit too; otherwise they
+//! are kept in page-locked host memory and streamed through the MSMs in double-buffered chunks.
+//! The choice follows the memory the device reports and is returned with every proof's stages
+//! (`srs_resident`, `srs_window_bits`).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use cuzk_gpu::msm::{msm_device, msm_streamed, working_memory, DeviceBases, MsmAffine};
+use cuzk_gpu::msm::{
+    msm_device, msm_streamed, multiple_window_bits, working_memory, DeviceBases, MsmAffine,
+};
 use cuzk_gpu::ntt::{ab_minus_c, ntt, NttOrder, NttTables, Transform};
 use cuzk_gpu::{DeviceIndex, DeviceScalars, Gpu, GpuError, Pinned};
 use cuzk_math::{Bitmap, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
@@ -46,7 +51,17 @@ pub struct GpuBackend {
     staging: Mutex<Vec<Pinned<Scalar>>>,
     /// Streams of this device for MSMs side by side: H's (scheduled first) and the other four.
     lanes: Mutex<Option<[Arc<Gpu>; 5]>>,
+    /// Bytes the device's memory pool was made to hold for MSMs side by side (see
+    /// [`Gpu::reserve_pool`]).
+    pool_reserved: AtomicUsize,
+    /// Parameter sets whose longest query has this many points or more go to the device with their
+    /// window multiples when those fit.
+    multiples_from: usize,
 }
+
+/// The default of [`GpuBackend::window_multiples_from`]: at 2^20 G1 points 19-bit multiples took
+/// 9.2 ms against 10.2 (H200); below, the shared 2^18 buckets weigh more against fewer entries.
+const MULTIPLES_FROM: usize = 1 << 20;
 
 /// Which variables the A and B queries take, as positions into inputs ++ aux: fixed by the
 /// circuit's structure, so built and uploaded once and reused while the densities are the same.
@@ -86,13 +101,32 @@ enum Bases<A> {
     Streamed(Pinned<A>),
 }
 
+/// Where a parameter set's points go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Placement {
+    /// On the device with their window multiples of this width.
+    Multiples(u32),
+    Resident,
+    Streamed,
+}
+
 impl<A: MsmAffine> Bases<A> {
-    fn place(gpu: &Gpu, points: &[A], resident: bool) -> Result<Self, GpuError> {
-        Ok(if resident {
-            Bases::Resident(DeviceBases::upload(gpu, points)?)
-        } else {
-            Bases::Streamed(Pinned::from_slice(gpu, points)?)
+    fn place(gpu: &Gpu, points: &[A], placement: Placement) -> Result<Self, GpuError> {
+        Ok(match placement {
+            Placement::Multiples(bits) => Bases::Resident(
+                DeviceBases::upload_with_window_multiples(gpu, points, bits)?,
+            ),
+            Placement::Resident => Bases::Resident(DeviceBases::upload(gpu, points)?),
+            Placement::Streamed => Bases::Streamed(Pinned::from_slice(gpu, points)?),
         })
+    }
+
+    /// Device bytes an MSM over the first n points allocates beyond the points and scalars.
+    fn working_memory(&self, n: usize) -> usize {
+        match self {
+            Bases::Resident(bases) => bases.working_memory(n),
+            Bases::Streamed(_) => working_memory::<A>(n),
+        }
     }
 
     fn msm(&self, gpu: &Gpu, scalars: &DeviceScalars) -> Result<A::Projective, GpuError> {
@@ -107,7 +141,7 @@ impl<A: MsmAffine> Bases<A> {
 #[derive(Debug)]
 struct DeviceSrs {
     key: SrsKey,
-    resident: bool,
+    placement: Placement,
     h: Bases<G1Affine>,
     l: Bases<G1Affine>,
     a: Bases<G1Affine>,
@@ -220,7 +254,17 @@ impl GpuBackend {
             index: Mutex::new(None),
             staging: Mutex::new(Vec::new()),
             lanes: Mutex::new(None),
+            pool_reserved: AtomicUsize::new(0),
+            multiples_from: MULTIPLES_FROM,
         }
+    }
+
+    /// Places parameter sets whose longest query has at least `points` points with their window
+    /// multiples when the device has room (fewer additions per MSM for ⌈255/c⌉ times the points'
+    /// memory); `usize::MAX` never does.
+    pub fn window_multiples_from(mut self, points: usize) -> Self {
+        self.multiples_from = points;
+        self
     }
 
     /// A staging buffer of at least `len` scalars: a returned one if large enough, else new.
@@ -341,17 +385,37 @@ impl GpuBackend {
         let points = g1 * std::mem::size_of::<G1Affine>()
             + params.b_g2.len() * std::mem::size_of::<G2Affine>();
         let (free, _) = self.gpu.memory()?;
-        let resident = points + working + cuzk_gpu::MEMORY_MARGIN <= free;
+        let longest = [
+            params.h.len(),
+            params.l.len(),
+            params.a.len(),
+            params.b_g1.len(),
+        ]
+        .into_iter()
+        .chain([params.b_g2.len()])
+        .max()
+        .unwrap_or(0);
+        let bits = multiple_window_bits(longest);
+        // The multiples' memory, and the plain copy one query's upload holds while they are made.
+        let multiples = points * 255usize.div_ceil(bits as usize) + longest * 192;
+        let fits = |bytes: usize| bytes + working + cuzk_gpu::MEMORY_MARGIN <= free;
+        let placement = if longest >= self.multiples_from && fits(multiples) {
+            Placement::Multiples(bits)
+        } else if fits(points) {
+            Placement::Resident
+        } else {
+            Placement::Streamed
+        };
         let gpu = &self.gpu;
         let start = std::time::Instant::now();
         let srs = Arc::new(DeviceSrs {
             key,
-            resident,
-            h: Bases::place(gpu, &params.h, resident)?,
-            l: Bases::place(gpu, &params.l, resident)?,
-            a: Bases::place(gpu, &params.a, resident)?,
-            b_g1: Bases::place(gpu, &params.b_g1, resident)?,
-            b_g2: Bases::place(gpu, &params.b_g2, resident)?,
+            placement,
+            h: Bases::place(gpu, &params.h, placement)?,
+            l: Bases::place(gpu, &params.l, placement)?,
+            a: Bases::place(gpu, &params.a, placement)?,
+            b_g1: Bases::place(gpu, &params.b_g1, placement)?,
+            b_g2: Bases::place(gpu, &params.b_g2, placement)?,
         });
         stages.push("srs_place_ms", start.elapsed().as_secs_f64() * 1e3);
         stages.push("srs_bytes", points as f64);
@@ -396,7 +460,13 @@ impl GpuBackend {
     ) -> Result<QuerySums, GpuError> {
         let gpu = &*self.gpu;
         let srs = self.srs(params, Self::working_bytes(p), stages)?;
-        stages.push("srs_resident", if srs.resident { 1.0 } else { 0.0 });
+        let resident = srs.placement != Placement::Streamed;
+        stages.push("srs_resident", if resident { 1.0 } else { 0.0 });
+        let window_bits = match srs.placement {
+            Placement::Multiples(bits) => f64::from(bits),
+            _ => 0.0,
+        };
+        stages.push("srs_window_bits", window_bits);
         let n = 1usize << p.log_n;
         let witness = stages.time(gpu, "h2d_witness_ms", || {
             DeviceScalars::upload_pinned_range(gpu, &p.staging, 3 * n, 3 * n + p.witness)
@@ -416,14 +486,24 @@ impl GpuBackend {
         let scalar_bytes = std::mem::size_of::<Scalar>();
         stages.push("h2d_bytes", (scalar_bytes * (3 * n + p.witness)) as f64);
         // Side by side: every MSM's work buffers and H's three vectors at once.
-        let together = [n, scalars.l.len(), scalars.a.len(), scalars.b_g1.len()]
-            .iter()
-            .map(|&len| working_memory::<G1Affine>(len))
-            .sum::<usize>()
-            + working_memory::<G2Affine>(scalars.b_g2.len())
+        let together = srs.h.working_memory(n)
+            + srs.l.working_memory(scalars.l.len())
+            + srs.a.working_memory(scalars.a.len())
+            + srs.b_g1.working_memory(scalars.b_g1.len())
+            + srs.b_g2.working_memory(scalars.b_g2.len())
             + 3 * n * scalar_bytes;
-        let side_by_side = srs.resident && together + cuzk_gpu::MEMORY_MARGIN <= gpu.memory()?.0;
+        let free = gpu.memory()?.0;
+        let side_by_side = resident && together + cuzk_gpu::MEMORY_MARGIN <= free;
         stages.push("msm_side_by_side", if side_by_side { 1.0 } else { 0.0 });
+        if side_by_side && together > self.pool_reserved.load(Ordering::Relaxed) {
+            // Once per size: the five lanes never reuse one another's freed memory (see `Gpu`), so
+            // the pool must hold all their buffers at once, with room for how they interleave.
+            // Grown in the middle of proofs instead, the first timed proofs at 2^22 (90% boolean,
+            // H200) took 104–107 ms against 82–88; reserved, 10 of 10 took 79–89.
+            let bytes = (2 * together).min(free - cuzk_gpu::MEMORY_MARGIN);
+            gpu.reserve_pool(bytes)?;
+            self.pool_reserved.fetch_max(together, Ordering::Relaxed);
+        }
         let start = std::time::Instant::now();
         let sums = if side_by_side {
             let lanes = self.lanes()?;
