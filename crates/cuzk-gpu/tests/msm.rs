@@ -347,47 +347,19 @@ fn window_multiples_match_cpu() {
     assert!(DeviceBases::upload_with_window_multiples(&gpu, &[G1Affine::identity()], 24).is_err());
 }
 
-/// Uploads with 22-, 20- and 19-bit window multiples: MSMs over them share the default sets of
-/// buckets (one at these sizes), two, or five (19 bits: 14 windows in sets of 3, 3, 3, 3 and 2).
-fn multiples_22<A: MsmAffine>(
+/// An upload with BITS-bit window multiples whose MSMs share SETS sets of buckets (0: the default
+/// for their size, one at these sizes).
+fn multiples<A: MsmAffine, const BITS: u32, const SETS: u32>(
     gpu: &Gpu,
     points: &[A],
 ) -> Result<DeviceBases<A>, cuzk_gpu::GpuError> {
-    DeviceBases::upload_with_window_multiples(gpu, points, 22)
-}
-
-fn multiples_22_two_sets<A: MsmAffine>(
-    gpu: &Gpu,
-    points: &[A],
-) -> Result<DeviceBases<A>, cuzk_gpu::GpuError> {
-    Ok(multiples_22(gpu, points)?.with_bucket_sets(2))
-}
-
-fn multiples_20<A: MsmAffine>(
-    gpu: &Gpu,
-    points: &[A],
-) -> Result<DeviceBases<A>, cuzk_gpu::GpuError> {
-    DeviceBases::upload_with_window_multiples(gpu, points, 20)
-}
-
-fn multiples_19<A: MsmAffine>(
-    gpu: &Gpu,
-    points: &[A],
-) -> Result<DeviceBases<A>, cuzk_gpu::GpuError> {
-    DeviceBases::upload_with_window_multiples(gpu, points, 19)
-}
-
-fn multiples_19_five_sets<A: MsmAffine>(
-    gpu: &Gpu,
-    points: &[A],
-) -> Result<DeviceBases<A>, cuzk_gpu::GpuError> {
-    Ok(multiples_19(gpu, points)?.with_bucket_sets(5))
+    Ok(DeviceBases::upload_with_window_multiples(gpu, points, BITS)?.with_bucket_sets(SETS))
 }
 
 /// With window multiples the windows' digits go to shared sets of buckets (2^21 each for 22-bit
 /// windows, 2^18 for 19): the same sums at edge sizes and scalars, with fewer scalars than bases
 /// (entries then skip whole blocks of multiples), for one, two and five sets, and with pair rounds
-/// over a shared set (2^19 points).
+/// over a shared set (2^19 points). (19 bits in five sets: 14 windows in sets of 3, 3, 3, 3, 2.)
 #[test]
 fn msm_with_window_multiples_matches_cpu() {
     let Some(gpu) = common::gpu("msm_with_window_multiples_matches_cpu") else {
@@ -396,8 +368,11 @@ fn msm_with_window_multiples_matches_cpu() {
     let mut rng = common::rng("msm_with_window_multiples_matches_cpu");
     let mut g1 = cuzk_testkit::distinct_points::<G1Projective>(&mut rng, 4097);
     g1[5] = G1Affine::identity();
-    let g1_uploads: [Upload<G1Affine>; 3] =
-        [multiples_22, multiples_22_two_sets, multiples_19_five_sets];
+    let g1_uploads: [Upload<G1Affine>; 3] = [
+        multiples::<_, 22, 0>,
+        multiples::<_, 22, 2>,
+        multiples::<_, 19, 5>,
+    ];
     for upload in g1_uploads {
         check_uploaded(
             &gpu,
@@ -415,10 +390,14 @@ fn msm_with_window_multiples_matches_cpu() {
         &g2,
         &[1, 1000],
         &["random", "equal", "boolean_mix"],
-        multiples_20,
+        multiples::<_, 20, 0>,
     );
     let distinct = cuzk_testkit::distinct_points::<G1Projective>(&mut rng, 1 << 10);
-    let rounds_uploads: [Upload<G1Affine>; 3] = [multiples_22, multiples_20, multiples_19];
+    let rounds_uploads: [Upload<G1Affine>; 3] = [
+        multiples::<_, 22, 0>,
+        multiples::<_, 20, 0>,
+        multiples::<_, 19, 0>,
+    ];
     for kind in ["random", "equal", "small", "boolean_mix"] {
         for upload in rounds_uploads {
             check_repeated_uploaded(&gpu, &mut rng, &distinct, 19, kind, upload);
