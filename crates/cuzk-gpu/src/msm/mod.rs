@@ -500,19 +500,19 @@ pub fn msm_device<A: MsmAffine>(
     Ok(total)
 }
 
-/// Whether an MSM over the first n of `bases` runs with windows sharing buckets: the bases have
-/// their window multiples and the pass fits the free memory in one piece (else it runs over the
-/// plain bases, split as memory requires).
-pub fn shares_buckets<A: MsmAffine>(
+/// The sets of buckets an MSM over the first n of `bases` now has its windows share, if it can:
+/// the bases have their window multiples and the pass fits the free memory in one piece (else it
+/// runs over the plain bases, split as memory requires).
+pub fn shared_bucket_sets<A: MsmAffine>(
     gpu: &Gpu,
     bases: &DeviceBases<A>,
     n: usize,
-) -> Result<bool, GpuError> {
-    Ok(shared_pass(gpu, bases, n)?.is_some())
+) -> Result<Option<u32>, GpuError> {
+    Ok(shared_pass(gpu, bases, n)?.map(|p| p.sets()))
 }
 
 /// The params of the one pass with shared buckets an MSM over the first n of `bases` takes, if it
-/// can (see [`shares_buckets`]).
+/// can (see [`shared_bucket_sets`]).
 fn shared_pass<A: MsmAffine>(
     gpu: &Gpu,
     bases: &DeviceBases<A>,
