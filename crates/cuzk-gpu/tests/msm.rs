@@ -353,7 +353,10 @@ fn multiples<A: MsmAffine, const BITS: u32, const SETS: u32>(
     gpu: &Gpu,
     points: &[A],
 ) -> Result<DeviceBases<A>, cuzk_gpu::GpuError> {
-    Ok(DeviceBases::upload_with_window_multiples(gpu, points, BITS)?.with_bucket_sets(SETS))
+    Ok(
+        DeviceBases::upload_with_window_multiples(gpu, points, BITS)?
+            .with_bucket_sets((SETS != 0).then_some(SETS)),
+    )
 }
 
 /// With window multiples the windows' digits go to shared sets of buckets (2^21 each for 22-bit

@@ -113,8 +113,8 @@ where
         Some(Multiples { bits, sets }) => {
             let bits = bits.unwrap_or_else(|| multiple_window_bits(1 << max));
             let start = Instant::now();
-            let bases = DeviceBases::upload_with_window_multiples(gpu, &host, bits)?
-                .with_bucket_sets(sets.unwrap_or(0));
+            let bases =
+                DeviceBases::upload_with_window_multiples(gpu, &host, bits)?.with_bucket_sets(sets);
             gpu.synchronize()?;
             if !table.json {
                 println!(

@@ -181,22 +181,22 @@ pub fn multiple_window_bits(n: usize) -> u32 {
 }
 
 /// The params of the pass with shared buckets an MSM over n points takes within `budget` device
-/// bytes, over `stride` bases with window multiples of width `bits`: with `asked` sets of buckets,
-/// or (0) the fewest from [`multiple_bucket_sets`]' choice on whose pass fits. None for no points
+/// bytes, over `stride` bases with window multiples of width `bits`: with the sets of buckets
+/// asked for, or else the fewest from [`multiple_bucket_sets`]' choice on whose pass fits. None for no points
 /// or when no pass fits.
 fn shared_params<A: MsmAffine>(
     n: usize,
     stride: usize,
     bits: u32,
-    asked: u32,
+    asked: Option<u32>,
     budget: usize,
 ) -> Option<MsmParams> {
     if n == 0 {
         return None;
     }
     let counts = match asked {
-        0 => multiple_bucket_sets(n, bits)..=255u32.div_ceil(bits),
-        sets => sets..=sets,
+        None => multiple_bucket_sets(n, bits)..=255u32.div_ceil(bits),
+        Some(sets) => sets..=sets,
     };
     counts
         .map(|sets| MsmParams::with_window_multiples(n, stride, bits, sets))
@@ -223,10 +223,10 @@ pub struct DeviceBases<A> {
     /// The bases; with window multiples, then 2^(c·w)·bases for each window w ≥ 1 in turn.
     words: CudaSlice<u32>,
     len: usize,
-    /// Window width of the stored multiples (0: none).
-    multiple_bits: u32,
-    /// Sets of buckets MSMs over the multiples use (0: [`multiple_bucket_sets`] for their size).
-    bucket_sets: u32,
+    /// Window width of the stored multiples, if any.
+    multiple_bits: Option<u32>,
+    /// Sets of buckets MSMs over the multiples use, if not [`multiple_bucket_sets`]' choice.
+    bucket_sets: Option<u32>,
     _points: PhantomData<A>,
 }
 
@@ -240,8 +240,8 @@ impl<A: MsmAffine> DeviceBases<A> {
         Ok(DeviceBases {
             words,
             len: points.len(),
-            multiple_bits: 0,
-            bucket_sets: 0,
+            multiple_bits: None,
+            bucket_sets: None,
             _points: PhantomData,
         })
     }
@@ -299,8 +299,8 @@ impl<A: MsmAffine> DeviceBases<A> {
         Ok(DeviceBases {
             words,
             len,
-            multiple_bits: window_bits,
-            bucket_sets: 0,
+            multiple_bits: Some(window_bits),
+            bucket_sets: None,
             _points: PhantomData,
         })
     }
@@ -313,12 +313,12 @@ impl<A: MsmAffine> DeviceBases<A> {
 
     /// The window width of the stored multiples, if the bases have them.
     pub fn multiple_window_bits(&self) -> Option<u32> {
-        (self.multiple_bits != 0).then_some(self.multiple_bits)
+        self.multiple_bits
     }
 
     /// MSMs over these bases' window multiples share this many sets of buckets instead of
-    /// [`multiple_bucket_sets`]' choice (for benchmarks; 0 restores it).
-    pub fn with_bucket_sets(mut self, sets: u32) -> Self {
+    /// [`multiple_bucket_sets`]' choice (for benchmarks; None restores it).
+    pub fn with_bucket_sets(mut self, sets: Option<u32>) -> Self {
         self.bucket_sets = sets;
         self
     }
@@ -768,7 +768,6 @@ fn pippenger<A: MsmAffine>(
     }
     drop(point_entries);
     let mut level = 0;
-    // A bucket holds n points at most, ⌈n/2^rounds⌉ after the rounds.
     // A bucket holds every entry of its set at most, ⌈that/2^rounds⌉ after the rounds.
     let mut largest = p
         .entries_per_set()
@@ -961,17 +960,17 @@ mod tests {
         // The default sets are the fewest whose pass fits: at 2^26 with 20-bit multiples, four
         // sets of four windows given room (a 66 GB pass); in the 45 GB an H200 has left beside the
         // multiples, seven sets of two windows (41 GB; five sets of three would take 54).
-        let sets = |budget| shared_params::<G1Affine>(1 << 26, 1 << 26, 20, 0, budget);
+        let sets = |budget| shared_params::<G1Affine>(1 << 26, 1 << 26, 20, None, budget);
         assert_eq!(sets(usize::MAX).map(|p| p.sets()), Some(4));
         let fitted = sets(45 << 30).map(|p| (p.set_windows, p.sets()));
         assert_eq!(fitted, Some((2, 7)));
         // Sets asked for are kept, or nothing fits; no points take no pass.
         assert_eq!(
-            shared_params::<G1Affine>(1 << 26, 1 << 26, 20, 4, 40 << 30),
+            shared_params::<G1Affine>(1 << 26, 1 << 26, 20, Some(4), 40 << 30),
             None
         );
         assert_eq!(
-            shared_params::<G1Affine>(0, 1 << 26, 20, 0, usize::MAX),
+            shared_params::<G1Affine>(0, 1 << 26, 20, None, usize::MAX),
             None
         );
         // Per-window buckets are unchanged.
