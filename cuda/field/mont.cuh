@@ -11,7 +11,7 @@
 
 namespace cuzk {
 
-// Field parameters: `P::N` limbs, `P::inv()` = −m⁻¹ mod 2³², `P::INLINE_MUL`, `P::SPARSE_LOW`, and the limbs of the modulus, of R mod m
+// Field parameters: `P::N` limbs, `P::inv()` = −m⁻¹ mod 2³², `P::INLINE_MUL`, `P::SPARSE_LOW`, `P::FOLD_ROWS`, and the limbs of the modulus, of R mod m
 // ("one") and of R² mod m, read from constant memory (see field/params.cuh).
 // 16-byte aligned (both fields' sizes are multiples of 16): copies to and from global memory are
 // 128-bit accesses, a quarter of the instructions of 32-bit ones. A warp's scattered point loads
@@ -119,62 +119,108 @@ struct alignas(16) mont {
         for (int j = 1; j < N; j++) asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(acc[j]) : "r"(add[j]));
     }
 
-    // Montgomery product a·b·R⁻¹ (CIOS, one limb of b per row), with the row's products split by
-    // the parity of the other operand's limb so that every 32×32 product is one fused
-    // instruction (see mad_pairs). The running value is kept as e + o:
-    //   e += o; e += even products of a·bᵢ; q = e₀·INV; e += even products of q·m;
-    //   o = odd products of a·bᵢ and of q·m, each aligned one limb down; e >>= 32.
-    // Bounds (a, b < m, m < 2^(32N − 2)): the value stays below 2m after each row, e below
-    // 2m + 2^33·m < 2^(32N + 32) within a row, o below 2m; so e needs N + 1 limbs, o N, and
-    // neither chain carries out of its last limb.
-    // With P::SPARSE_LOW (m₀ = 1, m₁ = 2^32 − 1) the two lowest products of q·m are an addition
-    // each: q·m₀ = q, and q·m₁ = q·2^32 − q = (q − [q ≠ 0])·2^32 + (−q mod 2^32).
+    // acc += the products of q with the modulus limbs of parity s, at acc[2k], acc[2k + 1] (see
+    // mad_pairs), the carry out of the last limb left in the condition code. With P::SPARSE_LOW
+    // (m₀ = 1, m₁ = 2^32 − 1) the lowest product of each parity is an addition: q·m₀ = q, and
+    // q·m₁ = q·2^32 − q = (q − [q ≠ 0])·2^32 + (−q mod 2^32).
+    template <int s>
+    __device__ __forceinline__ static void mad_modulus(uint32_t* acc, const uint32_t* m, uint32_t q) {
+        if constexpr (P::SPARSE_LOW) {
+            const uint32_t lo = s == 0 ? q : 0u - q, hi = s == 0 ? 0u : q - (q != 0 ? 1u : 0u);
+            asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(acc[0]) : "r"(lo));
+            asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(acc[1]) : "r"(hi));
+            mad_pairs<1, N / 2, s, true>(acc, m, q);
+        } else {
+            mad_pairs<0, N / 2, s, false>(acc, m, q);
+        }
+    }
+
+    // Montgomery product a·b·R⁻¹ (CIOS, one limb of b per row), with each row's products split by
+    // the parity of the other operand's limb so that every 32×32 product is one fused instruction
+    // (see mad_pairs) writing an aligned register pair. Two forms, by P::FOLD_ROWS.
+    //
+    // Rotating (FOLD_ROWS false): the running value is A + B·2^32 + L. A (N + 1 limbs) takes the
+    // even products, at limbs (2k, 2k + 1), B (N limbs) the odd ones, at its limbs (2k, 2k + 1)
+    // one position up, and L is one limb left over from the last row. A row: L into A₀ (its carry
+    // rides into B's chain); B += odd of a·bᵢ; A += even of a·bᵢ; q = A₀·INV; A += even of q·m;
+    // B += odd of q·m. Then A₀ = 0, and the division by 2^32 is a renaming: B becomes A, A₁
+    // becomes L and A₂… (aligned pairs still) become B. The halves meet once, at the end.
+    //
+    // Folded (FOLD_ROWS true): the value is e + o, folded at the start of each row by an N-limb add
+    // chain: e += o; e += even of a·bᵢ; q = e₀·INV; e += even of q·m; o = odd of a·bᵢ and of q·m,
+    // aligned one limb down; e >>= 32. Nine ALU instructions per row more.
+    //
+    // Bounds (a, b < m, m < 2^(32N − 1)): the value is below 2m at the start of a row and below
+    // 2m + 2^33·m < 2^(32N + 32) within it, so no chain carries out of the top limb of its half,
+    // and the even chains' carries stop at limb N.
     __device__ __forceinline__ static mont mul_inline(const mont& a, const mont& b) {
         static_assert(N % 2 == 0, "the parity split needs an even limb count");
-        uint32_t m[N], e[N + 1], o[N];
+        uint32_t m[N];
 #pragma unroll
-        for (int j = 0; j < N; j++) m[j] = P::mod(j), e[j] = 0, o[j] = 0;
-        e[N] = 0;
-#pragma unroll
-        for (int i = 0; i < N; i++) {
-            const uint32_t bi = b.l[i];
-            if (i > 0) {
-                add_limbs(e, o);
-                asm volatile("addc.u32 %0, 0, 0;" : "=r"(e[N]));
-            }
-            mad_pairs<0, N / 2, 0, false>(e, a.l, bi);
-            asm volatile("addc.u32 %0, %0, 0;" : "+r"(e[N]));
-            const uint32_t q = e[0] * P::inv();
-            if constexpr (P::SPARSE_LOW) {
-                asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(e[0]) : "r"(q));
-                asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(e[1]));
-                mad_pairs<1, N / 2, 0, true>(e, m, q);
-            } else {
-                mad_pairs<0, N / 2, 0, false>(e, m, q);
-            }
-            asm volatile("addc.u32 %0, %0, 0;" : "+r"(e[N]));
-#pragma unroll
-            for (int j = 0; j < N; j++) o[j] = 0;
-            mad_pairs<0, N / 2, 1, false>(o, a.l, bi);
-            if constexpr (P::SPARSE_LOW) {
-                const uint32_t lo = 0u - q, hi = q - (q != 0 ? 1u : 0u);
-                asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(o[0]) : "r"(lo));
-                asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(o[1]) : "r"(hi));
-                mad_pairs<1, N / 2, 1, true>(o, m, q);
-            } else {
-                mad_pairs<0, N / 2, 1, false>(o, m, q);
-            }
-            // e₀ is now zero: shift one limb down.
-#pragma unroll
-            for (int j = 0; j < N; j++) e[j] = e[j + 1];
-        }
-        uint32_t top;
-        add_limbs(e, o);
-        asm volatile("addc.u32 %0, 0, 0;" : "=r"(top));
+        for (int j = 0; j < N; j++) m[j] = P::mod(j);
         mont r;
+        if constexpr (P::FOLD_ROWS) {
+            uint32_t e[N + 1] = {}, o[N] = {};
 #pragma unroll
-        for (int j = 0; j < N; j++) r.l[j] = e[j];
-        reduce_once(r.l, top);
+            for (int i = 0; i < N; i++) {
+                const uint32_t bi = b.l[i];
+                if (i > 0) {
+                    add_limbs(e, o);
+                    asm volatile("addc.u32 %0, 0, 0;" : "=r"(e[N]));
+                }
+                mad_pairs<0, N / 2, 0, false>(e, a.l, bi);
+                asm volatile("addc.u32 %0, %0, 0;" : "+r"(e[N]));
+                const uint32_t q = e[0] * P::inv();
+                mad_modulus<0>(e, m, q);
+                asm volatile("addc.u32 %0, %0, 0;" : "+r"(e[N]));
+#pragma unroll
+                for (int j = 0; j < N; j++) o[j] = 0;
+                mad_pairs<0, N / 2, 1, false>(o, a.l, bi);
+                mad_modulus<1>(o, m, q);
+                // e₀ is now zero: shift one limb down.
+#pragma unroll
+                for (int j = 0; j < N; j++) e[j] = e[j + 1];
+            }
+            uint32_t top;
+            add_limbs(e, o);
+            asm volatile("addc.u32 %0, 0, 0;" : "=r"(top));
+#pragma unroll
+            for (int j = 0; j < N; j++) r.l[j] = e[j];
+            reduce_once(r.l, top);
+        } else {
+            uint32_t A[N + 1] = {}, B[N] = {}, L = 0;
+#pragma unroll
+            for (int i = 0; i < N; i++) {
+                const uint32_t bi = b.l[i];
+                if (i > 0) {
+                    asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(A[0]) : "r"(L));
+                    mad_pairs<0, N / 2, 1, true>(B, a.l, bi);
+                } else {
+                    mad_pairs<0, N / 2, 1, false>(B, a.l, bi);
+                }
+                mad_pairs<0, N / 2, 0, false>(A, a.l, bi);
+                asm volatile("addc.u32 %0, %0, 0;" : "+r"(A[N]));
+                const uint32_t q = A[0] * P::inv();
+                mad_modulus<0>(A, m, q);
+                asm volatile("addc.u32 %0, %0, 0;" : "+r"(A[N]));
+                mad_modulus<1>(B, m, q);
+                // A₀ is now zero: divide by 2^32.
+                uint32_t next_b[N];
+#pragma unroll
+                for (int j = 0; j < N - 1; j++) next_b[j] = A[j + 2];
+                next_b[N - 1] = 0;
+                L = A[1];
+#pragma unroll
+                for (int j = 0; j < N; j++) A[j] = B[j], B[j] = next_b[j];
+                A[N] = 0;
+            }
+            // The value, below 2m, is A + L + B·2^32 (A_N and B's top limb are zero).
+            asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r.l[0]) : "r"(A[0]), "r"(L));
+#pragma unroll
+            for (int j = 1; j < N; j++)
+                asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r.l[j]) : "r"(A[j]), "r"(B[j - 1]));
+            reduce_once(r.l, 0);
+        }
         return r;
     }
 

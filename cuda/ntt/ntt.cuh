@@ -19,8 +19,12 @@
 // pass's stores, from tables of the same two-level shape indexed by the natural index i of the
 // element.
 //
-// Shared memory keeps each sub-transform's values as eight planes of 32-bit words, so a warp's
-// reads of neighbouring elements hit distinct banks (at most two-way conflicts in any stage).
+// Shared memory keeps a block's elements as 32-byte records, each read and written as two 16-byte
+// halves (two 128-bit accesses instead of eight 32-bit ones: the passes are bound by instruction
+// issue, not by shared-memory bandwidth). A record's halves are swapped where bits 2 and 3 of its
+// slot differ, so the eight accesses of a quarter-warp to neighbouring slots, or to the pairs of a
+// stage that flips slot bit 2 or above, cover the eight 16-byte bank groups once (two-way conflicts
+// in the stages that flip bits 0 and 1).
 #pragma once
 
 #include "field/params.cuh"
@@ -79,17 +83,23 @@ __device__ __forceinline__ void ntt_store(fr_t* p, const fr_t& x) {
     v[1] = make_uint4(x.l[4], x.l[5], x.l[6], x.l[7]);
 }
 
-// Element i of a block's shared values, stored as eight word planes of `stride` words.
-__device__ __forceinline__ fr_t shared_get(const uint32_t* s, uint32_t stride, uint32_t i) {
+// The block's element in slot e: its halves at 16-byte units 2e and 2e + 1, swapped where bits 2
+// and 3 of e differ (see the top of this file).
+__device__ __forceinline__ uint32_t tile_unit(uint32_t e) { return 2 * e + (((e >> 2) ^ (e >> 3)) & 1); }
+
+__device__ __forceinline__ fr_t tile_get(const uint4* tile, uint32_t e) {
+    const uint32_t u = tile_unit(e);
+    const uint4 a = tile[u], b = tile[u ^ 1];
     fr_t r;
-#pragma unroll
-    for (int w = 0; w < 8; w++) r.l[w] = s[w * stride + i];
+    r.l[0] = a.x, r.l[1] = a.y, r.l[2] = a.z, r.l[3] = a.w;
+    r.l[4] = b.x, r.l[5] = b.y, r.l[6] = b.z, r.l[7] = b.w;
     return r;
 }
 
-__device__ __forceinline__ void shared_put(uint32_t* s, uint32_t stride, uint32_t i, const fr_t& x) {
-#pragma unroll
-    for (int w = 0; w < 8; w++) s[w * stride + i] = x.l[w];
+__device__ __forceinline__ void tile_put(uint4* tile, uint32_t e, const fr_t& x) {
+    const uint32_t u = tile_unit(e);
+    tile[u] = make_uint4(x.l[0], x.l[1], x.l[2], x.l[3]);
+    tile[u ^ 1] = make_uint4(x.l[4], x.l[5], x.l[6], x.l[7]);
 }
 
 // base^e from the two-level tables lo[j] = base^j (j < 2^split), hi[j] = base^(j·2^split).
@@ -139,15 +149,17 @@ __device__ __forceinline__ fr_t ntt_pass_twiddle(const ntt_pass_params& p, const
 }  // namespace cuzk
 
 // One pass (see the top of this file). Block: cols·2^k elements in 32·cols·2^k bytes of dynamic
-// shared memory; grid: 2^(L−k−log_cols) blocks; blockDim.x ≤ min(NTT_THREADS, cols·2^(k−1)), a
+// shared memory (16-byte aligned); grid: 2^(L−k−log_cols) blocks; blockDim.x ≤ min(NTT_THREADS, cols·2^(k−1)), a
 // power of two.
 extern "C" __global__ void __launch_bounds__(cuzk::NTT_THREADS, cuzk::NTT_MIN_BLOCKS)
     ntt_pass(cuzk::fr_t* data, const cuzk::fr_t* stage_tw, const cuzk::fr_t* tw_lo, const cuzk::fr_t* tw_hi,
              const cuzk::fr_t* tw_direct, const cuzk::fr_t* scale_lo, const cuzk::fr_t* scale_hi,
              cuzk::ntt_pass_params p) {
     using namespace cuzk;
-    extern __shared__ uint32_t smem[];
+    extern __shared__ uint4 tile[];
     const uint32_t k = p.bits, size = 1u << (p.log_cols + k), half = size / 2;
+    // Slot bit of mid bit 0: mid is the slot's low bits (lo = 0) or sits above the column bits.
+    const uint32_t mid_at = p.lo == 0 ? 0 : p.log_cols;
 
     for (uint32_t e = threadIdx.x; e < size; e += blockDim.x) {
         const ntt_slot at = ntt_locate(p, e);
@@ -157,47 +169,40 @@ extern "C" __global__ void __launch_bounds__(cuzk::NTT_THREADS, cuzk::NTT_MIN_BL
             x = ntt_scale(x, p.pre_scale, scale_lo, scale_hi, p.split, i);
         }
         if (p.dit && at.low != 0) x = x * ntt_pass_twiddle(p, at, tw_lo, tw_hi, tw_direct);
-        shared_put(smem, size, e, x);
+        tile_put(tile, e, x);
     }
     __syncthreads();
 
-    // Stage t pairs mid positions j and j + 2^t (bit t of j clear) with twiddle ω_{2^(t+1)}^(j mod 2^t):
-    // DIF from t = k−1 down, DIT from t = 0 up.
+    // Stage t pairs the slots that differ in mid bit t (slot bit b = mid_at + t), with twiddle
+    // ω_{2^(t+1)}^(mid mod 2^t): DIF from t = k−1 down, DIT from t = 0 up. Butterfly q's pair is q
+    // with a zero bit inserted at b, and that with the bit set.
     for (uint32_t stage = 0; stage < k; stage++) {
-        const uint32_t t = p.dit ? stage : k - 1 - stage, h = 1u << t;
+        const uint32_t t = p.dit ? stage : k - 1 - stage, h = 1u << t, b = mid_at + t;
+        const uint32_t below = (1u << b) - 1;
         for (uint32_t q = threadIdx.x; q < half; q += blockDim.x) {
-            uint32_t c, pair;
-            if (p.lo == 0) {
-                pair = q & ((1u << (k - 1)) - 1);
-                c = q >> (k - 1);
-            } else {
-                c = q & ((1u << p.log_cols) - 1);
-                pair = q >> p.log_cols;
-            }
-            const uint32_t m = pair & (h - 1), j = ((pair >> t) << (t + 1)) | m;
-            const uint32_t ia = p.lo == 0 ? (c << k) | j : (j << p.log_cols) | c;
-            const uint32_t ib = p.lo == 0 ? ia + h : ia + (h << p.log_cols);
-            fr_t a = shared_get(smem, size, ia), b = shared_get(smem, size, ib);
+            const uint32_t ia = ((q & ~below) << 1) | (q & below), ib = ia | (1u << b);
+            const uint32_t m = (ia >> mid_at) & (h - 1);
+            fr_t x = tile_get(tile, ia), y = tile_get(tile, ib);
             if (!p.dit) {
-                const fr_t sum = a + b;
-                b = a - b;
-                a = sum;
+                const fr_t sum = x + y;
+                y = x - y;
+                x = sum;
             }
-            if (m != 0) b = b * ldg_fr(stage_tw + h + m);
+            if (m != 0) y = y * ldg_fr(stage_tw + h + m);
             if (p.dit) {
-                const fr_t sum = a + b;
-                b = a - b;
-                a = sum;
+                const fr_t sum = x + y;
+                y = x - y;
+                x = sum;
             }
-            shared_put(smem, size, ia, a);
-            shared_put(smem, size, ib, b);
+            tile_put(tile, ia, x);
+            tile_put(tile, ib, y);
         }
         __syncthreads();
     }
 
     for (uint32_t e = threadIdx.x; e < size; e += blockDim.x) {
         const ntt_slot at = ntt_locate(p, e);
-        fr_t x = shared_get(smem, size, e);
+        fr_t x = tile_get(tile, e);
         if (!p.dit && at.low != 0) x = x * ntt_pass_twiddle(p, at, tw_lo, tw_hi, tw_direct);
         if (p.post_scale != NTT_SCALE_NONE) {
             const uint32_t i = p.dit ? at.index : reverse_bits(at.index, p.log_n);

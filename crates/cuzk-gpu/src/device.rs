@@ -9,7 +9,6 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
 
 use crate::error::{DriverContext, GpuError};
-use crate::{fatbin, GpuUnavailable};
 
 /// A device with the kernels loaded. Cheap to share (`Arc`); kernels are looked up once.
 #[derive(Debug)]
@@ -57,10 +56,10 @@ unsafe fn pool_attribute<T>(
 }
 
 impl Gpu {
-    /// Opens device `ordinal` and loads the embedded kernels into it.
+    /// Opens device `ordinal` and loads the kernels into it (see [`crate::KERNELS_FILE_ENV`]).
     pub fn new(ordinal: usize) -> Result<Arc<Self>, GpuError> {
-        let image = fatbin().ok_or(GpuUnavailable::KernelsNotBuilt)?;
         crate::probe()?;
+        let image = crate::kernel_image()?;
         let ctx = CudaContext::new(ordinal).call("cuCtxCreate")?;
         let module = ctx
             .load_module(Ptx::from_binary(image.to_vec()))

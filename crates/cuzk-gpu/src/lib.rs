@@ -36,6 +36,26 @@ pub const MEMORY_MARGIN: usize = 256 << 20;
 /// A null device pointer, for a kernel's optional inputs ("no entries", "no direct table").
 pub(crate) const NULL: u64 = 0;
 
+/// Names a fatbin file to load instead of the embedded kernels: for timing kernels built apart from
+/// the binary (variants of one source, say) without relinking it.
+pub const KERNELS_FILE_ENV: &str = "CUZK_KERNELS_FILE";
+
+/// The kernel image a device loads: the file `$CUZK_KERNELS_FILE` names when it is set, else the
+/// embedded fatbin.
+pub(crate) fn kernel_image() -> Result<std::borrow::Cow<'static, [u8]>, GpuUnavailable> {
+    match std::env::var_os(KERNELS_FILE_ENV) {
+        Some(path) => std::fs::read(&path)
+            .map(std::borrow::Cow::Owned)
+            .map_err(|e| GpuUnavailable::KernelsFile {
+                path: path.into(),
+                reason: e.to_string(),
+            }),
+        None => fatbin()
+            .map(std::borrow::Cow::Borrowed)
+            .ok_or(GpuUnavailable::KernelsNotBuilt),
+    }
+}
+
 /// The embedded kernel fatbin, when the build had one.
 pub fn fatbin() -> Option<&'static [u8]> {
     #[cfg(cuzk_kernels)]

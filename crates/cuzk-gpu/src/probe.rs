@@ -7,6 +7,11 @@ use cudarc::driver::result;
 pub enum GpuUnavailable {
     #[error("GPU kernels not built (run `cargo xtask kernels`, then rebuild)")]
     KernelsNotBuilt,
+    #[error("GPU kernels file {} (${}) unreadable: {reason}", path.display(), crate::KERNELS_FILE_ENV)]
+    KernelsFile {
+        path: std::path::PathBuf,
+        reason: String,
+    },
     #[error("no CUDA driver library (libcuda) found")]
     NoDriver,
     #[error("CUDA driver call {call} failed: {reason}")]
@@ -32,9 +37,7 @@ fn driver_error(call: &'static str) -> impl Fn(result::DriverError) -> GpuUnavai
 
 /// The devices that can run our kernels, or why there are none.
 pub fn probe() -> Result<Vec<DeviceInfo>, GpuUnavailable> {
-    if crate::fatbin().is_none() {
-        return Err(GpuUnavailable::KernelsNotBuilt);
-    }
+    crate::kernel_image()?;
     // SAFETY: only tries to dlopen the driver library by its usual names; no symbol is called.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
         return Err(GpuUnavailable::NoDriver);
