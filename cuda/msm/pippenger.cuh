@@ -171,18 +171,20 @@ extern "C" __global__ void msm_digits(const cuzk::fr_t* scalars, cuzk::msm_param
     }
 }
 
-// entries[offsets[k] + slot] = point | sign for each point i with a nonzero digit in bucket k (point:
-// i, or w·shared_stride + i, see msm_params).
+// entries[slot] = point | sign for each point i with a nonzero digit in bucket k (point: i, or
+// w·shared_stride + i, see msm_params), the slot taken from cursors[k], which starts at bucket k's
+// offset (a copy of the scanned histogram): one random read per entry fewer than an offset read
+// beside a cursor from zero.
 // Grid: (⌈n / blockDim⌉, windows); blockDim a multiple of 32.
-extern "C" __global__ void msm_scatter(const uint32_t* codes, cuzk::msm_params p, const uint32_t* offsets,
-                                       uint32_t* cursors, uint32_t* entries) {
+extern "C" __global__ void msm_scatter(const uint32_t* codes, cuzk::msm_params p, uint32_t* cursors,
+                                       uint32_t* entries) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x, w = blockIdx.y;
     const uint32_t code = i < p.n ? codes[size_t(w) * p.n + i] : 0;
     const uint32_t magnitude = code & ~cuzk::CODE_NEGATE;
     const uint32_t key = magnitude != 0 ? cuzk::bucket_key(p, w, magnitude) : cuzk::NO_BUCKET;
     const uint32_t slot = cuzk::warp_reserve(cursors, key);
     const uint32_t point = p.shared_stride != 0 ? w * p.shared_stride + i : i;
-    if (key != cuzk::NO_BUCKET) entries[offsets[key] + slot] = point | (code & cuzk::CODE_NEGATE);
+    if (key != cuzk::NO_BUCKET) entries[slot] = point | (code & cuzk::CODE_NEGATE);
 }
 
 // counts[b] = ⌈(offsets[b + 1] − offsets[b]) / chunk⌉: the chunks bucket b is cut into.

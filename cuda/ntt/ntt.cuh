@@ -174,13 +174,23 @@ extern "C" __global__ void __launch_bounds__(cuzk::NTT_THREADS, cuzk::NTT_MIN_BL
     __syncthreads();
 
     // Stage t pairs the slots that differ in mid bit t (slot bit b = mid_at + t), with twiddle
-    // ω_{2^(t+1)}^(mid mod 2^t): DIF from t = k−1 down, DIT from t = 0 up. Butterfly q's pair is q
-    // with a zero bit inserted at b, and that with the bit set.
+    // ω_{2^(t+1)}^(mid mod 2^t): DIF from t = k−1 down, DIT from t = 0 up. Butterfly v's pair is v
+    // with a zero bit inserted at b, and that with the bit set. A thread takes butterflies
+    // q = threadIdx + r·blockDim (r = 0, 1, …), as v = q, except at t = 1, where half of them have
+    // twiddle 1 (mid bit 0 clear): there, with two or more per thread, r's low bit is placed at
+    // mid bit 0, so that every other round skips its product warp-wide (for two-way bank
+    // conflicts in that stage, four-way where mid is the slot's low bits).
     for (uint32_t stage = 0; stage < k; stage++) {
         const uint32_t t = p.dit ? stage : k - 1 - stage, h = 1u << t, b = mid_at + t;
         const uint32_t below = (1u << b) - 1;
-        for (uint32_t q = threadIdx.x; q < half; q += blockDim.x) {
-            const uint32_t ia = ((q & ~below) << 1) | (q & below), ib = ia | (1u << b);
+        const bool split_rounds = t == 1 && half > blockDim.x;
+        for (uint32_t r = 0, q = threadIdx.x; q < half; r++, q += blockDim.x) {
+            uint32_t v = q;
+            if (split_rounds) {
+                const uint32_t u = threadIdx.x + (r >> 1) * blockDim.x, low = (1u << mid_at) - 1;
+                v = ((u & ~low) << 1) | ((r & 1) << mid_at) | (u & low);
+            }
+            const uint32_t ia = ((v & ~below) << 1) | (v & below), ib = ia | (1u << b);
             const uint32_t m = (ia >> mid_at) & (h - 1);
             fr_t x = tile_get(tile, ia), y = tile_get(tile, ib);
             if (!p.dit) {

@@ -677,7 +677,6 @@ fn pippenger<A: MsmAffine>(
     let alloc = |len: usize| stream.alloc_zeros::<u32>(len).call("cuMemAlloc (MSM)");
     let mut codes = alloc(entries_len)?;
     let mut offsets = alloc(buckets + 1)?;
-    let mut cursors = alloc(buckets)?;
     let mut entries = alloc(entries_len)?;
     let mut chunk_offsets = [alloc(buckets + 1)?, alloc(buckets + 1)?];
     let mut level_sums = [
@@ -712,13 +711,16 @@ fn pippenger<A: MsmAffine>(
             .call("msm_digits")?;
     }
     exclusive_scan(gpu, &mut offsets)?;
+    // The scatter's cursors start at the buckets' offsets.
+    let mut cursors = stream
+        .clone_dtod(&offsets.slice(..buckets))
+        .call("cuMemcpyDtoD (MSM)")?;
     // SAFETY: as above.
     unsafe {
         stream
             .launch_builder(&scatter)
             .arg(&codes)
             .arg(p)
-            .arg(&offsets)
             .arg(&mut cursors)
             .arg(&mut entries)
             .launch(LaunchConfig {
