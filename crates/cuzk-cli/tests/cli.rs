@@ -606,3 +606,21 @@ fn porep_commands_name_what_is_unusable() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("\"3KiB\""), "{}", stderr(&output));
 }
+
+#[test]
+fn a_kernels_file_that_cannot_be_read_is_named() {
+    let files = Files::new();
+    let missing = files.path("missing.fatbin");
+    let output = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(["demo", "--constraints", "64", "--backend", "gpu"])
+        .env("CUZK_KERNELS_FILE", &missing)
+        .output()
+        .expect("run cuzk");
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains(&missing), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("CUZK_KERNELS_FILE"),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -40,19 +40,37 @@ pub(crate) const NULL: u64 = 0;
 /// the binary (variants of one source, say) without relinking it.
 pub const KERNELS_FILE_ENV: &str = "CUZK_KERNELS_FILE";
 
-/// The kernel image a device loads: the file `$CUZK_KERNELS_FILE` names when it is set, else the
-/// embedded fatbin.
+/// The file `$CUZK_KERNELS_FILE` names, when it is set.
+fn kernels_file() -> Option<std::path::PathBuf> {
+    std::env::var_os(KERNELS_FILE_ENV).map(Into::into)
+}
+
+fn unreadable(path: std::path::PathBuf, e: std::io::Error) -> GpuUnavailable {
+    GpuUnavailable::KernelsFile {
+        path,
+        reason: e.to_string(),
+    }
+}
+
+/// The kernel image a device loads: the kernels file when one is named, else the embedded fatbin.
 pub(crate) fn kernel_image() -> Result<std::borrow::Cow<'static, [u8]>, GpuUnavailable> {
-    match std::env::var_os(KERNELS_FILE_ENV) {
+    match kernels_file() {
         Some(path) => std::fs::read(&path)
             .map(std::borrow::Cow::Owned)
-            .map_err(|e| GpuUnavailable::KernelsFile {
-                path: path.into(),
-                reason: e.to_string(),
-            }),
+            .map_err(|e| unreadable(path, e)),
         None => fatbin()
             .map(std::borrow::Cow::Borrowed)
             .ok_or(GpuUnavailable::KernelsNotBuilt),
+    }
+}
+
+/// Whether there are kernels to load (the kernels file is not read here: probing is frequent).
+pub(crate) fn kernels_present() -> Result<(), GpuUnavailable> {
+    match kernels_file() {
+        Some(path) => std::fs::metadata(&path)
+            .map(drop)
+            .map_err(|e| unreadable(path, e)),
+        None => fatbin().map(drop).ok_or(GpuUnavailable::KernelsNotBuilt),
     }
 }
 

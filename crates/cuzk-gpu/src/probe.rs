@@ -37,7 +37,7 @@ fn driver_error(call: &'static str) -> impl Fn(result::DriverError) -> GpuUnavai
 
 /// The devices that can run our kernels, or why there are none.
 pub fn probe() -> Result<Vec<DeviceInfo>, GpuUnavailable> {
-    crate::kernel_image()?;
+    crate::kernels_present()?;
     // SAFETY: only tries to dlopen the driver library by its usual names; no symbol is called.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
         return Err(GpuUnavailable::NoDriver);
