@@ -20,8 +20,9 @@
 // element.
 //
 // Shared memory keeps a block's elements as 32-byte records, each read and written as two 16-byte
-// halves (two 128-bit accesses instead of eight 32-bit ones: the passes are bound by instruction
-// issue, not by shared-memory bandwidth). A record's halves are swapped where bits 2 and 3 of its
+// halves (two 128-bit accesses instead of eight 32-bit ones, each with its own address: a pass
+// spends its time issuing instructions and on the multiplier, not on shared-memory bandwidth;
+// on an H200 the heavy multiply pipe is ~70% busy). A record's halves are swapped where bits 2 and 3 of its
 // slot differ, so the eight accesses of a quarter-warp to neighbouring slots, or to the pairs of a
 // stage that flips slot bit 2 or above, cover the eight 16-byte bank groups once (two-way conflicts
 // in the stages that flip bits 0 and 1).
@@ -149,8 +150,8 @@ __device__ __forceinline__ fr_t ntt_pass_twiddle(const ntt_pass_params& p, const
 }  // namespace cuzk
 
 // One pass (see the top of this file). Block: cols·2^k elements in 32·cols·2^k bytes of dynamic
-// shared memory (16-byte aligned); grid: 2^(L−k−log_cols) blocks; blockDim.x ≤ min(NTT_THREADS, cols·2^(k−1)), a
-// power of two.
+// shared memory (16-byte aligned); grid: 2^(L−k−log_cols) blocks; blockDim.x ≤ min(NTT_THREADS,
+// cols·2^(k−1)), a power of two.
 extern "C" __global__ void __launch_bounds__(cuzk::NTT_THREADS, cuzk::NTT_MIN_BLOCKS)
     ntt_pass(cuzk::fr_t* data, const cuzk::fr_t* stage_tw, const cuzk::fr_t* tw_lo, const cuzk::fr_t* tw_hi,
              const cuzk::fr_t* tw_direct, const cuzk::fr_t* scale_lo, const cuzk::fr_t* scale_hi,
