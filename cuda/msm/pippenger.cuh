@@ -172,9 +172,8 @@ extern "C" __global__ void msm_digits(const cuzk::fr_t* scalars, cuzk::msm_param
 }
 
 // entries[slot] = point | sign for each point i with a nonzero digit in bucket k (point: i, or
-// w·shared_stride + i, see msm_params), the slot taken from cursors[k], which starts at bucket k's
-// offset (a copy of the scanned histogram): one random read per entry fewer than an offset read
-// beside a cursor from zero.
+// w·shared_stride + i, see msm_params), slot the old value of cursors[k]: the cursors start as a
+// copy of the scanned histogram, so an entry needs no read of its bucket's offset.
 // Grid: (⌈n / blockDim⌉, windows); blockDim a multiple of 32.
 extern "C" __global__ void msm_scatter(const uint32_t* codes, cuzk::msm_params p, uint32_t* cursors,
                                        uint32_t* entries) {

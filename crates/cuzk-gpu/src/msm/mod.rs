@@ -69,7 +69,7 @@ impl MsmParams {
         MsmParams {
             n: n as u32,
             window_bits,
-            windows: 255u32.div_ceil(window_bits),
+            windows: windows_of_width(window_bits),
             buckets,
             segments: buckets
                 .div_ceil(BUCKETS_PER_SEGMENT)
@@ -109,6 +109,12 @@ const SEGMENTS_PER_PARTIAL: u32 = 32;
 /// Windows of the Pippenger pass over n points: each point costs about this many additions.
 pub fn windows(n: usize) -> u32 {
     MsmParams::new(n).windows
+}
+
+/// Windows of width c that cover a scalar: ⌈255/c⌉ (a signed-digit scalar below 2^254 never
+/// carries out of the top one). With window multiples, also the points stored per base.
+pub fn windows_of_width(window_bits: u32) -> u32 {
+    255u32.div_ceil(window_bits)
 }
 
 /// Device bytes an MSM over n resident points allocates beyond its bases and scalars (its largest
@@ -195,7 +201,7 @@ fn shared_params<A: MsmAffine>(
         return None;
     }
     let counts = match asked {
-        None => multiple_bucket_sets(n, bits)..=255u32.div_ceil(bits),
+        None => multiple_bucket_sets(n, bits)..=windows_of_width(bits),
         Some(sets) => sets..=sets,
     };
     counts
@@ -209,7 +215,7 @@ fn shared_params<A: MsmAffine>(
 /// H200 at 2^24 G1 points and 22-bit windows, 1/2/3/4 sets took 95.5/103.4/114.7/123.2 ms (the
 /// second set's overlap on a second lane does not pay for its 2^21 buckets).
 pub fn multiple_bucket_sets(n: usize, window_bits: u32) -> u32 {
-    let entries = n * 255usize.div_ceil(window_bits as usize);
+    let entries = n * windows_of_width(window_bits) as usize;
     entries.div_ceil(MAX_SET_ENTRIES).max(1) as u32
 }
 
@@ -263,7 +269,7 @@ impl<A: MsmAffine> DeviceBases<A> {
             });
         }
         let len = points.len();
-        let blocks = 255u32.div_ceil(window_bits);
+        let blocks = windows_of_width(window_bits);
         // Entries name a stored point by a 31-bit index (the top bit is the sign).
         if len * blocks as usize >= 1 << 31 {
             return Err(GpuError::InvalidInput {
@@ -476,7 +482,8 @@ pub fn msm_device<A: MsmAffine>(
     scalars: &DeviceScalars,
 ) -> Result<A::Projective, GpuError> {
     let n = scalars_within("MSM", scalars, bases.len())?;
-    if let Some(p) = shared_pass(gpu, bases, n)? {
+    let (free, _) = gpu.memory()?;
+    if let Some(p) = bases.shared_params(n, free.saturating_sub(MEMORY_MARGIN)) {
         return pippenger::<A>(
             gpu,
             &bases.words.slice(..),
@@ -484,7 +491,6 @@ pub fn msm_device<A: MsmAffine>(
             &p,
         );
     }
-    let (free, _) = gpu.memory()?;
     let slice = fit_points(n.min(MAX_PASS), free, working_bytes::<A>)?;
     let mut total = A::Projective::identity();
     for (start, end) in ranges(n, slice) {
@@ -508,18 +514,10 @@ pub fn shared_bucket_sets<A: MsmAffine>(
     bases: &DeviceBases<A>,
     n: usize,
 ) -> Result<Option<u32>, GpuError> {
-    Ok(shared_pass(gpu, bases, n)?.map(|p| p.sets()))
-}
-
-/// The params of the one pass with shared buckets an MSM over the first n of `bases` takes, if it
-/// can (see [`shared_bucket_sets`]).
-fn shared_pass<A: MsmAffine>(
-    gpu: &Gpu,
-    bases: &DeviceBases<A>,
-    n: usize,
-) -> Result<Option<MsmParams>, GpuError> {
     let (free, _) = gpu.memory()?;
-    Ok(bases.shared_params(n, free.saturating_sub(MEMORY_MARGIN)))
+    Ok(bases
+        .shared_params(n, free.saturating_sub(MEMORY_MARGIN))
+        .map(|p| p.sets()))
 }
 
 /// Σ scalars[i]·points[i] with the points streamed from page-locked host memory, for bases that

@@ -24,7 +24,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use cuzk_gpu::msm::{
-    msm_device, msm_streamed, multiple_window_bits, working_memory, DeviceBases, MsmAffine,
+    msm_device, msm_streamed, multiple_window_bits, windows_of_width, working_memory, DeviceBases,
+    MsmAffine,
 };
 use cuzk_gpu::ntt::{ab_minus_c, ntt, NttOrder, NttTables, Transform};
 use cuzk_gpu::{DeviceIndex, DeviceScalars, Gpu, GpuError, Pinned};
@@ -390,14 +391,16 @@ impl GpuBackend {
             params.l.len(),
             params.a.len(),
             params.b_g1.len(),
+            params.b_g2.len(),
         ]
         .into_iter()
-        .chain([params.b_g2.len()])
         .max()
         .unwrap_or(0);
         let bits = multiple_window_bits(longest);
-        // The multiples' memory, and the plain copy one query's upload holds while they are made.
-        let multiples = points * 255usize.div_ceil(bits as usize) + longest * 192;
+        // The multiples' memory, and the plain copy one query's upload holds while they are made
+        // (at most `longest` of the larger points, G2's).
+        let multiples =
+            points * windows_of_width(bits) as usize + longest * std::mem::size_of::<G2Affine>();
         let fits = |bytes: usize| bytes + working + cuzk_gpu::MEMORY_MARGIN <= free;
         let placement = if longest >= self.multiples_from && fits(multiples) {
             Placement::Multiples(bits)
