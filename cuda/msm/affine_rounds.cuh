@@ -6,8 +6,9 @@
 // once 1/Δx is known, against ten products for a mixed XYZZ addition; the inversions are shared
 // by Montgomery's trick at two levels, so one inversion serves PAIRS · TOTALS additions:
 //
-//   prefix   one thread per PAIRS consecutive slots: running products of their denominators,
-//            each stored (prefix[i·stride + t], coalesced over a warp), the last one its total
+//   prefix   one thread per PAIRS slots, 32 apart (a warp's threads interleaved over 32·PAIRS
+//            consecutive slots): running products of their denominators, each stored
+//            (prefix[i·stride + t], coalesced over a warp), the last one its total
 //   invert   one thread per up to TOTALS thread totals: their running products, one inversion,
 //            then each total's inverse in place of the total. The share shrinks with the round
 //            (see invert_share) so that small rounds still spread over many threads
@@ -27,6 +28,24 @@ namespace cuzk {
 // Output slots per prefix/sums thread, and thread totals per inversion thread at most.
 constexpr uint32_t PAIRS_PER_THREAD = 16;
 constexpr uint32_t TOTALS_PER_THREAD = 64;
+// A warp's threads take WARP_SLOTS consecutive output slots, interleaved: lane l of warp w takes
+// slots w·WARP_SLOTS + 32i + l (i < PAIRS_PER_THREAD), so that at each step the warp reads and
+// writes 32 neighbouring slots' points instead of 32 slots PAIRS_PER_THREAD apart.
+constexpr uint32_t WARP_SLOTS = 32 * PAIRS_PER_THREAD;
+
+// Prefix/sums threads with at least one of a round's `total` output slots: every lane of the full
+// warps, and the lanes below the last warp's slot count.
+__device__ __forceinline__ uint32_t round_threads(uint32_t total) {
+    return total / WARP_SLOTS * 32 + min(32u, total % WARP_SLOTS);
+}
+
+// Thread t's first slot (see WARP_SLOTS); its others follow 32 apart.
+__device__ __forceinline__ uint32_t first_slot(uint32_t t) { return t / 32 * WARP_SLOTS + t % 32; }
+
+// Slots first + 32i below `total`, at most PAIRS_PER_THREAD.
+__device__ __forceinline__ uint32_t slot_count(uint32_t first, uint32_t total) {
+    return min(PAIRS_PER_THREAD, (total - first + 31) / 32);
+}
 // Inversion threads a round keeps busy before a thread takes more than one total. A thread's chain
 // is 3·share products and one inversion, so small rounds want short chains and large ones few
 // inversions. H200, G1 MSM 2^20 / 2^24 / 2^26:
@@ -143,14 +162,14 @@ extern "C" __global__ void msm_offsets_shift(const uint32_t* from, uint32_t coun
         const cuzk::affine_t<F>* bases, const uint32_t* entries, const uint32_t* in_offsets, const uint32_t* out_offsets,        \
         uint32_t buckets, uint32_t stride, F* prefix, F* totals) {                                    \
         const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;                                     \
-        const uint32_t first = t * cuzk::PAIRS_PER_THREAD, total = out_offsets[buckets];              \
+        const uint32_t first = cuzk::first_slot(t), total = out_offsets[buckets];                     \
         if (first >= total) return;                                                                   \
         const cuzk::point_source<F> points{bases, entries};                                           \
         cuzk::slot_walk walk(in_offsets, out_offsets, buckets, first);                                \
-        const uint32_t count = min(cuzk::PAIRS_PER_THREAD, total - first);                            \
+        const uint32_t count = cuzk::slot_count(first, total);                                        \
         F acc = F::one();                                                                             \
         for (uint32_t i = 0; i < count; i++) {                                                        \
-            acc = acc * cuzk::pair_denominator(points, walk.next(first + i));                         \
+            acc = acc * cuzk::pair_denominator(points, walk.next(first + 32 * i));                    \
             prefix[size_t(i) * stride + t] = acc;                                                     \
         }                                                                                             \
         totals[t] = acc;                                                                              \
@@ -159,8 +178,7 @@ extern "C" __global__ void msm_offsets_shift(const uint32_t* from, uint32_t coun
     extern "C" __global__ void msm_pair_invert_##SUFFIX(F* totals, const uint32_t* out_offsets,      \
                                                         uint32_t buckets) {                           \
         const uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;                                     \
-        const uint32_t threads =                                                                      \
-            (out_offsets[buckets] + cuzk::PAIRS_PER_THREAD - 1) / cuzk::PAIRS_PER_THREAD;             \
+        const uint32_t threads = cuzk::round_threads(out_offsets[buckets]);                           \
         const uint32_t share = cuzk::invert_share(threads), first = u * share;                        \
         if (first >= threads) return;                                                                 \
         const uint32_t count = min(share, threads - first);                                           \
@@ -182,23 +200,24 @@ extern "C" __global__ void msm_offsets_shift(const uint32_t* from, uint32_t coun
         uint32_t buckets, uint32_t stride, const F* prefix, const F* totals,                          \
         const uint32_t* out_base, cuzk::affine_t<F>* out) {                                           \
         const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;                                     \
-        const uint32_t first = t * cuzk::PAIRS_PER_THREAD, total = out_offsets[buckets];              \
+        const uint32_t first = cuzk::first_slot(t), total = out_offsets[buckets];                     \
         if (first >= total) return;                                                                   \
         const cuzk::point_source<F> points{bases, entries};                                           \
-        const uint32_t count = min(cuzk::PAIRS_PER_THREAD, total - first);                            \
+        const uint32_t count = cuzk::slot_count(first, total);                                        \
         /* Backwards from the thread's last slot; a loop, not unrolled: sixteen copies of an        \
            addition overflow the instruction cache. */                                               \
-        cuzk::slot_walk walk(in_offsets, out_offsets, buckets, first + count - 1);                    \
-        cuzk::affine_t<F>* to = out + (out_base != nullptr ? *out_base : 0) + first;                  \
+        cuzk::slot_walk walk(in_offsets, out_offsets, buckets, first + 32 * (count - 1));             \
+        cuzk::affine_t<F>* to = out + (out_base != nullptr ? *out_base : 0);                          \
         F inverse = totals[t];                                                                        \
         for (uint32_t k = count; k-- > 0;) {                                                          \
-            const auto s = cuzk::pair_sum<F>::of(points, walk.previous(first + k));                   \
+            const uint32_t slot = first + 32 * k;                                                     \
+            const auto s = cuzk::pair_sum<F>::of(points, walk.previous(slot));                        \
             F den_inverse = inverse;                                                                  \
             if (s.kind != s.KEEP) {                                                                   \
                 if (k > 0) den_inverse = inverse * prefix[size_t(k - 1) * stride + t];                \
                 inverse = inverse * s.den;                                                            \
             }                                                                                         \
-            to[k] = s.sum(den_inverse);                                                               \
+            to[slot] = s.sum(den_inverse);                                                            \
         }                                                                                             \
     }
 

@@ -171,16 +171,17 @@ extern "C" __global__ void msm_digits(const cuzk::fr_t* scalars, cuzk::msm_param
     }
 }
 
-// entries[slot] = point | sign for each point i with a nonzero digit in bucket k (point: i, or
-// w·shared_stride + i, see msm_params), slot the old value of cursors[k]: the cursors start as a
-// copy of the scanned histogram, so an entry needs no read of its bucket's offset.
-// Grid: (⌈n / blockDim⌉, windows); blockDim a multiple of 32.
-extern "C" __global__ void msm_scatter(const uint32_t* codes, cuzk::msm_params p, uint32_t* cursors,
-                                       uint32_t* entries) {
+// entries[slot] = point | sign for each point i with a digit magnitude in [from, to) in bucket k
+// (point: i, or w·shared_stride + i, see msm_params), slot the old value of cursors[k]: the
+// cursors start as a copy of the scanned histogram, so an entry needs no read of its bucket's
+// offset. Grid: (⌈n / blockDim⌉, windows); blockDim a multiple of 32.
+extern "C" __global__ void msm_scatter(const uint32_t* codes, cuzk::msm_params p, uint32_t from, uint32_t to,
+                                       uint32_t* cursors, uint32_t* entries) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x, w = blockIdx.y;
     const uint32_t code = i < p.n ? codes[size_t(w) * p.n + i] : 0;
     const uint32_t magnitude = code & ~cuzk::CODE_NEGATE;
-    const uint32_t key = magnitude != 0 ? cuzk::bucket_key(p, w, magnitude) : cuzk::NO_BUCKET;
+    const bool inside = magnitude != 0 && magnitude >= from && magnitude < to;
+    const uint32_t key = inside ? cuzk::bucket_key(p, w, magnitude) : cuzk::NO_BUCKET;
     const uint32_t slot = cuzk::warp_reserve(cursors, key);
     const uint32_t point = p.shared_stride != 0 ? w * p.shared_stride + i : i;
     if (key != cuzk::NO_BUCKET) entries[slot] = point | (code & cuzk::CODE_NEGATE);

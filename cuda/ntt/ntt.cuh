@@ -22,10 +22,14 @@
 // Shared memory keeps a block's elements as 32-byte records, each read and written as two 16-byte
 // halves (two 128-bit accesses instead of eight 32-bit ones, each with its own address: a pass
 // spends its time issuing instructions and on the multiplier, not on shared-memory bandwidth;
-// on an H200 the heavy multiply pipe is ~70% busy). A record's halves are swapped where bits 2 and 3 of its
-// slot differ, so the eight accesses of a quarter-warp to neighbouring slots, or to the pairs of a
-// stage that flips slot bit 2 or above, cover the eight 16-byte bank groups once (two-way conflicts
-// in the stages that flip bits 0 and 1).
+// on an H200 the heavy multiply pipe is ~70% busy). The stages run two at a time: a thread loads
+// the four elements of a radix-4 quad, does both stages' butterflies in registers and stores the
+// four back, so a pass has half the shared-memory round trips and barriers, and each thread two
+// independent products per stage. A record's halves sit at units 2e ^ g and 2e ^ g ^ 1 of its
+// 128-byte row, g a linear function of bits 2 to 4 of its slot e, chosen so that the eight accesses
+// of a quarter-warp cover the eight 16-byte bank groups once: in the loads and stores (neighbouring
+// slots), in every quad step (the quads of stages t, t − 1, whatever slot bits they flip) and in
+// a lone stage.
 #pragma once
 
 #include "field/params.cuh"
@@ -35,9 +39,10 @@ namespace cuzk {
 // Mirrored in crates/cuzk-gpu/src/ntt.rs; keep the two in step.
 constexpr uint32_t NTT_MAX_PASS_BITS = 10;  // radix of one pass: 2^10; stage table of 2^10 entries
 constexpr uint32_t NTT_THREADS = 256;       // threads per block at most
-// Blocks per SM the pass is compiled for: four of 256 threads cap it at 64 registers. On an H200,
-// 3, 4 or 5 blocks per SM time within 3% of each other: occupancy is not what limits a pass.
-constexpr uint32_t NTT_MIN_BLOCKS = 4;
+// Blocks per SM the pass is compiled for: three of 256 threads cap it at 80 registers, which the
+// radix-4 steps' four elements and a product need (at four blocks, 64 registers, they spill 136
+// bytes). H200, 2^27: 3 blocks 41.8 ms, 4 42.4, 2 43.7 (radix-2 stages at 4 blocks: 43.7).
+constexpr uint32_t NTT_MIN_BLOCKS = 3;
 
 // How a pass scales the values it loads or stores.
 enum : uint32_t {
@@ -84,9 +89,15 @@ __device__ __forceinline__ void ntt_store(fr_t* p, const fr_t& x) {
     v[1] = make_uint4(x.l[4], x.l[5], x.l[6], x.l[7]);
 }
 
-// The block's element in slot e: its halves at 16-byte units 2e and 2e + 1, swapped where bits 2
-// and 3 of e differ (see the top of this file).
-__device__ __forceinline__ uint32_t tile_unit(uint32_t e) { return 2 * e + (((e >> 2) ^ (e >> 3)) & 1); }
+// The block's element in slot e: its halves at 16-byte units u and u ^ 1 of its 128-byte row,
+// u = 2e ^ g, g linear in bits 2, 3 and 4 of e, which flip the bank group by 1, 7 and 3: then the
+// three lowest slot bits a step leaves to a quarter-warp's eight lanes (bits 0 to 2 for
+// neighbouring slots; for a pair or quad, the lowest three it does not flip) reach all eight
+// groups, for every pass shape (checked by a script). TILE_SWIZZLE holds g at bits 3j to 3j + 2,
+// j = bits 2 to 4 of e.
+constexpr uint32_t TILE_SWIZZLE = 0xb13dc8;
+
+__device__ __forceinline__ uint32_t tile_unit(uint32_t e) { return 2 * e ^ ((TILE_SWIZZLE >> 3 * ((e >> 2) & 7)) & 7); }
 
 __device__ __forceinline__ fr_t tile_get(const uint4* tile, uint32_t e) {
     const uint32_t u = tile_unit(e);
@@ -147,6 +158,78 @@ __device__ __forceinline__ fr_t ntt_pass_twiddle(const ntt_pass_params& p, const
     return table_power(lo, hi, p.split, e << (p.log_n - p.lo - p.bits));
 }
 
+// (x, y) ← (x + y, x − y).
+__device__ __forceinline__ void ntt_butterfly(fr_t& x, fr_t& y) {
+    const fr_t sum = x + y;
+    y = x - y;
+    x = sum;
+}
+
+// One stage on two pairs, (x, y) and (u, v), y and v the elements with the stage's mid bit set,
+// whose twiddles wy and wv come after the butterfly (DIF) or before it (DIT). The two products
+// are independent, in one basic block, so they can overlap.
+__device__ __forceinline__ void ntt_stage_pairs(fr_t& x, fr_t& y, fr_t& u, fr_t& v, const fr_t* wy,
+                                                const fr_t* wv, bool dit) {
+    if (!dit) ntt_butterfly(x, y), ntt_butterfly(u, v);
+    y = y * ldg_fr(wy);
+    v = v * ldg_fr(wv);
+    if (dit) ntt_butterfly(x, y), ntt_butterfly(u, v);
+}
+
+// Stage t alone (slot bit b = mid_at + t): butterfly q pairs q with a zero bit inserted at b and
+// that with the bit set; twiddle ω_{2^(t+1)}^(mid mod 2^t), skipped where it is 1.
+__device__ __forceinline__ void ntt_radix2_stage(uint4* tile, const fr_t* stage_tw, uint32_t size,
+                                                 uint32_t mid_at, uint32_t t, bool dit) {
+    const uint32_t h = 1u << t, b = mid_at + t, below = (1u << b) - 1;
+    for (uint32_t q = threadIdx.x; q < size / 2; q += blockDim.x) {
+        const uint32_t ia = ((q & ~below) << 1) | (q & below), ib = ia | (1u << b);
+        const uint32_t m = (ia >> mid_at) & (h - 1);
+        fr_t x = tile_get(tile, ia), y = tile_get(tile, ib);
+        if (!dit) ntt_butterfly(x, y);
+        if (m != 0) y = y * ldg_fr(stage_tw + h + m);
+        if (dit) ntt_butterfly(x, y);
+        tile_put(tile, ia, x);
+        tile_put(tile, ib, y);
+    }
+    __syncthreads();
+}
+
+// Stages t and t − 1 (t ≥ 1), DIF t first, DIT t − 1 first. Quad q is q with two zero bits
+// inserted at slot bits mid_at + t − 1 and up: x0 there, x1 and x2 one step of the second and of
+// the first stage up, x3 both; the first stage pairs (x0, x2) and (x1, x3), the second (x0, x1)
+// and (x2, x3). With m the quad's mid mod 2^(t−1), stage t's pairs take ω_{2^(t+1)}^m and, the one
+// with mid bit t − 1 set, ω_{2^(t+1)}^(m + 2^(t−1)); both of stage t − 1 take ω_{2^t}^m. Products
+// by a twiddle of 1 are skipped only at t = 1, where the quad needs just ω_4: for t ≥ 2 a warp's
+// quads have mixed m, so skipping would save nothing and split the two products apart.
+__device__ __forceinline__ void ntt_radix4_step(uint4* tile, const fr_t* stage_tw, uint32_t size,
+                                                uint32_t mid_at, uint32_t t, bool dit) {
+    const uint32_t h = 1u << t, below = (1u << (mid_at + t - 1)) - 1;
+    const uint32_t first = dit ? t - 1 : t, second = dit ? t : t - 1;
+    const uint32_t to_first = 1u << (mid_at + first), to_second = 1u << (mid_at + second);
+    for (uint32_t q = threadIdx.x; q < size / 4; q += blockDim.x) {
+        const uint32_t i0 = ((q & ~below) << 2) | (q & below), i1 = i0 | to_second, i2 = i0 | to_first,
+                       i3 = i1 | to_first;
+        fr_t x0 = tile_get(tile, i0), x1 = tile_get(tile, i1), x2 = tile_get(tile, i2), x3 = tile_get(tile, i3);
+        if (t == 1) {
+            // In either order the same: stage 1's pair (x1, x3) takes ω_4 after stage 1 (DIF) or
+            // before it, after stage 0 (DIT); x3 is that pair's upper element both ways.
+            ntt_butterfly(x0, x2), ntt_butterfly(x1, x3);
+            x3 = x3 * ldg_fr(stage_tw + 3);
+            ntt_butterfly(x0, x1), ntt_butterfly(x2, x3);
+        } else {
+            const uint32_t m = (i0 >> mid_at) & (h / 2 - 1);
+            const fr_t *top = stage_tw + h + m, *low = stage_tw + h / 2 + m;
+            ntt_stage_pairs(x0, x2, x1, x3, dit ? low : top, dit ? low : top + h / 2, dit);
+            ntt_stage_pairs(x0, x1, x2, x3, dit ? top : low, dit ? top + h / 2 : low, dit);
+        }
+        tile_put(tile, i0, x0);
+        tile_put(tile, i1, x1);
+        tile_put(tile, i2, x2);
+        tile_put(tile, i3, x3);
+    }
+    __syncthreads();
+}
+
 }  // namespace cuzk
 
 // One pass (see the top of this file). Block: cols·2^k elements in 32·cols·2^k bytes of dynamic
@@ -158,7 +241,7 @@ extern "C" __global__ void __launch_bounds__(cuzk::NTT_THREADS, cuzk::NTT_MIN_BL
              cuzk::ntt_pass_params p) {
     using namespace cuzk;
     extern __shared__ uint4 tile[];
-    const uint32_t k = p.bits, size = 1u << (p.log_cols + k), half = size / 2;
+    const uint32_t k = p.bits, size = 1u << (p.log_cols + k);
     // Slot bit of mid bit 0: mid is the slot's low bits (lo = 0) or sits above the column bits.
     const uint32_t mid_at = p.lo == 0 ? 0 : p.log_cols;
 
@@ -174,41 +257,18 @@ extern "C" __global__ void __launch_bounds__(cuzk::NTT_THREADS, cuzk::NTT_MIN_BL
     }
     __syncthreads();
 
-    // Stage t pairs the slots that differ in mid bit t (slot bit b = mid_at + t), with twiddle
-    // ω_{2^(t+1)}^(mid mod 2^t): DIF from t = k−1 down, DIT from t = 0 up. Butterfly v's pair is v
-    // with a zero bit inserted at b, and that with the bit set. A thread takes butterflies
-    // q = threadIdx + r·blockDim (r = 0, 1, …), as v = q, except at t = 1, where half of them have
-    // twiddle 1 (mid bit 0 clear): there, with two or more per thread, r's low bit is placed at
-    // mid bit 0, so that every other round skips its product warp-wide (for two-way bank
-    // conflicts in that stage, four-way where mid is the slot's low bits).
-    for (uint32_t stage = 0; stage < k; stage++) {
-        const uint32_t t = p.dit ? stage : k - 1 - stage, h = 1u << t, b = mid_at + t;
-        const uint32_t below = (1u << b) - 1;
-        const bool split_rounds = t == 1 && half > blockDim.x;
-        for (uint32_t r = 0, q = threadIdx.x; q < half; r++, q += blockDim.x) {
-            uint32_t v = q;
-            if (split_rounds) {
-                const uint32_t u = threadIdx.x + (r >> 1) * blockDim.x, low = (1u << mid_at) - 1;
-                v = ((u & ~low) << 1) | ((r & 1) << mid_at) | (u & low);
-            }
-            const uint32_t ia = ((v & ~below) << 1) | (v & below), ib = ia | (1u << b);
-            const uint32_t m = (ia >> mid_at) & (h - 1);
-            fr_t x = tile_get(tile, ia), y = tile_get(tile, ib);
-            if (!p.dit) {
-                const fr_t sum = x + y;
-                y = x - y;
-                x = sum;
-            }
-            if (m != 0) y = y * ldg_fr(stage_tw + h + m);
-            if (p.dit) {
-                const fr_t sum = x + y;
-                y = x - y;
-                x = sum;
-            }
-            tile_put(tile, ia, x);
-            tile_put(tile, ib, y);
+    // Stage t pairs the slots that differ in mid bit t (slot bit mid_at + t), with twiddle
+    // ω_{2^(t+1)}^(mid mod 2^t): DIF from t = k−1 down, DIT from t = 0 up. They run in radix-4 steps
+    // of two, paired so that one step is stages (1, 0), whose quads need a single product; with k
+    // odd, stage k−1 runs alone, first (DIF) or last (DIT).
+    const bool lone = k & 1;
+    for (uint32_t step = 0; step < (k + 1) / 2; step++) {
+        if (lone && step == (p.dit ? k / 2 : 0)) {
+            ntt_radix2_stage(tile, stage_tw, size, mid_at, k - 1, p.dit);
+        } else {
+            const uint32_t t = p.dit ? 2 * step + 1 : k - 1 + lone - 2 * step;
+            ntt_radix4_step(tile, stage_tw, size, mid_at, t, p.dit);
         }
-        __syncthreads();
     }
 
     for (uint32_t e = threadIdx.x; e < size; e += blockDim.x) {

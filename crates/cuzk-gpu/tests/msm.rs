@@ -182,7 +182,17 @@ fn check_repeated_uploaded<A>(
     );
 }
 
-/// One large MSM per group (run with CUZK_GPU_TEST_MAX_LOG=26 for 2^26 in G1 and 2^22 in G2).
+/// Window multiples of the width and the bucket sets an MSM of this many bases gets by default.
+fn default_multiples<A: MsmAffine>(
+    gpu: &Gpu,
+    points: &[A],
+) -> Result<DeviceBases<A>, cuzk_gpu::GpuError> {
+    let bits = cuzk_gpu::msm::multiple_window_bits(points.len());
+    DeviceBases::upload_with_window_multiples(gpu, points, bits)
+}
+
+/// One large MSM per group, in G1 also over window multiples (run with CUZK_GPU_TEST_MAX_LOG=26
+/// for 2^26 in G1 — five sets of shared buckets — and 2^22 in G2).
 #[test]
 fn large_msm_matches_cpu_on_repeated_bases() {
     let Some(gpu) = common::gpu("large_msm_matches_cpu_on_repeated_bases") else {
@@ -192,6 +202,7 @@ fn large_msm_matches_cpu_on_repeated_bases() {
     let log = common::max_log();
     let g1 = cuzk_testkit::distinct_points::<G1Projective>(&mut rng, 1 << 14);
     check_repeated_bases(&gpu, &mut rng, &g1, log, "random");
+    check_repeated_uploaded(&gpu, &mut rng, &g1, log, "random", default_multiples);
     let g2 = cuzk_testkit::distinct_points::<G2Projective>(&mut rng, 1 << 12);
     check_repeated_bases(&gpu, &mut rng, &g2, log.min(22), "random");
 }

@@ -10,8 +10,9 @@ use super::{chunk_counts, exclusive_scan, grid, MsmAffine, MsmParams};
 use crate::error::DriverContext;
 use crate::{Gpu, GpuError, NULL};
 
-/// Output slots per prefix/sums thread (as in the kernels).
+/// Output slots per prefix/sums thread, and per warp of them (as in the kernels).
 const PAIRS_PER_THREAD: usize = 16;
+const WARP_SLOTS: usize = 32 * PAIRS_PER_THREAD;
 /// Rounds with fewer pairs are left to the XYZZ accumulation: a round's inversion pass is a chain
 /// of ~190 dependent products and an inversion per thread, which a smaller round cannot hide
 /// behind its additions.
@@ -99,15 +100,22 @@ fn group_bytes<A: MsmAffine>(inputs: usize, buckets: usize) -> usize {
     let first = halved(inputs, buckets);
     let second = halved(first, buckets);
     4 * (A::WORDS * (first + second)
-        + field_words * (prefix_len(first) + first.div_ceil(PAIRS_PER_THREAD))
+        + field_words * (prefix_len(first) + round_threads(first))
         + 2 * (buckets + 1))
+}
+
+/// Prefix/sums threads with a slot among `outputs`: a warp's 32 threads take WARP_SLOTS
+/// consecutive slots interleaved (thread t: slots ⌊t/32⌋·WARP_SLOTS + t mod 32 + 32i), so the
+/// last warp has a thread for each of its slots up to 32 (as `round_threads` in the kernels).
+fn round_threads(outputs: usize) -> usize {
+    outputs / WARP_SLOTS * 32 + (outputs % WARP_SLOTS).min(32)
 }
 
 /// Prefix products a round of `outputs` slots stores: PAIRS_PER_THREAD per thread, at
 /// prefix[i·stride + t] with stride = the thread count, so the last index is below
-/// PAIRS_PER_THREAD·stride (up to PAIRS_PER_THREAD − 1 past `outputs`).
+/// PAIRS_PER_THREAD·stride.
 fn prefix_len(outputs: usize) -> usize {
-    outputs.div_ceil(PAIRS_PER_THREAD) * PAIRS_PER_THREAD
+    round_threads(outputs) * PAIRS_PER_THREAD
 }
 
 /// The arguments the prefix and sums kernels of a round begin with: where the points are (the
@@ -164,7 +172,7 @@ impl GroupBuffers {
                 alloc(halved(first, group_buckets) * A::WORDS)?,
             ],
             prefix: alloc(prefix_len(first) * field_words)?,
-            totals: alloc(first.div_ceil(PAIRS_PER_THREAD) * field_words)?,
+            totals: alloc(round_threads(first) * field_words)?,
         })
     }
 }
@@ -275,7 +283,7 @@ fn run_group<A: MsmAffine>(
     for round in 0..plan.rounds as usize {
         let last = round + 1 == plan.rounds as usize;
         let outputs = halved(inputs, buckets);
-        let threads = outputs.div_ceil(PAIRS_PER_THREAD);
+        let threads = round_threads(outputs);
         let stride = threads as u32;
         let [even, odd] = &mut round_offsets;
         let (from_offsets, to_offsets) = if round % 2 == 0 {
@@ -308,7 +316,7 @@ fn run_group<A: MsmAffine>(
         // SAFETY: the source holds the points the offsets name (bases by sorted entries in
         // round 0, the previous round's outputs after it); the prefix and sums kernels run one
         // thread per PAIRS_PER_THREAD output slots below the scanned total ≤ `outputs`, and
-        // touch prefix[i·stride + t] (i < PAIRS_PER_THREAD, t < stride = ⌈outputs/PAIRS⌉:
+        // touch prefix[i·stride + t] (i < PAIRS_PER_THREAD, t < stride = round_threads(outputs):
         // below prefix_len(first)) and totals[t]; the inversion kernel (as many threads, each
         // taking a share of the totals) reads and writes the totals of those threads. Outputs
         // go to `to_points` (≥ `outputs` points), or in the last round to `left` after the
@@ -370,8 +378,9 @@ mod tests {
     use super::*;
 
     /// The rounds' index arithmetic on the host, for bucket sizes the device would see: every
-    /// round's slots stay within its output bound, every prefix index within the prefix buffer,
-    /// and every thread total within the totals buffer (what the kernels index by).
+    /// round's slots stay within its output bound, each slot has one thread, every prefix index
+    /// is within the prefix buffer and every thread total within the totals buffer (what the
+    /// kernels index by).
     #[test]
     fn round_indices_stay_within_their_buffers() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
@@ -387,22 +396,28 @@ mod tests {
                     .collect();
                 let total: usize = counts.iter().sum();
                 assert!(total <= inputs_bound);
-                let first = halved(inputs_bound, buckets);
+                let first_bound = halved(inputs_bound, buckets);
                 let mut bound = inputs_bound;
                 for _ in 0..6 {
                     counts = counts.iter().map(|m| m.div_ceil(2)).collect();
                     let outputs: usize = counts.iter().sum();
                     bound = halved(bound, buckets);
                     assert!(
-                        outputs <= bound && bound <= first,
+                        outputs <= bound && bound <= first_bound,
                         "{shape}: {outputs} > {bound}"
                     );
-                    let stride = bound.div_ceil(PAIRS_PER_THREAD);
-                    for slot in 0..outputs {
-                        let (t, i) = (slot / PAIRS_PER_THREAD, slot % PAIRS_PER_THREAD);
-                        assert!(i * stride + t < prefix_len(first), "{shape}: slot {slot}");
-                        assert!(t < first.div_ceil(PAIRS_PER_THREAD));
+                    let stride = round_threads(bound);
+                    let mut covered = vec![false; outputs];
+                    for t in 0..round_threads(outputs) {
+                        let first = t / 32 * WARP_SLOTS + t % 32;
+                        assert!(first < outputs, "{shape}: thread {t} has no slot");
+                        for i in (0..PAIRS_PER_THREAD).take_while(|i| first + 32 * i < outputs) {
+                            assert!(!std::mem::replace(&mut covered[first + 32 * i], true));
+                            assert!(i * stride + t < prefix_len(first_bound), "{shape}: {t}");
+                        }
+                        assert!(t < round_threads(first_bound));
                     }
+                    assert!(covered.iter().all(|&c| c), "{shape}: a slot with no thread");
                 }
             }
         }
