@@ -119,19 +119,57 @@ struct alignas(16) mont {
         for (int j = 1; j < N; j++) asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(acc[j]) : "r"(add[j]));
     }
 
+    // Rows i… of the exact square (see sqr_inline): row i's operand is a_i, 2a_{i+1} mod 2^32, then
+    // the limbs of 2a (`twice`); its products of even position go to X, the odd ones to Y.
+    template <int i>
+    __device__ __forceinline__ static void square_rows(uint32_t (&X)[2 * N], uint32_t (&Y)[2 * N - 1],
+                                                       const uint32_t (&a)[N], const uint32_t (&twice)[N]) {
+        uint32_t x[N];
+#pragma unroll
+        for (int j = i; j < N; j++) x[j] = j == i ? a[i] : j == i + 1 ? a[i + 1] << 1 : twice[j];
+        // Positions 2i − 2 and 2i − 1 are final: X takes Y's share of them (in the low half, which
+        // so ends up whole in X), and the carry rides into this row's first product, at 2i.
+        constexpr bool fold = i > 0 && 2 * i <= N;
+        if constexpr (i == 1) {
+            asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(X[1]) : "r"(Y[0]));
+        } else if constexpr (fold) {
+            asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(X[2 * i - 2]) : "r"(Y[2 * i - 3]));
+            asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(X[2 * i - 1]) : "r"(Y[2 * i - 2]));
+        }
+        // X[i + j] for j = i, i + 2, …: pairs from X[i + s], up to X[i + s + N − 1].
+        constexpr int s = i % 2;
+        mad_pairs<i / 2, N / 2, s, fold>(X + i + s, x, a[i]);
+        if constexpr (s == 0 && i > 0) asm volatile("addc.u32 %0, 0, 0;" : "=r"(X[i + N]));
+        if constexpr (i + 1 < N) {
+            // Y[i + j − 1] for j = i + 1, i + 3, …: pairs from Y[i − s] (i − s is even).
+            mad_pairs<(i + 1) / 2, N / 2, 1 - s, false>(Y + i - s, x, a[i]);
+            if constexpr (s == 1) asm volatile("addc.u32 %0, 0, 0;" : "=r"(Y[i - 1 + N]));
+            square_rows<i + 1>(X, Y, a, twice);
+        }
+    }
+
     // acc += the products of q with the modulus limbs of parity s, at acc[2k], acc[2k + 1] (see
     // mad_pairs), the carry out of the last limb left in the condition code. With P::SPARSE_LOW
     // (m₀ = 1, m₁ = 2^32 − 1) the lowest product of each parity is an addition: q·m₀ = q, and
     // q·m₁ = q·2^32 − q = (q − [q ≠ 0])·2^32 + (−q mod 2^32).
-    template <int s>
-    __device__ __forceinline__ static void mad_modulus(uint32_t* acc, const uint32_t* m, uint32_t q) {
+    // `carry_in`: the chain opens with *below += add, below being the limb under acc[0], so that
+    // the carry of that addition enters acc[0] (in the same run of asm statements as the chain).
+    template <int s, bool carry_in = false>
+    __device__ __forceinline__ static void mad_modulus(uint32_t* acc, const uint32_t* m, uint32_t q,
+                                                       uint32_t* below = nullptr, uint32_t add = 0) {
         if constexpr (P::SPARSE_LOW) {
             const uint32_t lo = s == 0 ? q : 0u - q, hi = s == 0 ? 0u : q - (q != 0 ? 1u : 0u);
-            asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(acc[0]) : "r"(lo));
+            if constexpr (carry_in) {
+                asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(*below) : "r"(add));
+                asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(acc[0]) : "r"(lo));
+            } else {
+                asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(acc[0]) : "r"(lo));
+            }
             asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(acc[1]) : "r"(hi));
             mad_pairs<1, N / 2, s, true>(acc, m, q);
         } else {
-            mad_pairs<0, N / 2, s, false>(acc, m, q);
+            if constexpr (carry_in) asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(*below) : "r"(add));
+            mad_pairs<0, N / 2, s, carry_in>(acc, m, q);
         }
     }
 
@@ -237,7 +275,85 @@ struct alignas(16) mont {
         }
     }
 
-    __device__ __forceinline__ mont sqr() const { return *this * *this; }
+    // Montgomery square a²·R⁻¹ from the exact square T = a² (N(N + 1)/2 products: each cross
+    // product once, already doubled) and a Montgomery reduction of T (N² products), instead of the
+    // 2N² of a·a. Bit-identical to mul_inline(a, a).
+    //
+    // Square: row i adds a_i·(a_i + 2·Σ_{j>i} a_j·2^(32(j − i)))·2^(64i), so it multiplies a_i by
+    // a_i and then by the limbs of 2a, except that its first one is 2a_{i+1} mod 2^32, without the
+    // top bit of a_i (which belongs to the row's own 2a_i). 2a fits N limbs as a < m < 2^(32N − 1).
+    // The products split by the parity of their position into X (even, at limbs 2k, 2k + 1) and
+    // Y (odd; Y_k is at position k + 1), a chain per row and parity. A chain's top limb is the
+    // previous row's top in that part (the carry then goes into the untouched limb above) or a
+    // limb no chain has reached (then no carry: a product's high half + 1 < 2^32). Each part stays
+    // below T < 2^(64N), so nothing is lost. Low limbs are folded into X as they become final, so
+    // X's low half ends up T mod R; H = ⌊T/R⌋ is the sum of the high halves.
+    //
+    // Reduction: the rotating product's rows (see mul_inline) on the value A + B·2^32 + L, from
+    // T mod R; H enters a limb per row at the window's limb N − 1 (B's limb N − 2, free after the
+    // rotation). At row i the window is (T mod 2^(32(N + i)) + Q·m)/2^(32i) < 2^(32N) + m, below
+    // 2^(32N) + (2^32 + 1)·m < 2^(32N + 32) within the row; the result (T + Q·m)/R < (m² + R·m)/R
+    // < 2m takes one conditional subtraction. (Entering at the window's top limb, N, H could make
+    // it overflow.)
+    __device__ __forceinline__ static mont sqr_inline(const mont& a) {
+        static_assert(N % 2 == 0, "the parity split needs an even limb count");
+        uint32_t m[N], twice[N];  // twice: limbs 2… of 2a, those the rows read
+#pragma unroll
+        for (int j = 0; j < N; j++) m[j] = P::mod(j);
+#pragma unroll
+        for (int j = 2; j < N; j++) twice[j] = __funnelshift_l(a.l[j - 1], a.l[j], 1);
+        uint32_t X[2 * N] = {}, Y[2 * N - 1] = {};
+        square_rows<0>(X, Y, a.l, twice);
+        uint32_t H[N];
+        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(H[0]) : "r"(X[N]), "r"(Y[N - 1]));
+#pragma unroll
+        for (int j = 1; j < N; j++) asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(H[j]) : "r"(X[N + j]), "r"(Y[N - 1 + j]));
+
+        const uint32_t inv = P::inv();
+        uint32_t A[N], B[N], L = 0;
+#pragma unroll
+        for (int j = 0; j < N; j++) A[j] = X[j], B[j] = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            // The window's lowest limb is A₀ + L.
+            const uint32_t q = (A[0] + L) * inv;
+            if (i > 0) {
+                mad_modulus<1, true>(B, m, q, &A[0], L);
+            } else {
+                mad_modulus<1>(B, m, q);
+            }
+            mad_modulus<0>(A, m, q);
+            // The carry out of A, at limb N, goes to B's top limb there: that limb starts each row at
+            // zero and takes at most the high half of q·m_{N−1} and a carry, so it has room; A
+            // needs no limb N, to be paired after the rotation.
+            asm volatile("addc.u32 %0, %0, 0;" : "+r"(B[N - 1]));
+            // A₀ is now zero: divide by 2^32 (see mul_inline).
+            uint32_t next_b[N];
+#pragma unroll
+            for (int j = 0; j < N - 2; j++) next_b[j] = A[j + 2];
+            next_b[N - 2] = H[i], next_b[N - 1] = 0;
+            L = A[1];
+#pragma unroll
+            for (int j = 0; j < N; j++) A[j] = B[j], B[j] = next_b[j];
+        }
+        mont r;
+        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r.l[0]) : "r"(A[0]), "r"(L));
+#pragma unroll
+        for (int j = 1; j < N; j++) asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r.l[j]) : "r"(A[j]), "r"(B[j - 1]));
+        reduce_once(r.l, 0);
+        return r;
+    }
+
+    // Out of line for wide fields, as mul_call.
+    __device__ __noinline__ static mont sqr_call(const mont a) { return sqr_inline(a); }
+
+    __device__ __forceinline__ mont sqr() const {
+        if constexpr (P::INLINE_MUL) {
+            return sqr_inline(*this);
+        } else {
+            return sqr_call(*this);
+        }
+    }
 
     // x·R⁻¹: Montgomery form to the canonical integer (as limbs).
     __device__ __forceinline__ mont from_montgomery() const {
