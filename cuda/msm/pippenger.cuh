@@ -3,7 +3,9 @@
 //   digits   one thread per scalar: Montgomery → canonical; s > r/2 becomes r − s with the point
 //            negated (so s < 2^254); the signed c-bit digits of all windows in one pass, each
 //            stored as a code (|d|, sign) and counted into its bucket's histogram
-//   sort     exclusive scan of the histogram; scatter of (point, sign) entries into bucket order
+//   sort     exclusive scan of the histogram; scatter of (point, sign) entries into bucket order,
+//            in passes over ranges of digit magnitudes where a window has many buckets (so few
+//            half-written entry sectors are open in L2 at a time; see scatter_passes on the host)
 //   rounds   while buckets are large, batch-affine pair rounds halve them (affine_rounds.cuh);
 //            the points they leave take the place of the sorted entries below
 //   chunks   every bucket cut into chunks of at most `chunk` entries, one thread per chunk; the
