@@ -173,6 +173,29 @@ struct alignas(16) mont {
         }
     }
 
+    // The rotating form's division by 2^32 once a row has made A₀ zero (see mul_inline): B becomes
+    // A, A₁ becomes L and A₂… (aligned pairs still) become B, with `top` entering at B's limb N − 2.
+    __device__ __forceinline__ static void rotate(uint32_t* A, uint32_t (&B)[N], uint32_t& L, uint32_t top) {
+        uint32_t next_b[N];
+#pragma unroll
+        for (int j = 0; j < N - 2; j++) next_b[j] = A[j + 2];
+        next_b[N - 2] = top, next_b[N - 1] = 0;
+        L = A[1];
+#pragma unroll
+        for (int j = 0; j < N; j++) A[j] = B[j], B[j] = next_b[j];
+    }
+
+    // The rotating form's value A + L + B·2^32 (below 2m; B's top limb zero), fully reduced.
+    __device__ __forceinline__ static mont rotating_value(const uint32_t* A, const uint32_t (&B)[N], uint32_t L) {
+        mont r;
+        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r.l[0]) : "r"(A[0]), "r"(L));
+#pragma unroll
+        for (int j = 1; j < N; j++)
+            asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r.l[j]) : "r"(A[j]), "r"(B[j - 1]));
+        reduce_once(r.l, 0);
+        return r;
+    }
+
     // Montgomery product a·b·R⁻¹ (CIOS, one limb of b per row), with each row's products split by
     // the parity of the other operand's limb so that every 32×32 product is one fused instruction
     // (see mad_pairs) writing an aligned register pair. Two forms, by P::FOLD_ROWS.
@@ -242,22 +265,12 @@ struct alignas(16) mont {
                 mad_modulus<0>(A, m, q);
                 asm volatile("addc.u32 %0, %0, 0;" : "+r"(A[N]));
                 mad_modulus<1>(B, m, q);
-                // A₀ is now zero: divide by 2^32.
-                uint32_t next_b[N];
-#pragma unroll
-                for (int j = 0; j < N - 1; j++) next_b[j] = A[j + 2];
-                next_b[N - 1] = 0;
-                L = A[1];
-#pragma unroll
-                for (int j = 0; j < N; j++) A[j] = B[j], B[j] = next_b[j];
+                // A₀ is now zero: divide by 2^32, A_N moving to B's limb N − 2.
+                rotate(A, B, L, A[N]);
                 A[N] = 0;
             }
             // The value, below 2m, is A + L + B·2^32 (A_N and B's top limb are zero).
-            asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r.l[0]) : "r"(A[0]), "r"(L));
-#pragma unroll
-            for (int j = 1; j < N; j++)
-                asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r.l[j]) : "r"(A[j]), "r"(B[j - 1]));
-            reduce_once(r.l, 0);
+            r = rotating_value(A, B, L);
         }
         return r;
     }
@@ -327,21 +340,10 @@ struct alignas(16) mont {
             // zero and takes at most the high half of q·m_{N−1} and a carry, so it has room; A
             // needs no limb N, to be paired after the rotation.
             asm volatile("addc.u32 %0, %0, 0;" : "+r"(B[N - 1]));
-            // A₀ is now zero: divide by 2^32 (see mul_inline).
-            uint32_t next_b[N];
-#pragma unroll
-            for (int j = 0; j < N - 2; j++) next_b[j] = A[j + 2];
-            next_b[N - 2] = H[i], next_b[N - 1] = 0;
-            L = A[1];
-#pragma unroll
-            for (int j = 0; j < N; j++) A[j] = B[j], B[j] = next_b[j];
+            // A₀ is now zero: divide by 2^32, the next limb of H entering.
+            rotate(A, B, L, H[i]);
         }
-        mont r;
-        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r.l[0]) : "r"(A[0]), "r"(L));
-#pragma unroll
-        for (int j = 1; j < N; j++) asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r.l[j]) : "r"(A[j]), "r"(B[j - 1]));
-        reduce_once(r.l, 0);
-        return r;
+        return rotating_value(A, B, L);
     }
 
     // Out of line for wide fields, as mul_call.
