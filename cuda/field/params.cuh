@@ -37,8 +37,9 @@ struct fr_params {
     static constexpr bool FOLD_ROWS = false;
     // r's limbs 0 and 1 are 1 and 2^32 − 1 (so −r⁻¹ mod 2^32 is 2^32 − 1).
     static constexpr bool SPARSE_LOW = true;
-    // From memory ptxas cannot fold: knowing the factor is −1, it rewrites q·r and splits 48 of
-    // the product's fused instructions in two (Fr products ~17% slower).
+    // −1, from memory ptxas cannot fold (see mont::quotient): knowing that a row's q is −A₀, it
+    // rewrites q·r and splits 48 of the product's fused instructions in two (Fr products ~17%
+    // slower).
     __device__ __forceinline__ static uint32_t inv() { return FR_INV_UNFOLDED; }
     __device__ __forceinline__ static uint32_t mod(int i) { return consts::FR_MODULUS[i]; }
     __device__ __forceinline__ static uint32_t one(int i) { return consts::FR_ONE[i]; }
