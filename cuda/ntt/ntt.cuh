@@ -245,15 +245,27 @@ extern "C" __global__ void __launch_bounds__(cuzk::NTT_THREADS, cuzk::NTT_MIN_BL
     // Slot bit of mid bit 0: mid is the slot's low bits (lo = 0) or sits above the column bits.
     const uint32_t mid_at = p.lo == 0 ? 0 : p.log_cols;
 
-    for (uint32_t e = threadIdx.x; e < size; e += blockDim.x) {
-        const ntt_slot at = ntt_locate(p, e);
-        fr_t x = ntt_load(data + at.index);
+    // A thread holds 2 or 4 elements (blockDim ≤ size / 2): it takes them two at a time, so that
+    // their loads are in flight together and their products overlap. The pass twiddle of low = 0
+    // is 1 and is multiplied all the same, which keeps the two products in one basic block.
+    for (uint32_t e = threadIdx.x; e < size; e += 2 * blockDim.x) {
+        ntt_slot at[2];
+        fr_t x[2];
+#pragma unroll
+        for (int j = 0; j < 2; j++) at[j] = ntt_locate(p, e + j * blockDim.x), x[j] = ntt_load(data + at[j].index);
         if (p.pre_scale != NTT_SCALE_NONE) {
-            const uint32_t i = p.dit ? reverse_bits(at.index, p.log_n) : at.index;
-            x = ntt_scale(x, p.pre_scale, scale_lo, scale_hi, p.split, i);
+#pragma unroll
+            for (int j = 0; j < 2; j++) {
+                const uint32_t i = p.dit ? reverse_bits(at[j].index, p.log_n) : at[j].index;
+                x[j] = ntt_scale(x[j], p.pre_scale, scale_lo, scale_hi, p.split, i);
+            }
         }
-        if (p.dit && at.low != 0) x = x * ntt_pass_twiddle(p, at, tw_lo, tw_hi, tw_direct);
-        tile_put(tile, e, x);
+        if (p.dit && p.lo != 0) {
+#pragma unroll
+            for (int j = 0; j < 2; j++) x[j] = x[j] * ntt_pass_twiddle(p, at[j], tw_lo, tw_hi, tw_direct);
+        }
+#pragma unroll
+        for (int j = 0; j < 2; j++) tile_put(tile, e + j * blockDim.x, x[j]);
     }
     __syncthreads();
 
@@ -271,15 +283,24 @@ extern "C" __global__ void __launch_bounds__(cuzk::NTT_THREADS, cuzk::NTT_MIN_BL
         }
     }
 
-    for (uint32_t e = threadIdx.x; e < size; e += blockDim.x) {
-        const ntt_slot at = ntt_locate(p, e);
-        fr_t x = tile_get(tile, e);
-        if (!p.dit && at.low != 0) x = x * ntt_pass_twiddle(p, at, tw_lo, tw_hi, tw_direct);
-        if (p.post_scale != NTT_SCALE_NONE) {
-            const uint32_t i = p.dit ? at.index : reverse_bits(at.index, p.log_n);
-            x = ntt_scale(x, p.post_scale, scale_lo, scale_hi, p.split, i);
+    for (uint32_t e = threadIdx.x; e < size; e += 2 * blockDim.x) {
+        ntt_slot at[2];
+        fr_t x[2];
+#pragma unroll
+        for (int j = 0; j < 2; j++) at[j] = ntt_locate(p, e + j * blockDim.x), x[j] = tile_get(tile, e + j * blockDim.x);
+        if (!p.dit && p.lo != 0) {
+#pragma unroll
+            for (int j = 0; j < 2; j++) x[j] = x[j] * ntt_pass_twiddle(p, at[j], tw_lo, tw_hi, tw_direct);
         }
-        ntt_store(data + at.index, x);
+        if (p.post_scale != NTT_SCALE_NONE) {
+#pragma unroll
+            for (int j = 0; j < 2; j++) {
+                const uint32_t i = p.dit ? at[j].index : reverse_bits(at[j].index, p.log_n);
+                x[j] = ntt_scale(x[j], p.post_scale, scale_lo, scale_hi, p.split, i);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < 2; j++) ntt_store(data + at[j].index, x[j]);
     }
 }
 
