@@ -25,6 +25,8 @@ pub struct Gpu {
     ordinal: usize,
     name: String,
     multiprocessors: u32,
+    /// Shared memory one multiprocessor has for its blocks, in bytes.
+    shared_per_multiprocessor: u32,
     /// Most free bytes `memory` reports (usize::MAX: no limit), for sharing a device with others
     /// and for testing the paths taken when memory is short.
     memory_limit: AtomicUsize,
@@ -70,6 +72,9 @@ impl Gpu {
         let multiprocessors = ctx
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .call("cuDeviceGetAttribute")? as u32;
+        let shared_per_multiprocessor = ctx
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)
+            .call("cuDeviceGetAttribute")? as u32;
         // The pool keeps what is freed instead of returning it at every synchronisation (its
         // default): a proof's MSMs allocate and free gigabytes each time, and mapping them afresh
         // cost 20–70 ms of host time per proof on an H200 (2^22 rows, half boolean: prove_start
@@ -109,6 +114,7 @@ impl Gpu {
             ordinal,
             name,
             multiprocessors,
+            shared_per_multiprocessor,
             memory_limit: AtomicUsize::new(usize::MAX),
         }))
     }
@@ -165,6 +171,7 @@ impl Gpu {
             ordinal: self.ordinal,
             name: self.name.clone(),
             multiprocessors: self.multiprocessors,
+            shared_per_multiprocessor: self.shared_per_multiprocessor,
             memory_limit: AtomicUsize::new(self.memory_limit.load(Ordering::Relaxed)),
         }))
     }
@@ -185,6 +192,11 @@ impl Gpu {
 
     pub fn multiprocessors(&self) -> u32 {
         self.multiprocessors
+    }
+
+    /// Bytes of shared memory one multiprocessor has for the blocks it runs (228 KiB on sm_90).
+    pub fn shared_per_multiprocessor(&self) -> u32 {
+        self.shared_per_multiprocessor
     }
 
     pub fn context(&self) -> &Arc<CudaContext> {

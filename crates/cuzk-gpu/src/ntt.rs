@@ -8,6 +8,7 @@
 //! The coset shift and 1/n ride on the first pass's loads or the last pass's stores.
 
 use blstrs::Scalar;
+use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
 use ff::{Field, PrimeField};
 
@@ -21,9 +22,15 @@ pub const MAX_LOG: u32 = 28;
 
 /// Stages per pass at most; mirrors `NTT_MAX_PASS_BITS` (the stage table's size is 2^this).
 const MAX_PASS_BITS: u32 = 10;
-/// Elements per block at most, log2: 2^10 scalars are 32 KiB of shared memory, so the four blocks
-/// per SM the kernel is compiled for (`NTT_MIN_BLOCKS`) fit.
+/// Elements per block at most, log2: 2^10 scalars are 32 KiB of shared memory, twice that with
+/// the twiddle tile of a DIF top pass.
 const BLOCK_LOG: u32 = 10;
+/// Blocks per SM the kernel is compiled for; mirrors `NTT_MIN_BLOCKS`.
+const MIN_BLOCKS: u32 = 3;
+/// Shared memory of a block with its twiddle tile: two tiles of 2^BLOCK_LOG scalars.
+const TWO_TILES: u32 = 2 << BLOCK_LOG << 5;
+/// The top passes' direct tables are built when both take at most this share of the free memory.
+const TOP_TABLES_SHARE: usize = 16;
 /// Threads per block at most; mirrors `NTT_THREADS` (the kernel's launch bound).
 const THREADS: u32 = 256;
 
@@ -132,12 +139,20 @@ impl Pass {
         self.log_cols + self.bits
     }
 
-    fn launch_config(&self, log_n: u32) -> LaunchConfig {
+    /// The top pass above the bottom one: its twiddles are powers of ω_n itself.
+    fn is_top(&self, log_n: u32) -> bool {
+        self.lo > 0 && self.lo + self.bits == log_n
+    }
+
+    /// `twiddle_tile`: the block also holds its elements' twiddles, fetched as it starts (a DIF
+    /// top pass with a direct table, see ntt.cuh).
+    fn launch_config(&self, log_n: u32, twiddle_tile: bool) -> LaunchConfig {
         let size = 1u32 << self.block_log();
+        let tiles = if twiddle_tile { 2 } else { 1 };
         LaunchConfig {
             grid_dim: (1 << (log_n - self.block_log()), 1, 1),
             block_dim: ((size / 2).min(THREADS), 1, 1),
-            shared_mem_bytes: size * 4 * SCALAR_WORDS as u32,
+            shared_mem_bytes: tiles * size * 4 * SCALAR_WORDS as u32,
         }
     }
 }
@@ -230,22 +245,55 @@ impl PowerTables {
             hi: upload_scalars(gpu, &powers(step, Scalar::ONE, 1 << (log_n - split)))?,
         })
     }
+
+    /// `[first·base^e for e < count]` (count ≤ 2^log_n), one product each on the device.
+    fn expand(&self, gpu: &Gpu, log_n: u32, count: u32) -> Result<CudaSlice<u32>, GpuError> {
+        let mut out = gpu
+            .stream()
+            .alloc_zeros::<u32>(count as usize * SCALAR_WORDS)
+            .call("cuMemAlloc (NTT direct table)")?;
+        let kernel = gpu.kernel("ntt_power_table")?;
+        let config = LaunchConfig {
+            grid_dim: (count.div_ceil(THREADS), 1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let split = split(log_n);
+        // SAFETY: `out` holds `count` scalars, one written per e < count; e < count ≤ 2^log_n
+        // keeps the reads below 2^split entries of lo and 2^(log_n − split) of hi, as built.
+        unsafe {
+            gpu.stream()
+                .launch_builder(&kernel)
+                .arg(&mut out)
+                .arg(&self.lo)
+                .arg(&self.hi)
+                .arg(&split)
+                .arg(&count)
+                .launch(config)
+                .call("ntt_power_table")?;
+        }
+        Ok(out)
+    }
 }
 
 /// The twiddles of one direction: the stage table `stages[2^t + m] = ω_{2^(t+1)}^m` shared by
-/// every pass, the powers of ω_n for the twiddles after the top pass, and for a pass below it
-/// (with lo ≥ 1 and lo + bits < L) the direct table `direct[e] = ω_{n'}^e`, n' = 2^(lo+bits): one
-/// product per twiddle instead of two. Only one pass of a plan can have one (plans have at most
-/// three passes), so one table serves it: 2^18 entries (8 MiB) at 2^27.
+/// every pass, the powers of ω_n for the twiddles after the top pass, and direct tables that give
+/// a twiddle in one read instead of a product of two:
+/// - for a pass strictly between the top and the bottom one (lo ≥ 1, lo + bits < L),
+///   `direct[e] = ω_{n'}^e`, n' = 2^(lo+bits); only one pass of a plan has one (plans have at
+///   most three passes): 2^18 entries (8 MiB) at 2^27;
+/// - with `with_top`, for the top pass (lo ≥ 1, lo + bits = L), `top[e] = ω_n^e` for e < n/2, the
+///   other half being its negation (ω_n^(n/2) = −1): n/2 entries, 2 GiB at 2^27.
 #[derive(Debug)]
 struct RootTables {
     stages: CudaSlice<u32>,
     powers: PowerTables,
     direct: Option<(u32, CudaSlice<u32>)>,
+    top: Option<CudaSlice<u32>>,
 }
 
 impl RootTables {
-    fn new(gpu: &Gpu, log_n: u32, inverse: bool) -> Result<Self, GpuError> {
+    fn new(gpu: &Gpu, log_n: u32, inverse: bool, with_top: bool) -> Result<Self, GpuError> {
         let top = powers(
             root_of_unity(MAX_PASS_BITS, inverse),
             Scalar::ONE,
@@ -266,18 +314,28 @@ impl RootTables {
             }
             None => None,
         };
+        let powers = PowerTables::new(gpu, log_n, root_of_unity(log_n, inverse), Scalar::ONE)?;
+        let top_table = if with_top {
+            Some(powers.expand(gpu, log_n, 1 << (log_n - 1))?)
+        } else {
+            None
+        };
         Ok(RootTables {
             stages: upload_scalars(gpu, &stages)?,
-            powers: PowerTables::new(gpu, log_n, root_of_unity(log_n, inverse), Scalar::ONE)?,
+            powers,
             direct,
+            top: top_table,
         })
     }
 
-    /// The direct table for the pass starting at bit `lo`, if it has one.
-    fn direct_for(&self, lo: u32) -> Option<&CudaSlice<u32>> {
+    /// The direct table of a pass, if it has one.
+    fn direct_for(&self, log_n: u32, pass: &Pass) -> Option<&CudaSlice<u32>> {
+        if pass.is_top(log_n) {
+            return self.top.as_ref();
+        }
         self.direct
             .as_ref()
-            .filter(|(at, _)| *at == lo)
+            .filter(|(at, _)| *at == pass.lo)
             .map(|(_, table)| table)
     }
 }
@@ -292,7 +350,8 @@ fn direct_pass(log_n: u32) -> Option<Pass> {
 }
 
 /// Everything the transforms of one size read besides the data, built once per domain size and
-/// kept by the caller (~20 MiB at 2^27 and 2^28, under 100 KiB up to 2^16).
+/// kept by the caller: as much memory as the data where the top passes' direct tables are built
+/// (4 GiB at 2^27), else ~20 MiB at 2^27 and 2^28 and under 100 KiB up to 2^16.
 #[derive(Debug)]
 pub struct NttTables {
     log_n: u32,
@@ -315,14 +374,20 @@ impl NttTables {
                 reason: format!("2^{log_n} points; the largest transform is 2^{MAX_LOG}"),
             });
         }
+        // Two direct tables of n/2 scalars (one per direction), where they fit the free memory
+        // comfortably and the SM holds its blocks with their twiddle tiles (sm_90: 228 KiB).
+        let top_bytes = (1usize << log_n) * SCALAR_WORDS * 4;
+        let with_top = plan(log_n).len() >= 2
+            && gpu.shared_per_multiprocessor() >= MIN_BLOCKS * TWO_TILES
+            && top_bytes <= gpu.memory()?.0 / TOP_TABLES_SHARE;
         let generator = Scalar::MULTIPLICATIVE_GENERATOR;
         // The generator is not zero: the default is never taken.
         let generator_inv = generator.invert().unwrap_or(Scalar::ZERO);
         let inverse_n = Scalar::TWO_INV.pow_vartime([u64::from(log_n)]);
         Ok(NttTables {
             log_n,
-            forward: RootTables::new(gpu, log_n, false)?,
-            inverse: RootTables::new(gpu, log_n, true)?,
+            forward: RootTables::new(gpu, log_n, false, with_top)?,
+            inverse: RootTables::new(gpu, log_n, true, with_top)?,
             coset: PowerTables::new(gpu, log_n, generator, Scalar::ONE)?,
             coset_inverse: PowerTables::new(gpu, log_n, generator_inv, inverse_n)?,
             inverse_n: upload_scalars(gpu, &[inverse_n])?,
@@ -336,6 +401,12 @@ impl NttTables {
 
     pub fn log_n(&self) -> u32 {
         self.log_n
+    }
+
+    /// Whether the top pass reads its twiddles from direct tables (built where the device has
+    /// the memory and the shared memory for them), rather than as products of two.
+    pub fn direct_top(&self) -> bool {
+        self.forward.top.is_some()
     }
 
     /// Points per transform.
@@ -394,6 +465,13 @@ pub fn ntt(
         passes.reverse();
     }
     let kernel = gpu.kernel("ntt_pass")?;
+    // Past the default 48 KiB: a block with its twiddle tile.
+    kernel
+        .set_attribute(
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            TWO_TILES as i32,
+        )
+        .call("cuFuncSetAttribute (ntt_pass)")?;
     let stream = gpu.stream();
     let last = passes.len() - 1;
     for (i, pass) in passes.iter().enumerate() {
@@ -410,12 +488,13 @@ pub fn ntt(
         // SAFETY: `data` holds n = 2^log_n scalars (checked above); the pass touches exactly the
         // indices below n: grid·2^block_log = n elements, one per (block, slot). `plan` keeps
         // 1 ≤ bits ≤ 10 (stage-table index < 2^10), block elements ≤ 2^10 (the shared memory
-        // given, within the default 48 KiB) and cols ≤ 2^lo when lo ≥ 1. Twiddle exponents are
-        // < n and scale indices < n, so table reads stay below 2^split (lo) and 2^(L − split)
-        // (hi) entries, as built for this log_n; a direct table, given only to the pass it was
-        // built for, holds 2^(lo+bits) entries and its exponents low·rev(mid) are below that;
-        // SCALE_CONST reads one entry. The blocks touch disjoint elements, and passes run in
-        // stream order.
+        // given: one tile, or two with the twiddle tile, within the limit set above) and
+        // cols ≤ 2^lo when lo ≥ 1. Twiddle exponents are < n and scale indices < n, so table
+        // reads stay below 2^split (lo) and 2^(L − split) (hi) entries, as built for this log_n;
+        // a direct table, given only to the pass it was built for, holds 2^(lo+bits) entries
+        // (n/2 for the top pass, read at exponent mod n/2) and its exponents low·rev(mid) are
+        // below that; SCALE_CONST reads one entry. The blocks touch disjoint elements, and
+        // passes run in stream order.
         unsafe {
             let mut launch = stream.launch_builder(&kernel);
             launch
@@ -423,7 +502,9 @@ pub fn ntt(
                 .arg(&roots.stages)
                 .arg(&roots.powers.lo)
                 .arg(&roots.powers.hi);
-            match roots.direct_for(pass.lo) {
+            let direct = roots.direct_for(log_n, pass);
+            let config = pass.launch_config(log_n, direct.is_some() && !dit && pass.is_top(log_n));
+            match direct {
                 Some(direct) => launch.arg(direct),
                 None => launch.arg(&crate::NULL),
             };
@@ -431,7 +512,7 @@ pub fn ntt(
                 .arg(scale_lo)
                 .arg(&scale.hi)
                 .arg(&params)
-                .launch(pass.launch_config(log_n))
+                .launch(config)
                 .call("ntt_pass")?;
         }
     }
@@ -550,11 +631,20 @@ mod tests {
                 if pass.lo > 0 {
                     assert!(pass.log_cols <= pass.lo, "{log_n}: {pass:?}");
                 }
-                let config = pass.launch_config(log_n);
-                assert!(config.block_dim.0 >= 1 && config.block_dim.0 <= THREADS);
+                for twiddle_tile in [false, true] {
+                    let config = pass.launch_config(log_n, twiddle_tile);
+                    assert!(config.block_dim.0 >= 1 && config.block_dim.0 <= THREADS);
+                    assert!(config.shared_mem_bytes <= TWO_TILES, "{log_n}: {pass:?}");
+                    assert_eq!(
+                        u64::from(config.grid_dim.0) << pass.block_log(),
+                        1u64 << log_n
+                    );
+                }
+                // Only the first pass of a plan of two or more is the top one.
                 assert_eq!(
-                    u64::from(config.grid_dim.0) << pass.block_log(),
-                    1u64 << log_n
+                    pass.is_top(log_n),
+                    passes.len() > 1 && std::ptr::eq(pass, &passes[0]),
+                    "{log_n}: {pass:?}"
                 );
             }
             assert_eq!(top, 0);

@@ -392,6 +392,44 @@ fn largest_ntt_matches_the_cpu() {
     }
 }
 
+/// Where the top passes' direct tables do not fit (memory capped just below their share), the
+/// tables fall back to two-level twiddles for the top pass, and the transforms still match the
+/// CPU; with the memory, the same size gets the direct tables.
+#[test]
+fn tables_without_direct_top_twiddles_match_the_cpu() {
+    let Some(gpu) = common::gpu("tables_without_direct_top_twiddles_match_the_cpu") else {
+        return;
+    };
+    let mut rng = common::rng("tables_without_direct_top_twiddles_match_the_cpu");
+    let log = 14;
+    let n = 1usize << log;
+    // Both directions' tables hold n/2 scalars each: n·32 bytes, built within 1/16 of the free.
+    gpu.limit_memory(Some(n * 32 * 16 - 1));
+    let tables = NttTables::new(&gpu, log);
+    gpu.limit_memory(None);
+    let tables = tables.unwrap();
+    assert!(!tables.direct_top());
+    if gpu.shared_per_multiprocessor() >= 3 * 64 * 1024 {
+        assert!(NttTables::new(&gpu, log).unwrap().direct_top());
+    }
+    let domain = EvaluationDomain::new(n).unwrap();
+    let values = random(&mut rng, n);
+    for transform in [
+        Transform::ntt(NttOrder::NaturalToBitReversed),
+        Transform::coset_intt(NttOrder::BitReversedToNatural),
+    ] {
+        let want = cpu(&domain, transform, &values);
+        check(
+            &gpu,
+            &tables,
+            &values,
+            &want,
+            transform,
+            &format!("2^{log} {transform:?}, two-level top twiddles"),
+        );
+    }
+}
+
 /// Host → device → host through page-locked buffers, around a transform.
 #[test]
 fn pinned_round_trip_matches_the_cpu() {
