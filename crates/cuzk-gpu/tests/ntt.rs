@@ -372,22 +372,33 @@ fn largest_ntt_matches_the_cpu() {
     };
     let mut rng = common::rng("largest_ntt_matches_the_cpu");
     let log = common::max_log();
-    let n = 1usize << log;
-    let domain = EvaluationDomain::new(n).unwrap();
     let tables = NttTables::new(&gpu, log).unwrap();
-    let values = random(&mut rng, n);
+    check_forward_and_coset_inverse(&gpu, &tables, &mut rng, &format!("2^{log}"));
+}
+
+/// A forward NTT (natural → bit-reversed) and a coset inverse one (back) of fresh random values
+/// against the CPU.
+fn check_forward_and_coset_inverse(
+    gpu: &Gpu,
+    tables: &NttTables,
+    rng: &mut impl RngCore,
+    what: &str,
+) {
+    let n = tables.size();
+    let domain = EvaluationDomain::new(n).unwrap();
+    let values = random(rng, n);
     for transform in [
         Transform::ntt(NttOrder::NaturalToBitReversed),
         Transform::coset_intt(NttOrder::BitReversedToNatural),
     ] {
         let want = cpu(&domain, transform, &values);
         check(
-            &gpu,
-            &tables,
+            gpu,
+            tables,
             &values,
             &want,
             transform,
-            &format!("2^{log} {transform:?}"),
+            &format!("{what} {transform:?}"),
         );
     }
 }
@@ -412,22 +423,12 @@ fn tables_without_direct_top_twiddles_match_the_cpu() {
     if gpu.shared_per_multiprocessor() >= 3 * 64 * 1024 {
         assert!(NttTables::new(&gpu, log).unwrap().direct_top());
     }
-    let domain = EvaluationDomain::new(n).unwrap();
-    let values = random(&mut rng, n);
-    for transform in [
-        Transform::ntt(NttOrder::NaturalToBitReversed),
-        Transform::coset_intt(NttOrder::BitReversedToNatural),
-    ] {
-        let want = cpu(&domain, transform, &values);
-        check(
-            &gpu,
-            &tables,
-            &values,
-            &want,
-            transform,
-            &format!("2^{log} {transform:?}, two-level top twiddles"),
-        );
-    }
+    check_forward_and_coset_inverse(
+        &gpu,
+        &tables,
+        &mut rng,
+        &format!("2^{log}, two-level top twiddles"),
+    );
 }
 
 /// Host → device → host through page-locked buffers, around a transform.
