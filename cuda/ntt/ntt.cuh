@@ -66,24 +66,26 @@ struct ntt_pass_params {
     uint32_t post_scale;  // NTT_SCALE_* applied to stored values
 };
 
-// Global memory holds elements 32-byte aligned (allocations are 256-byte aligned): two 16-byte
-// accesses each. `ldg_fr` is for tables no kernel writes.
-__device__ __forceinline__ fr_t ntt_load(const fr_t* p) {
-    const uint4* v = reinterpret_cast<const uint4*>(p);
-    const uint4 a = v[0], b = v[1];
+// An element from its two 16-byte halves.
+__device__ __forceinline__ fr_t fr_of_halves(const uint4 a, const uint4 b) {
     fr_t r;
     r.l[0] = a.x, r.l[1] = a.y, r.l[2] = a.z, r.l[3] = a.w;
     r.l[4] = b.x, r.l[5] = b.y, r.l[6] = b.z, r.l[7] = b.w;
     return r;
 }
 
+// Global memory holds elements 32-byte aligned (allocations are 256-byte aligned): two 16-byte
+// accesses each. `ldg_fr` is for tables no kernel writes.
+__device__ __forceinline__ fr_t ntt_load(const fr_t* p) {
+    const uint4* v = reinterpret_cast<const uint4*>(p);
+    const uint4 a = v[0], b = v[1];
+    return fr_of_halves(a, b);
+}
+
 __device__ __forceinline__ fr_t ldg_fr(const fr_t* p) {
     const uint4* v = reinterpret_cast<const uint4*>(p);
     const uint4 a = __ldg(v), b = __ldg(v + 1);
-    fr_t r;
-    r.l[0] = a.x, r.l[1] = a.y, r.l[2] = a.z, r.l[3] = a.w;
-    r.l[4] = b.x, r.l[5] = b.y, r.l[6] = b.z, r.l[7] = b.w;
-    return r;
+    return fr_of_halves(a, b);
 }
 
 __device__ __forceinline__ void ntt_store(fr_t* p, const fr_t& x) {
@@ -105,10 +107,7 @@ __device__ __forceinline__ uint32_t tile_unit(uint32_t e) { return 2 * e ^ ((TIL
 __device__ __forceinline__ fr_t tile_get(const uint4* tile, uint32_t e) {
     const uint32_t u = tile_unit(e);
     const uint4 a = tile[u], b = tile[u ^ 1];
-    fr_t r;
-    r.l[0] = a.x, r.l[1] = a.y, r.l[2] = a.z, r.l[3] = a.w;
-    r.l[4] = b.x, r.l[5] = b.y, r.l[6] = b.z, r.l[7] = b.w;
-    return r;
+    return fr_of_halves(a, b);
 }
 
 __device__ __forceinline__ void tile_put(uint4* tile, uint32_t e, const fr_t& x) {
@@ -152,8 +151,6 @@ __device__ __forceinline__ ntt_slot ntt_locate(const ntt_pass_params& p, uint32_
     return {mid, low, (high << (p.lo + p.bits)) | (mid << p.lo) | low};
 }
 
-// ω_{n'}^(low · rev_k(mid)), n' = 2^(lo+k): from the pass's direct table of ω_{n'}^e (e < n') when
-// it has one, else as ω_n^e' (e' < n) from the two-level tables.
 __device__ __forceinline__ uint32_t ntt_twiddle_exponent(const ntt_pass_params& p, const ntt_slot& at) {
     return at.low * reverse_bits(at.mid, p.bits);
 }
@@ -168,6 +165,8 @@ __device__ __forceinline__ fr_t ntt_negate_if(const fr_t& w, bool negate) {
     return negate ? minus : w;
 }
 
+// ω_{n'}^(low · rev_k(mid)), n' = 2^(lo+k): from the pass's direct table of ω_{n'}^e when it has
+// one, else as ω_n^e' (e' < n) from the two-level tables.
 __device__ __forceinline__ fr_t ntt_pass_twiddle(const ntt_pass_params& p, const ntt_slot& at, const fr_t* lo,
                                                  const fr_t* hi, const fr_t* direct) {
     const uint32_t e = ntt_twiddle_exponent(p, at);
@@ -332,10 +331,7 @@ extern "C" __global__ void __launch_bounds__(cuzk::NTT_THREADS, cuzk::NTT_MIN_BL
             for (int j = 0; j < 2; j++) {
                 const uint4* w = twiddles + 2 * (e + j * blockDim.x);
                 const uint4 a = w[0], b = w[1];
-                fr_t t;
-                t.l[0] = a.x, t.l[1] = a.y, t.l[2] = a.z, t.l[3] = a.w;
-                t.l[4] = b.x, t.l[5] = b.y, t.l[6] = b.z, t.l[7] = b.w;
-                x[j] = x[j] * ntt_negate_if(t, (ntt_twiddle_exponent(p, at[j]) & half) != 0);
+                x[j] = x[j] * ntt_negate_if(fr_of_halves(a, b), (ntt_twiddle_exponent(p, at[j]) & half) != 0);
             }
         } else if (!p.dit && p.lo != 0) {
 #pragma unroll
