@@ -403,10 +403,11 @@ impl NttTables {
         self.log_n
     }
 
-    /// Whether the top pass reads its twiddles from direct tables (built where the device has
-    /// the memory and the shared memory for them), rather than as products of two.
-    pub fn direct_top(&self) -> bool {
-        self.forward.top.is_some()
+    /// Whether the top pass of these transforms takes its twiddles as products of two table
+    /// entries: it has some (two or more passes) but the device lacked the memory or the shared
+    /// memory for the direct tables.
+    pub fn two_level_top(&self) -> bool {
+        plan(self.log_n).len() >= 2 && self.forward.top.is_none()
     }
 
     /// Points per transform.

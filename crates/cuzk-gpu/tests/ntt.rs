@@ -419,9 +419,9 @@ fn tables_without_direct_top_twiddles_match_the_cpu() {
     let tables = NttTables::new(&gpu, log);
     gpu.limit_memory(None);
     let tables = tables.unwrap();
-    assert!(!tables.direct_top());
+    assert!(tables.two_level_top());
     if gpu.shared_per_multiprocessor() >= 3 * 64 * 1024 {
-        assert!(NttTables::new(&gpu, log).unwrap().direct_top());
+        assert!(!NttTables::new(&gpu, log).unwrap().two_level_top());
     }
     check_forward_and_coset_inverse(
         &gpu,
