@@ -167,8 +167,9 @@ struct alignas(16) mont {
     // `carry_in`: the chain opens with *below += add, below being the limb under acc[0], so that
     // the carry of that addition enters acc[0] (in the same run of asm statements as the chain).
     template <int s, bool carry_in = false>
-    __device__ __forceinline__ static void mad_modulus(uint32_t* acc, const uint32_t* m, uint32_t q, uint32_t low,
+    __device__ __forceinline__ static void mad_modulus(uint32_t* acc, const uint32_t* m, uint32_t low,
                                                        uint32_t* below = nullptr, uint32_t add = 0) {
+        const uint32_t q = quotient(low);
         if constexpr (P::SPARSE_LOW) {
             const uint32_t lo = s == 0 ? q : low, hi = s == 0 ? 0u : q - (low != 0 ? 1u : 0u);
             if constexpr (carry_in) {
@@ -243,13 +244,13 @@ struct alignas(16) mont {
                 }
                 mad_pairs<0, N / 2, 0, false>(e, a.l, bi);
                 asm volatile("addc.u32 %0, %0, 0;" : "+r"(e[N]));
-                const uint32_t low = e[0], q = quotient(low);
-                mad_modulus<0>(e, m, q, low);
+                const uint32_t low = e[0];
+                mad_modulus<0>(e, m, low);
                 asm volatile("addc.u32 %0, %0, 0;" : "+r"(e[N]));
 #pragma unroll
                 for (int j = 0; j < N; j++) o[j] = 0;
                 mad_pairs<0, N / 2, 1, false>(o, a.l, bi);
-                mad_modulus<1>(o, m, q, low);
+                mad_modulus<1>(o, m, low);
                 // e₀ is now zero: shift one limb down.
 #pragma unroll
                 for (int j = 0; j < N; j++) e[j] = e[j + 1];
@@ -273,10 +274,10 @@ struct alignas(16) mont {
                 }
                 mad_pairs<0, N / 2, 0, false>(A, a.l, bi);
                 asm volatile("addc.u32 %0, %0, 0;" : "+r"(A[N]));
-                const uint32_t low = A[0], q = quotient(low);
-                mad_modulus<0>(A, m, q, low);
+                const uint32_t low = A[0];
+                mad_modulus<0>(A, m, low);
                 asm volatile("addc.u32 %0, %0, 0;" : "+r"(A[N]));
-                mad_modulus<1>(B, m, q, low);
+                mad_modulus<1>(B, m, low);
                 // A₀ is now zero: divide by 2^32, A_N moving to B's limb N − 2.
                 rotate(A, B, L, A[N]);
                 A[N] = 0;
@@ -340,13 +341,13 @@ struct alignas(16) mont {
 #pragma unroll
         for (int i = 0; i < N; i++) {
             // The window's lowest limb is A₀ + L.
-            const uint32_t low = A[0] + L, q = quotient(low);
+            const uint32_t low = A[0] + L;
             if (i > 0) {
-                mad_modulus<1, true>(B, m, q, low, &A[0], L);
+                mad_modulus<1, true>(B, m, low, &A[0], L);
             } else {
-                mad_modulus<1>(B, m, q, low);
+                mad_modulus<1>(B, m, low);
             }
-            mad_modulus<0>(A, m, q, low);
+            mad_modulus<0>(A, m, low);
             // The carry out of A, at limb N, goes to B's top limb there: that limb starts each row at
             // zero and takes at most the high half of q·m_{N−1} and a carry, so it has room; A
             // needs no limb N, to be paired after the rotation.
