@@ -529,7 +529,7 @@ struct alignas(16) mont {
     __device__ __forceinline__ static mont combine_mod(const mont& x, const mont& y, int32_t f, int32_t g) {
         uint32_t t[N + 1];
         const uint32_t negative = combine(x.l, y.l, f, g, t);
-        const uint32_t q = t[0] * P::inv();
+        const uint32_t q = quotient(t[0]);
         uint32_t carry = 0;
 #pragma unroll
         for (int i = 0; i < N; i++) {
