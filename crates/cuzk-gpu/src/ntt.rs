@@ -380,6 +380,15 @@ impl NttTables {
         let with_top = plan(log_n).len() >= 2
             && gpu.shared_per_multiprocessor() >= MIN_BLOCKS * TWO_TILES
             && top_bytes <= gpu.memory()?.0 / TOP_TABLES_SHARE;
+        if with_top {
+            // Past the default 48 KiB, once for the context: a block with its twiddle tile.
+            gpu.kernel("ntt_pass")?
+                .set_attribute(
+                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    TWO_TILES as i32,
+                )
+                .call("cuFuncSetAttribute (ntt_pass)")?;
+        }
         let generator = Scalar::MULTIPLICATIVE_GENERATOR;
         // The generator is not zero: the default is never taken.
         let generator_inv = generator.invert().unwrap_or(Scalar::ZERO);
@@ -466,13 +475,6 @@ pub fn ntt(
         passes.reverse();
     }
     let kernel = gpu.kernel("ntt_pass")?;
-    // Past the default 48 KiB: a block with its twiddle tile.
-    kernel
-        .set_attribute(
-            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            TWO_TILES as i32,
-        )
-        .call("cuFuncSetAttribute (ntt_pass)")?;
     let stream = gpu.stream();
     let last = passes.len() - 1;
     for (i, pass) in passes.iter().enumerate() {
@@ -489,7 +491,8 @@ pub fn ntt(
         // SAFETY: `data` holds n = 2^log_n scalars (checked above); the pass touches exactly the
         // indices below n: grid·2^block_log = n elements, one per (block, slot). `plan` keeps
         // 1 ≤ bits ≤ 10 (stage-table index < 2^10), block elements ≤ 2^10 (the shared memory
-        // given: one tile, or two with the twiddle tile, within the limit set above) and
+        // given: one tile, or two with the twiddle tile, which only tables with direct top
+        // twiddles ask for, and NttTables::new raised the limit for them) and
         // cols ≤ 2^lo when lo ≥ 1. Twiddle exponents are < n and scale indices < n, so table
         // reads stay below 2^split (lo) and 2^(L − split) (hi) entries, as built for this log_n;
         // a direct table, given only to the pass it was built for, holds 2^(lo+bits) entries
