@@ -51,42 +51,88 @@ struct alignas(16) mont {
 
     __device__ __forceinline__ bool operator!=(const mont& o) const { return !(*this == o); }
 
-    // r = a − m if a ≥ m, else a (a < 2m).
+    // Limb i of 2^k·m (k = 0, 1): the modulus, or twice it, the bound of the lazy range.
+    template <int k>
+    __device__ __forceinline__ static uint32_t mod_times(int i) {
+        static_assert(k == 0 || k == 1, "m or 2m");
+        if constexpr (k == 0) {
+            return P::mod(i);
+        } else {
+            return P::mod(i) << 1 | (i > 0 ? P::mod(i - 1) >> 31 : 0u);
+        }
+    }
+
+    // a − 2^k·m if a + top·2^(32N) ≥ 2^k·m, else a (the value below 2^(k+1)·m).
+    template <int k = 0>
     __device__ __forceinline__ static void reduce_once(uint32_t (&a)[N], uint32_t top) {
         uint32_t s[N], borrow;
-        asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(s[0]) : "r"(a[0]), "r"(P::mod(0)));
+        asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(s[0]) : "r"(a[0]), "r"(mod_times<k>(0)));
 #pragma unroll
         for (int i = 1; i < N; i++)
-            asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(s[i]) : "r"(a[i]), "r"(P::mod(i)));
+            asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(s[i]) : "r"(a[i]), "r"(mod_times<k>(i)));
         asm volatile("subc.u32 %0, %1, 0;" : "=r"(borrow) : "r"(top));
         // borrow is 0xffffffff when a < m: keep a.
 #pragma unroll
         for (int i = 0; i < N; i++) a[i] = (a[i] & borrow) | (s[i] & ~borrow);
     }
 
-    __device__ __forceinline__ mont operator+(const mont& b) const {
+    // this + b below 2^k·m, for both below 2^k·m.
+    template <int k>
+    __device__ __forceinline__ mont sum(const mont& b) const {
         mont r;
         uint32_t top;
         asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r.l[0]) : "r"(l[0]), "r"(b.l[0]));
 #pragma unroll
         for (int i = 1; i < N; i++) asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r.l[i]) : "r"(l[i]), "r"(b.l[i]));
         asm volatile("addc.u32 %0, 0, 0;" : "=r"(top));
-        reduce_once(r.l, top);
+        reduce_once<k>(r.l, top);
         return r;
     }
 
-    __device__ __forceinline__ mont operator-(const mont& b) const {
+    // this − b below 2^k·m, for both below 2^k·m.
+    template <int k>
+    __device__ __forceinline__ mont difference(const mont& b) const {
         mont r;
         uint32_t borrow;
         asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(r.l[0]) : "r"(l[0]), "r"(b.l[0]));
 #pragma unroll
         for (int i = 1; i < N; i++) asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(r.l[i]) : "r"(l[i]), "r"(b.l[i]));
         asm volatile("subc.u32 %0, 0, 0;" : "=r"(borrow));
-        // On borrow add m back.
-        asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(r.l[0]) : "r"(P::mod(0) & borrow));
+        // On borrow add 2^k·m back.
+        asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(r.l[0]) : "r"(mod_times<k>(0) & borrow));
 #pragma unroll
-        for (int i = 1; i < N - 1; i++) asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(r.l[i]) : "r"(P::mod(i) & borrow));
-        asm volatile("addc.u32 %0, %0, %1;" : "+r"(r.l[N - 1]) : "r"(P::mod(N - 1) & borrow));
+        for (int i = 1; i < N - 1; i++)
+            asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(r.l[i]) : "r"(mod_times<k>(i) & borrow));
+        asm volatile("addc.u32 %0, %0, %1;" : "+r"(r.l[N - 1]) : "r"(mod_times<k>(N - 1) & borrow));
+        return r;
+    }
+
+    __device__ __forceinline__ mont operator+(const mont& b) const { return sum<0>(b); }
+
+    __device__ __forceinline__ mont operator-(const mont& b) const { return difference<0>(b); }
+
+    // The lazy range: values below 2m, which a chain of operations (an NTT's butterflies and
+    // twiddle products) keeps without reducing each result, and reduces once at its end. For
+    // m < R/4 (both fields), so that a sum of two fits N limbs and a carry: sums and differences
+    // need one conditional subtraction or addition of 2m, as for reduced values, and a product by
+    // a reduced factor none (below).
+    __device__ __forceinline__ mont add_lazy(const mont& b) const { return sum<1>(b); }
+
+    __device__ __forceinline__ mont sub_lazy(const mont& b) const { return difference<1>(b); }
+
+    // reduced·this·R⁻¹ below 2m, for `reduced` below m and this any N-limb value: the rotating
+    // product with the reduced factor as the one multiplied in full each row, where its bounds
+    // (mul_inline) take any limbs for the other, and (m·this + Q·m)/R < 2m. The final
+    // subtraction and select it saves are 17 ALU instructions of ~270 for Fr.
+    __device__ __forceinline__ mont mul_lazy(const mont& reduced) const {
+        static_assert(!P::FOLD_ROWS && P::INLINE_MUL, "for the rotating, inlined product");
+        return mul_inline<false>(reduced, *this);
+    }
+
+    // The value of a lazy-range one, reduced (below m).
+    __device__ __forceinline__ mont reduced() const {
+        mont r = *this;
+        reduce_once(r.l, 0);
         return r;
     }
 
@@ -198,14 +244,16 @@ struct alignas(16) mont {
         for (int j = 0; j < N; j++) A[j] = B[j], B[j] = next_b[j];
     }
 
-    // The rotating form's value A + L + B·2^32 (below 2m; B's top limb zero), fully reduced.
+    // The rotating form's value A + L + B·2^32 (below 2m; B's top limb zero), fully reduced or
+    // (`reduce` false) as it is.
+    template <bool reduce = true>
     __device__ __forceinline__ static mont rotating_value(const uint32_t* A, const uint32_t (&B)[N], uint32_t L) {
         mont r;
         asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r.l[0]) : "r"(A[0]), "r"(L));
 #pragma unroll
         for (int j = 1; j < N; j++)
             asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r.l[j]) : "r"(A[j]), "r"(B[j - 1]));
-        reduce_once(r.l, 0);
+        if constexpr (reduce) reduce_once(r.l, 0);
         return r;
     }
 
@@ -224,9 +272,11 @@ struct alignas(16) mont {
     // chain: e += o; e += even of a·bᵢ; q = e₀·INV; e += even of q·m; o = odd of a·bᵢ and of q·m,
     // aligned one limb down; e >>= 32. Nine ALU instructions per row more.
     //
-    // Bounds (a, b < m, m < 2^(32N − 1)): the value is below 2m at the start of a row and below
-    // 2m + 2^33·m < 2^(32N + 32) within it, so no chain carries out of the top limb of its half,
-    // and the even chains' carries stop at limb N.
+    // Bounds (a < m, b any N limbs, m < 2^(32N − 1)): the value is below 2m at the start of a row
+    // and below 2m + 2^33·m < 2^(32N + 32) within it, so no chain carries out of the top limb of
+    // its half, and the even chains' carries stop at limb N; at the end it is below 2m, and with
+    // `reduce` false it is left there (mul_lazy).
+    template <bool reduce = true>
     __device__ __forceinline__ static mont mul_inline(const mont& a, const mont& b) {
         static_assert(N % 2 == 0, "the parity split needs an even limb count");
         uint32_t m[N];
@@ -283,7 +333,7 @@ struct alignas(16) mont {
                 A[N] = 0;
             }
             // The value, below 2m, is A + L + B·2^32 (A_N and B's top limb are zero).
-            r = rotating_value(A, B, L);
+            r = rotating_value<reduce>(A, B, L);
         }
         return r;
     }

@@ -20,7 +20,9 @@
 // tile with cp.async as it starts; they arrive while the stages run (H200, 2^27: 41.5 → 39.4 ms).
 // The coset shift g^i (forward) and 1/n or g^-i/n (inverse) ride on the first pass's loads or the
 // last pass's stores, from tables of the same two-level shape indexed by the natural index i of
-// the element.
+// the element. Between a transform's loads and its last stores values stay in the lazy range
+// (below 2r, see mont::add_lazy): no product pays for a final subtraction, and each element is
+// reduced once, as the last pass stores it.
 //
 // Shared memory keeps a block's elements as 32-byte records, each read and written as two 16-byte
 // halves (two 128-bit accesses instead of eight 32-bit ones, each with its own address: a pass
@@ -127,7 +129,7 @@ __device__ __forceinline__ uint32_t reverse_bits(uint32_t x, uint32_t bits) { re
 __device__ __forceinline__ fr_t ntt_scale(const fr_t& x, uint32_t mode, const fr_t* lo, const fr_t* hi,
                                           uint32_t split, uint32_t i) {
     const fr_t f = mode == NTT_SCALE_CONST ? ldg_fr(lo) : table_power(lo, hi, split, i);
-    return x * f;
+    return x.mul_lazy(f);
 }
 
 // Where the block's e-th element lives. Consecutive e are consecutive addresses in runs of cols
@@ -178,10 +180,10 @@ __device__ __forceinline__ fr_t ntt_pass_twiddle(const ntt_pass_params& p, const
     return table_power(lo, hi, p.split, e << (p.log_n - p.lo - p.bits));
 }
 
-// (x, y) ← (x + y, x − y).
+// (x, y) ← (x + y, x − y), in the lazy range.
 __device__ __forceinline__ void ntt_butterfly(fr_t& x, fr_t& y) {
-    const fr_t sum = x + y;
-    y = x - y;
+    const fr_t sum = x.add_lazy(y);
+    y = x.sub_lazy(y);
     x = sum;
 }
 
@@ -191,8 +193,8 @@ __device__ __forceinline__ void ntt_butterfly(fr_t& x, fr_t& y) {
 __device__ __forceinline__ void ntt_stage_pairs(fr_t& x, fr_t& y, fr_t& u, fr_t& v, const fr_t* wy,
                                                 const fr_t* wv, bool dit) {
     if (!dit) ntt_butterfly(x, y), ntt_butterfly(u, v);
-    y = y * ldg_fr(wy);
-    v = v * ldg_fr(wv);
+    y = y.mul_lazy(ldg_fr(wy));
+    v = v.mul_lazy(ldg_fr(wv));
     if (dit) ntt_butterfly(x, y), ntt_butterfly(u, v);
 }
 
@@ -206,7 +208,7 @@ __device__ __forceinline__ void ntt_radix2_stage(uint4* tile, const fr_t* stage_
         const uint32_t m = (ia >> mid_at) & (h - 1);
         fr_t x = tile_get(tile, ia), y = tile_get(tile, ib);
         if (!dit) ntt_butterfly(x, y);
-        if (m != 0) y = y * ldg_fr(stage_tw + h + m);
+        if (m != 0) y = y.mul_lazy(ldg_fr(stage_tw + h + m));
         if (dit) ntt_butterfly(x, y);
         tile_put(tile, ia, x);
         tile_put(tile, ib, y);
@@ -234,7 +236,7 @@ __device__ __forceinline__ void ntt_radix4_step(uint4* tile, const fr_t* stage_t
             // In either order the same: stage 1's pair (x1, x3) takes ω_4 after stage 1 (DIF) or
             // before it, after stage 0 (DIT); x3 is that pair's upper element both ways.
             ntt_butterfly(x0, x2), ntt_butterfly(x1, x3);
-            x3 = x3 * ldg_fr(stage_tw + 3);
+            x3 = x3.mul_lazy(ldg_fr(stage_tw + 3));
             ntt_butterfly(x0, x1), ntt_butterfly(x2, x3);
         } else {
             const uint32_t m = (i0 >> mid_at) & (h / 2 - 1);
@@ -269,6 +271,8 @@ extern "C" __global__ void __launch_bounds__(cuzk::NTT_THREADS, cuzk::NTT_MIN_BL
     // second tile (each thread its own elements'), and arrive while the stages run.
     uint4* twiddles = tile + 2 * size;
     const bool prefetch = !p.dit && ntt_top_direct(p, tw_direct);
+    // Values stay in the lazy range (below 2r) through the passes; the last one stores them reduced.
+    const bool last = p.dit ? p.lo + p.bits == p.log_n : p.lo == 0;
     if (prefetch) {
         const uint32_t half = 1u << (p.log_n - 1);
         for (uint32_t e = threadIdx.x; e < size; e += blockDim.x) {
@@ -298,7 +302,7 @@ extern "C" __global__ void __launch_bounds__(cuzk::NTT_THREADS, cuzk::NTT_MIN_BL
         }
         if (p.dit && p.lo != 0) {
 #pragma unroll
-            for (int j = 0; j < 2; j++) x[j] = x[j] * ntt_pass_twiddle(p, at[j], tw_lo, tw_hi, tw_direct);
+            for (int j = 0; j < 2; j++) x[j] = x[j].mul_lazy(ntt_pass_twiddle(p, at[j], tw_lo, tw_hi, tw_direct));
         }
 #pragma unroll
         for (int j = 0; j < 2; j++) tile_put(tile, e + j * blockDim.x, x[j]);
@@ -331,11 +335,11 @@ extern "C" __global__ void __launch_bounds__(cuzk::NTT_THREADS, cuzk::NTT_MIN_BL
             for (int j = 0; j < 2; j++) {
                 const uint4* w = twiddles + 2 * (e + j * blockDim.x);
                 const uint4 a = w[0], b = w[1];
-                x[j] = x[j] * ntt_negate_if(fr_of_halves(a, b), (ntt_twiddle_exponent(p, at[j]) & half) != 0);
+                x[j] = x[j].mul_lazy(ntt_negate_if(fr_of_halves(a, b), (ntt_twiddle_exponent(p, at[j]) & half) != 0));
             }
         } else if (!p.dit && p.lo != 0) {
 #pragma unroll
-            for (int j = 0; j < 2; j++) x[j] = x[j] * ntt_pass_twiddle(p, at[j], tw_lo, tw_hi, tw_direct);
+            for (int j = 0; j < 2; j++) x[j] = x[j].mul_lazy(ntt_pass_twiddle(p, at[j], tw_lo, tw_hi, tw_direct));
         }
         if (p.post_scale != NTT_SCALE_NONE) {
 #pragma unroll
@@ -345,7 +349,7 @@ extern "C" __global__ void __launch_bounds__(cuzk::NTT_THREADS, cuzk::NTT_MIN_BL
             }
         }
 #pragma unroll
-        for (int j = 0; j < 2; j++) ntt_store(data + at[j].index, x[j]);
+        for (int j = 0; j < 2; j++) ntt_store(data + at[j].index, last ? x[j].reduced() : x[j]);
     }
 }
 
