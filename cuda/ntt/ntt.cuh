@@ -199,19 +199,42 @@ __device__ __forceinline__ void ntt_stage_pairs(fr_t& x, fr_t& y, fr_t& u, fr_t&
 }
 
 // Stage t alone (slot bit b = mid_at + t): butterfly q pairs q with a zero bit inserted at b and
-// that with the bit set; twiddle ω_{2^(t+1)}^(mid mod 2^t), skipped where it is 1.
+// that with the bit set; twiddle ω_{2^(t+1)}^(mid mod 2^t), 1 at t = 0 (no products). A thread
+// takes `per` pairs at a time, their products in one basic block so that they overlap; a
+// twiddle of 1 is multiplied all the same (a warp's pairs have mixed mid).
+template <int per>
+__device__ __forceinline__ void ntt_radix2_pairs(uint4* tile, const fr_t* stage_tw, uint32_t size, uint32_t mid_at,
+                                                 uint32_t t, bool dit) {
+    const uint32_t h = 1u << t, b = mid_at + t, below = (1u << b) - 1;
+    for (uint32_t q0 = threadIdx.x; q0 < size / 2; q0 += per * blockDim.x) {
+        uint32_t ia[per], ib[per];
+        fr_t x[per], y[per];
+#pragma unroll
+        for (int j = 0; j < per; j++) {
+            const uint32_t q = q0 + j * blockDim.x;
+            ia[j] = ((q & ~below) << 1) | (q & below), ib[j] = ia[j] | (1u << b);
+            x[j] = tile_get(tile, ia[j]), y[j] = tile_get(tile, ib[j]);
+            if (!dit) ntt_butterfly(x[j], y[j]);
+        }
+        if (t > 0) {
+#pragma unroll
+            for (int j = 0; j < per; j++) y[j] = y[j].mul_lazy(ldg_fr(stage_tw + h + ((ia[j] >> mid_at) & (h - 1))));
+        }
+#pragma unroll
+        for (int j = 0; j < per; j++) {
+            if (dit) ntt_butterfly(x[j], y[j]);
+            tile_put(tile, ia[j], x[j]);
+            tile_put(tile, ib[j], y[j]);
+        }
+    }
+}
+
 __device__ __forceinline__ void ntt_radix2_stage(uint4* tile, const fr_t* stage_tw, uint32_t size,
                                                  uint32_t mid_at, uint32_t t, bool dit) {
-    const uint32_t h = 1u << t, b = mid_at + t, below = (1u << b) - 1;
-    for (uint32_t q = threadIdx.x; q < size / 2; q += blockDim.x) {
-        const uint32_t ia = ((q & ~below) << 1) | (q & below), ib = ia | (1u << b);
-        const uint32_t m = (ia >> mid_at) & (h - 1);
-        fr_t x = tile_get(tile, ia), y = tile_get(tile, ib);
-        if (!dit) ntt_butterfly(x, y);
-        if (m != 0) y = y.mul_lazy(ldg_fr(stage_tw + h + m));
-        if (dit) ntt_butterfly(x, y);
-        tile_put(tile, ia, x);
-        tile_put(tile, ib, y);
+    if (size / 2 >= 2 * blockDim.x) {
+        ntt_radix2_pairs<2>(tile, stage_tw, size, mid_at, t, dit);
+    } else {
+        ntt_radix2_pairs<1>(tile, stage_tw, size, mid_at, t, dit);
     }
     __syncthreads();
 }
