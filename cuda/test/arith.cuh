@@ -47,3 +47,15 @@ extern "C" __global__ void arith_fr_canonical(const cuzk::fr_t* a, cuzk::fr_t* c
     canonical[i] = a[i].from_montgomery();
     back[i] = canonical[i].to_montgomery();
 }
+
+// The lazy range (values below 2r, see mont::add_lazy) on raw limbs: out[4i..4i+4) = a + b,
+// a − b, a·reduced(b), reduced(a), for a, b below 2r.
+extern "C" __global__ void arith_fr_lazy(const cuzk::fr_t* a, const cuzk::fr_t* b, cuzk::fr_t* out, uint32_t n) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const cuzk::fr_t x = a[i], y = b[i];
+    out[4 * i + 0] = x.add_lazy(y);
+    out[4 * i + 1] = x.sub_lazy(y);
+    out[4 * i + 2] = x.mul_lazy(y.reduced());
+    out[4 * i + 3] = x.reduced();
+}

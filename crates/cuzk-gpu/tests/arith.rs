@@ -170,6 +170,95 @@ fn scalars_convert_between_montgomery_and_canonical_form() {
     assert_eq!(back, as_words(&scalars), "round trip");
 }
 
+/// r as little-endian u32 limbs, from ff's `MODULUS`.
+fn modulus_words() -> Vec<u32> {
+    let hex = Scalar::MODULUS.trim_start_matches("0x");
+    (0..SCALAR_WORDS)
+        .map(|i| u32::from_str_radix(&hex[hex.len() - 8 * (i + 1)..hex.len() - 8 * i], 16).unwrap())
+        .collect()
+}
+
+/// a < b, both little-endian limbs of one length.
+fn below(a: &[u32], b: &[u32]) -> bool {
+    a.iter().rev().cmp(b.iter().rev()) == std::cmp::Ordering::Less
+}
+
+/// a + b, or a − b, over the limbs' width (the caller keeps the result in range).
+fn add_words(a: &[u32], b: &[u32], subtract: bool) -> Vec<u32> {
+    let mut carry = 0i64;
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| {
+            let t = i64::from(x)
+                + carry
+                + if subtract {
+                    -i64::from(y)
+                } else {
+                    i64::from(y)
+                };
+            carry = t >> 32;
+            t as u32
+        })
+        .collect()
+}
+
+#[test]
+fn lazy_range_matches_blstrs() {
+    let Some(gpu) = common::gpu("lazy_range_matches_blstrs") else {
+        return;
+    };
+    let mut rng = common::rng("lazy_range_matches_blstrs");
+    let r = modulus_words();
+    let two_r = add_words(&r, &r, false);
+    // A value below 2r stands for its field element either as the stored integer x < r or as
+    // x + r. Every pair of edge values (with stored integers 0, 1, r − 1, …) both ways each, then
+    // random ones.
+    let mut edges: Vec<Scalar> = edge_and_random(&mut rng, 5);
+    edges.extend(small_stored::<Scalar>(256));
+    let mut cases = Vec::new();
+    for &x in &edges {
+        for &y in &edges {
+            cases.extend((0..4).map(|lift| (x, lift & 1 != 0, y, lift & 2 != 0)));
+        }
+    }
+    while cases.len() < 4099 {
+        let lift = rng.next_u32();
+        cases.push((
+            Scalar::random(&mut rng),
+            lift & 1 != 0,
+            Scalar::random(&mut rng),
+            lift & 2 != 0,
+        ));
+    }
+    let raw = |v: Scalar, lift: bool| {
+        let w = words_of(&[v]);
+        if lift {
+            add_words(&w, &r, false)
+        } else {
+            w
+        }
+    };
+    let a: Vec<u32> = cases.iter().flat_map(|&(x, lx, _, _)| raw(x, lx)).collect();
+    let b: Vec<u32> = cases.iter().flat_map(|&(_, _, y, ly)| raw(y, ly)).collect();
+    let n = cases.len();
+    let out = launch(&gpu, "arith_fr_lazy", &a, &b, n, 4 * SCALAR_WORDS);
+    for (i, &(x, lx, y, ly)) in cases.iter().enumerate() {
+        let what = |op: &str| format!("element {i} ({op}, lifted {lx}, {ly})");
+        let got = |k: usize| &out[(4 * i + k) * SCALAR_WORDS..(4 * i + k + 1) * SCALAR_WORDS];
+        for (k, op, want) in [(0, "a + b", x + y), (1, "a − b", x - y), (2, "a·b", x * y)] {
+            let value = got(k);
+            assert!(below(value, &two_r), "{} is not below 2r", what(op));
+            let reduced = if below(value, &r) {
+                value.to_vec()
+            } else {
+                add_words(value, &r, true)
+            };
+            assert_eq!(reduced, words_of(&[want]), "{}", what(op));
+        }
+        assert_eq!(got(3), &words_of(&[x])[..], "{}", what("reduced"));
+    }
+}
+
 fn check_curve<A, P>(gpu: &Gpu, kernel: &'static str, rng: &mut impl RngCore)
 where
     A: cuzk_gpu::layout::DeviceWords + Into<P> + Copy,
