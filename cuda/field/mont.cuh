@@ -71,7 +71,7 @@ struct alignas(16) mont {
         for (int i = 1; i < N; i++)
             asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(s[i]) : "r"(a[i]), "r"(mod_times<k>(i)));
         asm volatile("subc.u32 %0, %1, 0;" : "=r"(borrow) : "r"(top));
-        // borrow is 0xffffffff when a < m: keep a.
+        // borrow is 0xffffffff when the value is below 2^k·m: keep a.
 #pragma unroll
         for (int i = 0; i < N; i++) a[i] = (a[i] & borrow) | (s[i] & ~borrow);
     }
