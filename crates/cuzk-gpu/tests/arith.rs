@@ -159,23 +159,10 @@ fn scalars_convert_between_montgomery_and_canonical_form() {
     let canonical = stream.clone_dtoh(&canonical).unwrap();
     let back = stream.clone_dtoh(&back).unwrap();
     for (i, s) in scalars.iter().enumerate() {
-        let repr = s.to_repr();
-        let expect: Vec<u32> = repr
-            .as_ref()
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
+        let expect = common::limbs(s.to_repr().as_ref());
         assert_eq!(&canonical[i * 8..(i + 1) * 8], &expect[..], "canonical {i}");
     }
     assert_eq!(back, as_words(&scalars), "round trip");
-}
-
-/// r as little-endian u32 limbs, from ff's `MODULUS`.
-fn modulus_words() -> Vec<u32> {
-    let hex = Scalar::MODULUS.trim_start_matches("0x");
-    (0..SCALAR_WORDS)
-        .map(|i| u32::from_str_radix(&hex[hex.len() - 8 * (i + 1)..hex.len() - 8 * i], 16).unwrap())
-        .collect()
 }
 
 /// a < b, both little-endian limbs of one length.
@@ -208,7 +195,7 @@ fn lazy_range_matches_blstrs() {
         return;
     };
     let mut rng = common::rng("lazy_range_matches_blstrs");
-    let r = modulus_words();
+    let r = common::modulus(&(-Scalar::ONE).to_bytes_le());
     let two_r = add_words(&r, &r, false);
     // A value below 2r stands for its field element either as the stored integer x < r or as
     // x + r. Every pair of edge values (with stored integers 0, 1, r − 1, …) both ways each, then

@@ -5,32 +5,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed test should stop loudly
 
+mod common;
+
 use std::fmt::Write;
 use std::path::PathBuf;
 
 use blstrs::{Fp, Scalar};
+use common::{limbs, modulus};
 use ff::Field;
-
-/// Little-endian 32-bit limbs of little-endian bytes.
-fn limbs(bytes: &[u8]) -> Vec<u32> {
-    bytes
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
-/// (−1) + 1 as an integer: the modulus.
-fn modulus(minus_one: &[u8]) -> Vec<u32> {
-    let mut out = limbs(minus_one);
-    for limb in &mut out {
-        let (sum, carry) = limb.overflowing_add(1);
-        *limb = sum;
-        if !carry {
-            break;
-        }
-    }
-    out
-}
 
 /// −m⁻¹ mod 2³² by Newton's iteration (each step doubles the correct low bits).
 fn neg_inverse(m0: u32) -> u32 {

@@ -1,4 +1,5 @@
-//! Shared helpers of the GPU tests: a device or a printed reason to skip, and seeded randomness.
+//! Shared helpers of the GPU tests: a device or a printed reason to skip, seeded randomness, and
+//! field values as the device's 32-bit limbs.
 #![allow(dead_code)]
 
 use std::io::Write;
@@ -18,6 +19,7 @@ pub fn gpu(test: &str) -> Option<Arc<Gpu>> {
     }
 }
 
+#[allow(unused_imports)] // not every test binary draws random values
 pub use cuzk_testkit::rng;
 
 /// Largest log2 size the GPU tests go to (`CUZK_GPU_TEST_MAX_LOG`, default 20).
@@ -26,4 +28,25 @@ pub fn max_log() -> u32 {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(20)
+}
+
+/// Little-endian 32-bit limbs of little-endian bytes.
+pub fn limbs(bytes: &[u8]) -> Vec<u32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// A field's modulus as limbs, from its −1 (little-endian bytes): (−1) + 1 as an integer.
+pub fn modulus(minus_one: &[u8]) -> Vec<u32> {
+    let mut out = limbs(minus_one);
+    for limb in &mut out {
+        let (sum, carry) = limb.overflowing_add(1);
+        *limb = sum;
+        if !carry {
+            break;
+        }
+    }
+    out
 }
