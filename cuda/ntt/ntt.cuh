@@ -163,7 +163,7 @@ __device__ __forceinline__ bool ntt_top_direct(const ntt_pass_params& p, const f
 }
 
 __device__ __forceinline__ fr_t ntt_negate_if(const fr_t& w, bool negate) {
-    const fr_t minus = fr_t::zero() - w;
+    const fr_t minus = -w;
     return negate ? minus : w;
 }
 
