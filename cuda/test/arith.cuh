@@ -59,3 +59,10 @@ extern "C" __global__ void arith_fr_lazy(const cuzk::fr_t* a, const cuzk::fr_t* 
     out[4 * i + 2] = x.mul_lazy(y.reduced());
     out[4 * i + 3] = x.reduced();
 }
+
+// out[i] = a·w by mont::mul_shoup, a below 2r, w a fixed factor (plain integer, then quotient).
+extern "C" __global__ void arith_fr_shoup(const cuzk::fr_t* a, const cuzk::fr_t* w, cuzk::fr_t* out, uint32_t n) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    out[i] = a[i].mul_shoup(w[2 * i], w[2 * i + 1]);
+}

@@ -8,7 +8,7 @@
 use std::mem::{align_of, size_of};
 
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use ff::Field;
+use ff::{Field, PrimeField};
 
 use crate::GpuError;
 
@@ -69,6 +69,88 @@ pub fn scalars_as_words_mut(values: &mut [Scalar]) -> &mut [u32] {
             values.len() * SCALAR_WORDS,
         )
     }
+}
+
+/// 32-bit words of a fixed factor for `mont::mul_shoup` (cuda/field/mont.cuh).
+pub const FACTOR_WORDS: usize = 2 * SCALAR_WORDS;
+
+/// A fixed factor w as `mont::mul_shoup` takes it: w as a plain integer (not in Montgomery form),
+/// then its Shoup quotient ⌊w·2^256/r⌋. blstrs stores s = w·2^256 mod r, so the quotient is
+/// exactly (w·2^256 − s)/r, which is −s·r⁻¹ mod 2^256 (it is below 2^256 as w < r).
+pub fn shoup_factor_words(w: &Scalar) -> [u32; FACTOR_WORDS] {
+    let stored = u64_limbs(as_words(std::slice::from_ref(w)));
+    let quotient = low_product(&negated(&stored), &modulus_inverse());
+    let mut words = [0u32; FACTOR_WORDS];
+    for (word, byte) in words[..SCALAR_WORDS].iter_mut().zip(w.to_repr().as_ref().chunks_exact(4)) {
+        *word = u32::from_le_bytes([byte[0], byte[1], byte[2], byte[3]]);
+    }
+    for (i, limb) in quotient.iter().enumerate() {
+        words[SCALAR_WORDS + 2 * i] = *limb as u32;
+        words[SCALAR_WORDS + 2 * i + 1] = (*limb >> 32) as u32;
+    }
+    words
+}
+
+/// A 256-bit integer as little-endian u64 limbs.
+type Limbs = [u64; 4];
+
+fn u64_limbs(words: &[u32]) -> Limbs {
+    std::array::from_fn(|i| u64::from(words[2 * i]) | (u64::from(words[2 * i + 1]) << 32))
+}
+
+/// r, from its canonical r − 1 (= −1, whose lowest limb is even, so adding 1 carries nowhere).
+fn modulus() -> Limbs {
+    let minus_one = (-Scalar::ONE).to_repr();
+    let mut r: Limbs = std::array::from_fn(|i| {
+        let mut le = [0u8; 8];
+        le.copy_from_slice(&minus_one.as_ref()[8 * i..8 * i + 8]);
+        u64::from_le_bytes(le)
+    });
+    r[0] += 1;
+    r
+}
+
+/// r⁻¹ mod 2^256 by Newton's iteration x ← x·(2 − r·x), which doubles the correct low bits: r ≡ 1
+/// (mod 2^32), so x = 1 starts with 32 of them.
+fn modulus_inverse() -> Limbs {
+    let r = modulus();
+    let mut x: Limbs = [1, 0, 0, 0];
+    for _ in 0..3 {
+        x = low_product(&x, &sum(&negated(&low_product(&r, &x)), &[2, 0, 0, 0]));
+    }
+    x
+}
+
+/// a + b mod 2^256.
+fn sum(a: &Limbs, b: &Limbs) -> Limbs {
+    let mut r = [0u64; 4];
+    let mut carry = false;
+    for ((out, x), y) in r.iter_mut().zip(a).zip(b) {
+        let (s, c1) = x.overflowing_add(*y);
+        let (s, c2) = s.overflowing_add(u64::from(carry));
+        *out = s;
+        carry = c1 || c2;
+    }
+    r
+}
+
+/// −a mod 2^256.
+fn negated(a: &Limbs) -> Limbs {
+    sum(&a.map(|limb| !limb), &[1, 0, 0, 0])
+}
+
+/// a·b mod 2^256.
+fn low_product(a: &Limbs, b: &Limbs) -> Limbs {
+    let mut r = [0u64; 4];
+    for i in 0..4 {
+        let mut carry = 0u128;
+        for j in 0..4 - i {
+            let t = u128::from(a[i]) * u128::from(b[j]) + u128::from(r[i + j]) + carry;
+            r[i + j] = t as u64;
+            carry = t >> 64;
+        }
+    }
+    r
 }
 
 pub(crate) fn fp_from_words(words: &[u32]) -> Fp {
@@ -132,3 +214,51 @@ macro_rules! xyzz_point {
 
 xyzz_point!(G1Projective, G1Affine, Fp, fp_from_words, FP_WORDS);
 xyzz_point!(G2Projective, G2Affine, Fp2, fp2_from_words, 2 * FP_WORDS);
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// a·b as eight limbs.
+    fn full_product(a: &Limbs, b: &Limbs) -> [u64; 8] {
+        let mut r = [0u64; 8];
+        for i in 0..4 {
+            let mut carry = 0u128;
+            for j in 0..4 {
+                let t = u128::from(a[i]) * u128::from(b[j]) + u128::from(r[i + j]) + carry;
+                r[i + j] = t as u64;
+                carry = t >> 64;
+            }
+            r[i + 4] = carry as u64;
+        }
+        r
+    }
+
+    /// wq·r + s = w·2^256 with s = w·2^256 mod r below r: wq is the floor of w·2^256/r.
+    #[test]
+    fn shoup_quotients_are_exact_floors() {
+        let r = modulus();
+        assert_eq!(low_product(&r, &modulus_inverse()), [1, 0, 0, 0]);
+        let mut rng = cuzk_testkit::rng("shoup quotients");
+        let mut values = vec![Scalar::ZERO, Scalar::ONE, -Scalar::ONE, Scalar::ROOT_OF_UNITY];
+        values.extend((0..200).map(|_| Scalar::random(&mut rng)));
+        for w in &values {
+            let words = shoup_factor_words(w);
+            let (plain, quotient) = (u64_limbs(&words[..SCALAR_WORDS]), u64_limbs(&words[SCALAR_WORDS..]));
+            let stored = u64_limbs(as_words(std::slice::from_ref(w)));
+            let mut lhs = full_product(&quotient, &r);
+            let mut carry = false;
+            for (limb, add) in lhs.iter_mut().zip(stored.iter().chain([0u64; 4].iter())) {
+                let (s, c1) = limb.overflowing_add(*add);
+                let (s, c2) = s.overflowing_add(u64::from(carry));
+                *limb = s;
+                carry = c1 || c2;
+            }
+            assert!(!carry);
+            assert_eq!(lhs[..4], [0; 4], "{w:?}");
+            assert_eq!(lhs[4..], plain, "{w:?}");
+        }
+    }
+}

@@ -13,7 +13,7 @@ use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
 use ff::{Field, PrimeField};
 
 use crate::error::DriverContext;
-use crate::layout::{as_words, SCALAR_WORDS};
+use crate::layout::{as_words, shoup_factor_words, SCALAR_WORDS};
 use crate::scalars::DeviceScalars;
 use crate::{Gpu, GpuError};
 
@@ -277,7 +277,7 @@ impl PowerTables {
 }
 
 /// The twiddles of one direction: the stage table `stages[2^t + m] = ω_{2^(t+1)}^m` shared by
-/// every pass, the powers of ω_n for the twiddles after the top pass, and direct tables that give
+/// every pass (as fixed factors for the Shoup product), the powers of ω_n for the twiddles after the top pass, and direct tables that give
 /// a twiddle in one read instead of a product of two:
 /// - for a pass strictly between the top and the bottom one (lo ≥ 1, lo + bits < L),
 ///   `direct[e] = ω_{n'}^e`, n' = 2^(lo+bits); only one pass of a plan has one (plans have at
@@ -320,8 +320,12 @@ impl RootTables {
         } else {
             None
         };
+        let stage_factors: Vec<u32> = stages.iter().flat_map(shoup_factor_words).collect();
         Ok(RootTables {
-            stages: upload_scalars(gpu, &stages)?,
+            stages: gpu
+                .stream()
+                .clone_htod(&stage_factors)
+                .call("cuMemcpyHtoD (NTT tables)")?,
             powers,
             direct,
             top: top_table,

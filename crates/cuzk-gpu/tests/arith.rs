@@ -7,7 +7,7 @@ mod common;
 
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
-use cuzk_gpu::layout::{as_words, XyzzPoint, FP_WORDS, SCALAR_WORDS};
+use cuzk_gpu::layout::{as_words, shoup_factor_words, XyzzPoint, FP_WORDS, SCALAR_WORDS};
 use cuzk_gpu::rate::{product_rate, ProductField};
 use cuzk_gpu::Gpu;
 use ff::{Field, PrimeField};
@@ -243,6 +243,19 @@ fn lazy_range_matches_blstrs() {
             assert_eq!(reduced, words_of(&[want]), "{}", what(op));
         }
         assert_eq!(got(3), &words_of(&[x])[..], "{}", what("reduced"));
+    }
+    // The Shoup product by b as a fixed factor (plain integer and quotient).
+    let factors: Vec<u32> = cases.iter().flat_map(|(_, _, y, _)| shoup_factor_words(y)).collect();
+    let out = launch(&gpu, "arith_fr_shoup", &a, &factors, n, SCALAR_WORDS);
+    for (i, (value, &(x, lx, y, _))) in out.chunks_exact(SCALAR_WORDS).zip(&cases).enumerate() {
+        let what = format!("element {i} (Shoup a·b, lifted {lx})");
+        assert!(below(value, &two_r), "{what} is not below 2r");
+        let reduced = if below(value, &r) {
+            value.to_vec()
+        } else {
+            add_words(value, &r, true)
+        };
+        assert_eq!(reduced, words_of(&[x * y]), "{what}");
     }
 }
 
