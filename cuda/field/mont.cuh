@@ -163,15 +163,16 @@ struct alignas(16) mont {
         asm volatile("sub.cc.u32 %0, 0, %1;" : "=r"(e[0]) : "r"(q[0]));
 #pragma unroll
         for (int k = 1; k < N; k++) asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(e[k]) : "r"(q[k - 1]), "r"(q[k]));
-#pragma unroll
-        for (int i = 0; i < N; i++) {
-            mad_row<false>((i & 1) ? o : e, i, 0, w.l, l[i]);
-            mad_row<false>((i & 1) ? e : o, i, 1, w.l, l[i]);
-        }
+        // q's rows first: q is then dead while w's rows run (fewer live registers).
 #pragma unroll
         for (int i = 0; i < N - 2; i++) {
             mad_row<false>((i & 1) ? o : e, i, 2, mbar, q[i]);
             mad_row<false>((i & 1) ? e : o, i, 3, mbar, q[i]);
+        }
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            mad_row<false>((i & 1) ? o : e, i, 0, w.l, l[i]);
+            mad_row<false>((i & 1) ? e : o, i, 1, w.l, l[i]);
         }
         mont r;
         r.l[0] = e[0];

@@ -16,8 +16,8 @@
 // mont::mul_shoup (the stages' products, ~80% of a transform's, on 17% fewer multiplier cycles
 // than a Montgomery product), and for the
 // inter-pass ones ω_n^e = lo[e mod 2^split] · hi[e >> split], or one read of a direct table
-// ω_{n'}^e, which saves a product per element: e < n' for a pass below the top one, e < n/2 for
-// the top pass (n' = n; the other half is the negation, ω_n^(n/2) = −1). That one is as large as
+// ω_{n'}^e, which saves a product per element: e < n' for a pass below the top one (as fixed
+// factors, like the stage table), e < n/2 for the top pass (n' = n; the other half is the negation, ω_n^(n/2) = −1). That one is as large as
 // half the data and read at random, so a DIF top pass fetches its block's twiddles into a second
 // tile with cp.async as it starts; they arrive while the stages run (H200, 2^27: 41.5 → 39.4 ms).
 // The coset shift g^i (forward) and 1/n or g^-i/n (inverse) ride on the first pass's loads or the
@@ -179,17 +179,18 @@ __device__ __forceinline__ fr_t ntt_negate_if(const fr_t& w, bool negate) {
     return negate ? minus : w;
 }
 
-// ω_{n'}^(low · rev_k(mid)), n' = 2^(lo+k): from the pass's direct table of ω_{n'}^e when it has
-// one, else as ω_n^e' (e' < n) from the two-level tables.
-__device__ __forceinline__ fr_t ntt_pass_twiddle(const ntt_pass_params& p, const ntt_slot& at, const fr_t* lo,
-                                                 const fr_t* hi, const fr_t* direct) {
+// x times ω_{n'}^(low · rev_k(mid)), n' = 2^(lo+k): from the pass's direct table when it has one
+// (the top pass's holds elements ω_n^e, e < n/2; a lower pass's fixed factors ω_{n'}^e for
+// mul_shoup), else as ω_n^e' (e' < n) from the two-level tables.
+__device__ __forceinline__ fr_t ntt_times_pass_twiddle(const fr_t& x, const ntt_pass_params& p, const ntt_slot& at,
+                                                       const fr_t* lo, const fr_t* hi, const fr_t* direct) {
     const uint32_t e = ntt_twiddle_exponent(p, at);
-    if (ntt_top_direct(p, direct)) {
-        const uint32_t half = 1u << (p.log_n - 1);
-        return ntt_negate_if(ldg_fr(direct + (e & (half - 1))), (e & half) != 0);
-    }
-    if (direct != nullptr) return ldg_fr(direct + e);
-    return table_power(lo, hi, p.split, e << (p.log_n - p.lo - p.bits));
+    const bool top = ntt_top_direct(p, direct);
+    if (direct != nullptr && !top) return ntt_times(x, reinterpret_cast<const ntt_factor*>(direct) + e);
+    const uint32_t half = 1u << (p.log_n - 1);
+    const fr_t w = top ? ntt_negate_if(ldg_fr(direct + (e & (half - 1))), (e & half) != 0)
+                       : table_power(lo, hi, p.split, e << (p.log_n - p.lo - p.bits));
+    return x.mul_lazy(w);
 }
 
 // (x, y) ← (x + y, x − y), in the lazy range.
@@ -337,7 +338,7 @@ extern "C" __global__ void __launch_bounds__(cuzk::NTT_THREADS, cuzk::NTT_MIN_BL
         }
         if (p.dit && p.lo != 0) {
 #pragma unroll
-            for (int j = 0; j < 2; j++) x[j] = x[j].mul_lazy(ntt_pass_twiddle(p, at[j], tw_lo, tw_hi, tw_direct));
+            for (int j = 0; j < 2; j++) x[j] = ntt_times_pass_twiddle(x[j], p, at[j], tw_lo, tw_hi, tw_direct);
         }
 #pragma unroll
         for (int j = 0; j < 2; j++) tile_put(tile, e + j * blockDim.x, x[j]);
@@ -374,7 +375,7 @@ extern "C" __global__ void __launch_bounds__(cuzk::NTT_THREADS, cuzk::NTT_MIN_BL
             }
         } else if (!p.dit && p.lo != 0) {
 #pragma unroll
-            for (int j = 0; j < 2; j++) x[j] = x[j].mul_lazy(ntt_pass_twiddle(p, at[j], tw_lo, tw_hi, tw_direct));
+            for (int j = 0; j < 2; j++) x[j] = ntt_times_pass_twiddle(x[j], p, at[j], tw_lo, tw_hi, tw_direct);
         }
         if (p.post_scale != NTT_SCALE_NONE) {
 #pragma unroll

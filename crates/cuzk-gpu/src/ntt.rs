@@ -225,6 +225,14 @@ fn upload_scalars(gpu: &Gpu, values: &[Scalar]) -> Result<CudaSlice<u32>, GpuErr
         .call("cuMemcpyHtoD (NTT tables)")
 }
 
+/// Fixed factors for the Shoup product (`mont::mul_shoup`), one per value.
+fn upload_factors(gpu: &Gpu, values: &[Scalar]) -> Result<CudaSlice<u32>, GpuError> {
+    let words: Vec<u32> = values.iter().flat_map(shoup_factor_words).collect();
+    gpu.stream()
+        .clone_htod(&words)
+        .call("cuMemcpyHtoD (NTT tables)")
+}
+
 /// first·base^e for e < 2^L as two tables: lo[j] = first·base^j (j < 2^split) and
 /// hi[j] = base^(j·2^split), so that first·base^e = lo[e mod 2^split]·hi[e >> split].
 #[derive(Debug)]
@@ -280,8 +288,8 @@ impl PowerTables {
 /// every pass (as fixed factors for the Shoup product), the powers of ω_n for the twiddles after the top pass, and direct tables that give
 /// a twiddle in one read instead of a product of two:
 /// - for a pass strictly between the top and the bottom one (lo ≥ 1, lo + bits < L),
-///   `direct[e] = ω_{n'}^e`, n' = 2^(lo+bits); only one pass of a plan has one (plans have at
-///   most three passes): 2^18 entries (8 MiB) at 2^27;
+///   `direct[e] = ω_{n'}^e` as fixed factors, n' = 2^(lo+bits); only one pass of a plan has one
+///   (plans have at most three passes): 2^18 entries (16 MiB) at 2^27;
 /// - with `with_top`, for the top pass (lo ≥ 1, lo + bits = L), `top[e] = ω_n^e` for e < n/2, the
 ///   other half being its negation (ω_n^(n/2) = −1): n/2 entries, 2 GiB at 2^27.
 #[derive(Debug)]
@@ -310,7 +318,7 @@ impl RootTables {
             Some(pass) => {
                 let log = pass.lo + pass.bits;
                 let table = powers(root_of_unity(log, inverse), Scalar::ONE, 1 << log);
-                Some((pass.lo, upload_scalars(gpu, &table)?))
+                Some((pass.lo, upload_factors(gpu, &table)?))
             }
             None => None,
         };
@@ -320,12 +328,8 @@ impl RootTables {
         } else {
             None
         };
-        let stage_factors: Vec<u32> = stages.iter().flat_map(shoup_factor_words).collect();
         Ok(RootTables {
-            stages: gpu
-                .stream()
-                .clone_htod(&stage_factors)
-                .call("cuMemcpyHtoD (NTT tables)")?,
+            stages: upload_factors(gpu, &stages)?,
             powers,
             direct,
             top: top_table,
@@ -355,7 +359,7 @@ fn direct_pass(log_n: u32) -> Option<Pass> {
 
 /// Everything the transforms of one size read besides the data, built once per domain size and
 /// kept by the caller: as much memory as the data where the top passes' direct tables are built
-/// (4 GiB at 2^27), else ~20 MiB at 2^27 and 2^28 and under 100 KiB up to 2^16.
+/// (4 GiB at 2^27), else ~35 MiB at 2^27 and 2^28 and about 200 KiB up to 2^16.
 #[derive(Debug)]
 pub struct NttTables {
     log_n: u32,
