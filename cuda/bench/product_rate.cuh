@@ -16,3 +16,14 @@
 
 PRODUCT_CHAIN_KERNEL(fr, cuzk::fr_t)
 PRODUCT_CHAIN_KERNEL(fp, cuzk::fp_t)
+
+// By a fixed factor (see mont::mul_shoup), w and its quotient at y[2i] and y[2i + 1]; the chain
+// stays in the lazy range and is stored reduced.
+extern "C" __global__ void product_chain_fr_fixed(cuzk::fr_t* x, const cuzk::fr_t* y, uint32_t n, uint32_t iters) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    cuzk::fr_t a = x[i];
+    const cuzk::fr_t w = y[2 * i], wq = y[2 * i + 1];
+    for (uint32_t k = 0; k < iters; k++) a = a.mul_shoup(w, wq);
+    x[i] = a.reduced();
+}

@@ -9,14 +9,16 @@ use ff::Field;
 use group::prime::PrimeCurveAffine;
 
 use crate::error::DriverContext;
-use crate::layout::{as_words, fp_from_words, FP_WORDS, SCALAR_WORDS};
+use crate::layout::{as_words, fp_from_words, shoup_factor_words, FP_WORDS, SCALAR_WORDS};
 use crate::{Gpu, GpuError};
 
-/// The two fields the kernels multiply in.
+/// The products the kernels spend their time on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProductField {
-    /// The scalar field (NTTs, scalar arithmetic).
+    /// The scalar field (scalar arithmetic, NTT scaling).
     Fr,
+    /// Scalar-field products by a fixed factor in Shoup's form (the NTT's twiddles).
+    FrFixedFactor,
     /// The base field (curve arithmetic: MSMs, batch additions).
     Fp,
 }
@@ -32,6 +34,11 @@ pub fn product_rate(gpu: &Gpu, field: ProductField) -> Result<f64, GpuError> {
         ProductField::Fr => {
             let words = as_words(&[Scalar::from(7u64), Scalar::from(11u64)]).to_vec();
             ("product_chain_fr", words[..8].to_vec(), words[8..].to_vec())
+        }
+        ProductField::FrFixedFactor => {
+            let x = as_words(&[Scalar::from(7u64)]).to_vec();
+            let factor = shoup_factor_words(&Scalar::from(11u64)).to_vec();
+            ("product_chain_fr_fixed", x, factor)
         }
         ProductField::Fp => {
             // A point's coordinates: two reduced Fp elements in the device layout.
@@ -54,8 +61,9 @@ pub fn product_rate(gpu: &Gpu, field: ProductField) -> Result<f64, GpuError> {
         shared_mem_bytes: 0,
     };
     let mut launch = || {
-        // SAFETY: x and y hold `threads` elements each of the kernel's field; it reads both and
-        // writes x, each thread its own element.
+        // SAFETY: x and y hold `threads` elements each of the kernel's field (y: factors, two
+        // elements each, for the fixed-factor chain); it reads both and writes x, each thread its
+        // own element.
         unsafe {
             stream
                 .launch_builder(&f)
@@ -74,7 +82,7 @@ pub fn product_rate(gpu: &Gpu, field: ProductField) -> Result<f64, GpuError> {
     let words = stream.clone_dtoh(&x.slice(..a.len())).call("download")?;
     let exponent = [2 * u64::from(ITERS)];
     let right = match field {
-        ProductField::Fr => {
+        ProductField::Fr | ProductField::FrFixedFactor => {
             let expected = Scalar::from(7u64) * Scalar::from(11u64).pow_vartime(exponent);
             words == as_words(&[expected])[..SCALAR_WORDS]
         }

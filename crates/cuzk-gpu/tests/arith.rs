@@ -301,7 +301,7 @@ fn product_rate_is_measured_on_right_products() {
     let Some(gpu) = common::gpu("product_rate_is_measured_on_right_products") else {
         return;
     };
-    for field in [ProductField::Fr, ProductField::Fp] {
+    for field in [ProductField::Fr, ProductField::FrFixedFactor, ProductField::Fp] {
         let rate = product_rate(&gpu, field).unwrap();
         assert!(rate.is_finite() && rate > 0.0, "{field:?}: {rate}");
     }
