@@ -81,7 +81,10 @@ pub fn shoup_factor_words(w: &Scalar) -> [u32; FACTOR_WORDS] {
     let stored = u64_limbs(as_words(std::slice::from_ref(w)));
     let quotient = low_product(&negated(&stored), &modulus_inverse());
     let mut words = [0u32; FACTOR_WORDS];
-    for (word, byte) in words[..SCALAR_WORDS].iter_mut().zip(w.to_repr().as_ref().chunks_exact(4)) {
+    for (word, byte) in words[..SCALAR_WORDS]
+        .iter_mut()
+        .zip(w.to_repr().as_ref().chunks_exact(4))
+    {
         *word = u32::from_le_bytes([byte[0], byte[1], byte[2], byte[3]]);
     }
     for (i, limb) in quotient.iter().enumerate() {
@@ -242,11 +245,19 @@ mod tests {
         let r = modulus();
         assert_eq!(low_product(&r, &modulus_inverse()), [1, 0, 0, 0]);
         let mut rng = cuzk_testkit::rng("shoup quotients");
-        let mut values = vec![Scalar::ZERO, Scalar::ONE, -Scalar::ONE, Scalar::ROOT_OF_UNITY];
+        let mut values = vec![
+            Scalar::ZERO,
+            Scalar::ONE,
+            -Scalar::ONE,
+            Scalar::ROOT_OF_UNITY,
+        ];
         values.extend((0..200).map(|_| Scalar::random(&mut rng)));
         for w in &values {
             let words = shoup_factor_words(w);
-            let (plain, quotient) = (u64_limbs(&words[..SCALAR_WORDS]), u64_limbs(&words[SCALAR_WORDS..]));
+            let (plain, quotient) = (
+                u64_limbs(&words[..SCALAR_WORDS]),
+                u64_limbs(&words[SCALAR_WORDS..]),
+            );
             let stored = u64_limbs(as_words(std::slice::from_ref(w)));
             let mut lhs = full_product(&quotient, &r);
             let mut carry = false;

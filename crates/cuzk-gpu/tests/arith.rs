@@ -245,7 +245,10 @@ fn lazy_range_matches_blstrs() {
         assert_eq!(got(3), &words_of(&[x])[..], "{}", what("reduced"));
     }
     // The Shoup product by b as a fixed factor (plain integer and quotient).
-    let factors: Vec<u32> = cases.iter().flat_map(|(_, _, y, _)| shoup_factor_words(y)).collect();
+    let factors: Vec<u32> = cases
+        .iter()
+        .flat_map(|(_, _, y, _)| shoup_factor_words(y))
+        .collect();
     let out = launch(&gpu, "arith_fr_shoup", &a, &factors, n, SCALAR_WORDS);
     for (i, (value, &(x, lx, y, _))) in out.chunks_exact(SCALAR_WORDS).zip(&cases).enumerate() {
         let what = format!("element {i} (Shoup a·b, lifted {lx})");
@@ -301,7 +304,11 @@ fn product_rate_is_measured_on_right_products() {
     let Some(gpu) = common::gpu("product_rate_is_measured_on_right_products") else {
         return;
     };
-    for field in [ProductField::Fr, ProductField::FrFixedFactor, ProductField::Fp] {
+    for field in [
+        ProductField::Fr,
+        ProductField::FrFixedFactor,
+        ProductField::Fp,
+    ] {
         let rate = product_rate(&gpu, field).unwrap();
         assert!(rate.is_finite() && rate > 0.0, "{field:?}: {rate}");
     }
