@@ -1,6 +1,6 @@
-// Montgomery arithmetic over an N-limb (32-bit) prime field, for moduli with at least two spare
-// bits in the top limb (BLS12-381's p: 381 of 384; r: 255 of 256), so sums of two reduced values
-// and the CIOS accumulator never overflow N + 1 limbs.
+// Montgomery arithmetic over an N-limb (32-bit) prime field, for moduli with a spare bit in the
+// top limb (m < R/2; BLS12-381's p: 381 bits of 384, r: 255 of 256), so sums of two values below
+// 2m and the CIOS accumulator never overflow N + 1 limbs.
 //
 // Storage is the host's: little-endian 32-bit limbs of x·R mod m, which is byte-for-byte the
 // Montgomery form blst keeps in little-endian u64 limbs. Carry chains use PTX's condition code;
@@ -112,10 +112,10 @@ struct alignas(16) mont {
     __device__ __forceinline__ mont operator-(const mont& b) const { return difference<0>(b); }
 
     // The lazy range: values below 2m, which a chain of operations (an NTT's butterflies and
-    // twiddle products) keeps without reducing each result, and reduces once at its end. For
-    // m < R/4 (both fields), so that a sum of two fits N limbs and a carry: sums and differences
-    // need one conditional subtraction or addition of 2m, as for reduced values, and a product by
-    // a reduced factor none (below).
+    // twiddle products) keeps without reducing each result, and reduces once at its end. As
+    // m < R/2, a sum of two fits N limbs and a carry: sums and differences need one conditional
+    // subtraction or addition of 2m, as for reduced values, and a product by a reduced factor
+    // none (below).
     __device__ __forceinline__ mont add_lazy(const mont& b) const { return sum<1>(b); }
 
     __device__ __forceinline__ mont sub_lazy(const mont& b) const { return difference<1>(b); }
@@ -135,7 +135,8 @@ struct alignas(16) mont {
     // this·wq/2^(32N), this·w − q·m is the result: a product's low half (mod 2^(32N)) minus another.
     // q itself is floored from the products at columns N − 2 and up only: what that leaves out is
     // below 2^(32N − 29), so q is at most one below the exact floor, and the result, in units of
-    // m, is below frac + dropped + this·(w/m − wq/2^(32N)) < 1 + 2^−29 + 2m/2^(32N) < 2 (m < R/4).
+    // m, is below frac + dropped + this·(w/m − wq/2^(32N)) < 1 + 2^−29 + 2m/R, which is below 2
+    // for Fr (2r/R < 0.91).
     // For Fr, N = 8: 86 fused 32×32 products and 14 low halves, against the Montgomery product's 112
     // fused ones (SPARSE_LOW: m̄ = 2^(32N) − m has limbs 2^32 − 1 and 0 at the bottom, so q·m̄'s
     // lowest two rows are one subtraction chain).
@@ -149,8 +150,9 @@ struct alignas(16) mont {
             mad_row<true>(((i + j0) & 1) ? O : E, i, j0, wq.l, l[i]);
             mad_row<true>(((i + j0) & 1) ? E : O, i, j0 + 1, wq.l, l[i]);
         }
-        uint32_t q[N], column;
-        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(column) : "r"(E[N - 1]), "r"(O[N - 1]));
+        // Column N − 1 only carries into q.
+        uint32_t q[N], below_q;
+        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(below_q) : "r"(E[N - 1]), "r"(O[N - 1]));
 #pragma unroll
         for (int k = 0; k < N - 1; k++)
             asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(q[k]) : "r"(E[N + k]), "r"(O[N + k]));

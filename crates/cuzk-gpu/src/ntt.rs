@@ -285,8 +285,8 @@ impl PowerTables {
 }
 
 /// The twiddles of one direction: the stage table `stages[2^t + m] = ω_{2^(t+1)}^m` shared by
-/// every pass (as fixed factors for the Shoup product), the powers of ω_n for the twiddles after the top pass, and direct tables that give
-/// a twiddle in one read instead of a product of two:
+/// every pass (as fixed factors for the Shoup product), the powers of ω_n for the twiddles after
+/// the top pass, and direct tables that give a twiddle in one read instead of a product of two:
 /// - for a pass strictly between the top and the bottom one (lo ≥ 1, lo + bits < L),
 ///   `direct[e] = ω_{n'}^e` as fixed factors, n' = 2^(lo+bits); only one pass of a plan has one
 ///   (plans have at most three passes): 2^18 entries (16 MiB) at 2^27;
