@@ -16,7 +16,8 @@
 //! a proof's working memory — with their window multiples (`DeviceBases::
 //! upload_with_window_multiples`: fewer additions per point) when those fit too; otherwise they
 //! are kept in page-locked host memory and streamed through the MSMs in double-buffered chunks.
-//! The choice follows the memory the device reports and is returned with every proof's stages
+//! The choice follows the memory the device reports once the NTT tables of the proof's size are
+//! on it (up to as much as the data: 4 GiB at 2^27), and is returned with every proof's stages
 //! (`srs_resident`, `srs_window_bits`).
 
 use std::collections::HashMap;
@@ -462,6 +463,10 @@ impl GpuBackend {
         stages: &mut Stages,
     ) -> Result<QuerySums, GpuError> {
         let gpu = &*self.gpu;
+        // Before the SRS is placed, so that its placement sees the memory they hold (4 GiB at
+        // 2^27 with the top pass's direct tables), and on the device's own stream, which the
+        // lanes wait for before they read them.
+        let tables = self.ntt_tables(p.log_n)?;
         let srs = self.srs(params, Self::working_bytes(p), stages)?;
         let resident = srs.placement != Placement::Streamed;
         stages.push("srs_resident", if resident { 1.0 } else { 0.0 });
@@ -523,13 +528,12 @@ impl GpuBackend {
                 let b_g1 = scope.spawn(|| b_g1.time(|| srs.b_g1.msm(b_g1, &s.b_g1)));
                 let b_g2 = scope.spawn(|| b_g2.time(|| srs.b_g2.msm(b_g2, &s.b_g2)));
                 // H's chain is the longest: on the lane the device schedules first.
-                let h = self
-                    .h_coefficients(h_lane, p, stages)
+                let h = Self::h_coefficients(h_lane, &tables, p, stages)
                     .and_then(|h| h_lane.time(|| srs.h.msm(h_lane, &h)));
                 query_sums(stages, h, joined(l), joined(a), joined(b_g1), joined(b_g2))
             })
         } else {
-            let h = self.h_coefficients(gpu, p, stages)?;
+            let h = Self::h_coefficients(gpu, &tables, p, stages)?;
             let h = gpu.time(|| srs.h.msm(gpu, &h));
             let l = gpu.time(|| srs.l.msm(gpu, &scalars.l));
             let a = gpu.time(|| srs.a.msm(gpu, &scalars.a));
@@ -544,12 +548,11 @@ impl GpuBackend {
     /// H's n − 1 coefficients on the device. a, b and c are staged into the page-locked buffer one
     /// after another, each uploaded while the next is copied, then transformed.
     fn h_coefficients(
-        &self,
         gpu: &Gpu,
+        tables: &NttTables,
         p: &mut Prepared,
         stages: &mut Stages,
     ) -> Result<DeviceScalars, GpuError> {
-        let tables = self.ntt_tables(p.log_n)?;
         let n = 1usize << p.log_n;
         let abc = std::mem::take(&mut p.abc);
         let start = std::time::Instant::now();
@@ -573,13 +576,13 @@ impl GpuBackend {
             for values in [&mut h, &mut db, &mut dc] {
                 ntt(
                     gpu,
-                    &tables,
+                    tables,
                     values,
                     Transform::intt(NttOrder::NaturalToBitReversed),
                 )?;
                 ntt(
                     gpu,
-                    &tables,
+                    tables,
                     values,
                     Transform::coset_ntt(NttOrder::BitReversedToNatural),
                 )?;
@@ -587,7 +590,7 @@ impl GpuBackend {
             ab_minus_c(gpu, &mut h, &db, &dc, p.z_inv)?;
             ntt(
                 gpu,
-                &tables,
+                tables,
                 &mut h,
                 Transform::coset_intt(NttOrder::NaturalToNatural),
             )
