@@ -6,6 +6,7 @@
 //! conversion on the CPU. Results come back as XYZZ points and are made affine here.
 
 use std::mem::{align_of, size_of};
+use std::sync::LazyLock;
 
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::{Field, PrimeField};
@@ -79,17 +80,14 @@ pub const FACTOR_WORDS: usize = 2 * SCALAR_WORDS;
 /// exactly (w·2^256 − s)/r, which is −s·r⁻¹ mod 2^256 (it is below 2^256 as w < r).
 pub fn shoup_factor_words(w: &Scalar) -> [u32; FACTOR_WORDS] {
     let stored = u64_limbs(as_words(std::slice::from_ref(w)));
-    let quotient = low_product(&negated(&stored), &modulus_inverse());
+    let quotient = low_product(&negated(&stored), &MODULUS_INVERSE);
     let mut words = [0u32; FACTOR_WORDS];
-    for (word, byte) in words[..SCALAR_WORDS]
-        .iter_mut()
-        .zip(w.to_repr().as_ref().chunks_exact(4))
+    for (pair, limb) in words
+        .chunks_exact_mut(2)
+        .zip(canonical(w).iter().chain(&quotient))
     {
-        *word = u32::from_le_bytes([byte[0], byte[1], byte[2], byte[3]]);
-    }
-    for (i, limb) in quotient.iter().enumerate() {
-        words[SCALAR_WORDS + 2 * i] = *limb as u32;
-        words[SCALAR_WORDS + 2 * i + 1] = (*limb >> 32) as u32;
+        pair[0] = *limb as u32;
+        pair[1] = (*limb >> 32) as u32;
     }
     words
 }
@@ -101,28 +99,33 @@ fn u64_limbs(words: &[u32]) -> Limbs {
     std::array::from_fn(|i| u64::from(words[2 * i]) | (u64::from(words[2 * i + 1]) << 32))
 }
 
+/// The scalar's canonical integer (not its Montgomery form).
+fn canonical(w: &Scalar) -> Limbs {
+    let repr = w.to_repr();
+    std::array::from_fn(|i| {
+        let mut le = [0u8; 8];
+        le.copy_from_slice(&repr.as_ref()[8 * i..8 * i + 8]);
+        u64::from_le_bytes(le)
+    })
+}
+
 /// r, from its canonical r − 1 (= −1, whose lowest limb is even, so adding 1 carries nowhere).
 fn modulus() -> Limbs {
-    let minus_one = (-Scalar::ONE).to_repr();
-    let mut r: Limbs = std::array::from_fn(|i| {
-        let mut le = [0u8; 8];
-        le.copy_from_slice(&minus_one.as_ref()[8 * i..8 * i + 8]);
-        u64::from_le_bytes(le)
-    });
+    let mut r = canonical(&-Scalar::ONE);
     r[0] += 1;
     r
 }
 
-/// r⁻¹ mod 2^256 by Newton's iteration x ← x·(2 − r·x), which doubles the correct low bits: r ≡ 1
-/// (mod 2^32), so x = 1 starts with 32 of them.
-fn modulus_inverse() -> Limbs {
+/// r⁻¹ mod 2^256, made once: by Newton's iteration x ← x·(2 − r·x), which doubles the correct
+/// low bits; r ≡ 1 (mod 2^32), so x = 1 starts with 32 of them.
+static MODULUS_INVERSE: LazyLock<Limbs> = LazyLock::new(|| {
     let r = modulus();
     let mut x: Limbs = [1, 0, 0, 0];
     for _ in 0..3 {
         x = low_product(&x, &sum(&negated(&low_product(&r, &x)), &[2, 0, 0, 0]));
     }
     x
-}
+});
 
 /// a + b mod 2^256.
 fn sum(a: &Limbs, b: &Limbs) -> Limbs {
@@ -243,7 +246,7 @@ mod tests {
     #[test]
     fn shoup_quotients_are_exact_floors() {
         let r = modulus();
-        assert_eq!(low_product(&r, &modulus_inverse()), [1, 0, 0, 0]);
+        assert_eq!(low_product(&r, &MODULUS_INVERSE), [1, 0, 0, 0]);
         let mut rng = cuzk_testkit::rng("shoup quotients");
         let mut values = vec![
             Scalar::ZERO,

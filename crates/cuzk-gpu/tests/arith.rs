@@ -228,19 +228,22 @@ fn lazy_range_matches_blstrs() {
     let a: Vec<u32> = cases.iter().flat_map(|&(x, lx, _, _)| raw(x, lx)).collect();
     let b: Vec<u32> = cases.iter().flat_map(|&(_, _, y, ly)| raw(y, ly)).collect();
     let n = cases.len();
+    // A lazy-range result: below 2r, and `want` once r is subtracted where it is not below r.
+    let check_lazy = |value: &[u32], want: Scalar, what: &str| {
+        assert!(below(value, &two_r), "{what} is not below 2r");
+        let reduced = if below(value, &r) {
+            value.to_vec()
+        } else {
+            add_words(value, &r, true)
+        };
+        assert_eq!(reduced, words_of(&[want]), "{what}");
+    };
     let out = launch(&gpu, "arith_fr_lazy", &a, &b, n, 4 * SCALAR_WORDS);
     for (i, &(x, lx, y, ly)) in cases.iter().enumerate() {
         let what = |op: &str| format!("element {i} ({op}, lifted {lx}, {ly})");
         let got = |k: usize| &out[(4 * i + k) * SCALAR_WORDS..(4 * i + k + 1) * SCALAR_WORDS];
         for (k, op, want) in [(0, "a + b", x + y), (1, "a − b", x - y), (2, "a·b", x * y)] {
-            let value = got(k);
-            assert!(below(value, &two_r), "{} is not below 2r", what(op));
-            let reduced = if below(value, &r) {
-                value.to_vec()
-            } else {
-                add_words(value, &r, true)
-            };
-            assert_eq!(reduced, words_of(&[want]), "{}", what(op));
+            check_lazy(got(k), want, &what(op));
         }
         assert_eq!(got(3), &words_of(&[x])[..], "{}", what("reduced"));
     }
@@ -251,14 +254,11 @@ fn lazy_range_matches_blstrs() {
         .collect();
     let out = launch(&gpu, "arith_fr_shoup", &a, &factors, n, SCALAR_WORDS);
     for (i, (value, &(x, lx, y, _))) in out.chunks_exact(SCALAR_WORDS).zip(&cases).enumerate() {
-        let what = format!("element {i} (Shoup a·b, lifted {lx})");
-        assert!(below(value, &two_r), "{what} is not below 2r");
-        let reduced = if below(value, &r) {
-            value.to_vec()
-        } else {
-            add_words(value, &r, true)
-        };
-        assert_eq!(reduced, words_of(&[x * y]), "{what}");
+        check_lazy(
+            value,
+            x * y,
+            &format!("element {i} (Shoup a·b, lifted {lx})"),
+        );
     }
 }
 
