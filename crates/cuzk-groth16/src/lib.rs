@@ -27,7 +27,7 @@ pub use error::{ParamsError, ProofError, ProveError, SetupError, VerifyError};
 pub use keys::{Parameters, VerifyingKey};
 pub use proof::Proof;
 pub use prover::{
-    prove, prove_finish, DeviceGuard, DeviceLock, ProverBackend, QuerySums, Randomness,
-    StageMetric, Started, Unshared,
+    prove, prove_finish, DeviceGuard, DeviceLock, DeviceStatus, ProverBackend, QuerySums,
+    Randomness, StageMetric, Started, Unshared,
 };
 pub use verifier::{verify_proof, verify_proofs_batch, PreparedVerifyingKey};

@@ -80,6 +80,42 @@ pub trait ProverBackend: Send + Sync {
             stages: Vec::new(),
         })
     }
+
+    /// Places `params`' proving key on the device ahead of its first proof, so that proof pays no
+    /// upload. Returns the device bytes the set holds: 0 for a backend with no device memory (the
+    /// CPU's), and 0 when the set did not fit and is kept in host memory to be streamed instead.
+    fn preload(&self, _params: &Parameters) -> Result<u64, ProveError> {
+        Ok(0)
+    }
+
+    /// Drops `params`' proving key from the device; its memory is freed once no proof in flight
+    /// still uses it. Returns the device bytes released (0 when it was not resident).
+    fn evict(&self, _params: &Parameters) -> u64 {
+        0
+    }
+
+    /// The device bytes `params`' proving key holds now, `None` when it is not resident.
+    fn resident(&self, _params: &Parameters) -> Option<u64> {
+        None
+    }
+
+    /// The device this backend proves on, `None` for the CPU; an error when the driver cannot
+    /// say how much memory it has.
+    fn device(&self) -> Result<Option<DeviceStatus>, ProveError> {
+        Ok(None)
+    }
+}
+
+/// A device's identity and memory, for a caller deciding which parameter sets it keeps there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceStatus {
+    /// The device's index among the driver's devices.
+    pub ordinal: usize,
+    pub name: String,
+    pub total_bytes: u64,
+    /// What allocations can still take: the driver's free memory plus what the backend's memory
+    /// pool holds unused (capped by a limit set on the device handle, if any).
+    pub free_bytes: u64,
 }
 
 /// What [`ProverBackend::prove_start_shared`] produced.

@@ -89,3 +89,29 @@ impl ProverBackend for CpuBackend {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::CpuBackend;
+    use crate::setup::generate_random_parameters;
+    use crate::ProverBackend;
+    use cuzk_synth::circuits::SyntheticCircuit;
+
+    /// The CPU holds no device memory: the residency calls report none and change nothing.
+    #[test]
+    fn residency_is_a_no_op_on_the_cpu() -> Result<(), Box<dyn std::error::Error>> {
+        let circuit = SyntheticCircuit {
+            constraints: 10,
+            boolean_fraction: 0.5,
+            public_inputs: 1,
+            seed: 1,
+        };
+        let params = generate_random_parameters(circuit, &mut rand::thread_rng())?;
+        let cpu = CpuBackend;
+        assert_eq!(cpu.preload(&params)?, 0);
+        assert_eq!(cpu.resident(&params), None);
+        assert_eq!(cpu.evict(&params), 0);
+        assert_eq!(cpu.device()?, None);
+        Ok(())
+    }
+}
