@@ -12,17 +12,22 @@
 //! equal to 1 cost one addition each in a single bucket summed in parallel chunks: the 0/1 split of
 //! hash-heavy circuits happens inside the MSM's digit pass, on the device.
 //!
-//! The proving key's points go to the device once per parameter set and stay while they fit beside
-//! a proof's working memory — with their window multiples (`DeviceBases::
-//! upload_with_window_multiples`: fewer additions per point) when those fit too; otherwise they
-//! are kept in page-locked host memory and streamed through the MSMs in double-buffered chunks.
-//! The choice follows the memory the device reports once the NTT tables of the proof's size are
-//! on it (up to as much as the data: 4 GiB at 2^27), and is returned with every proof's stages
-//! (`srs_resident`, `srs_window_bits`).
+//! The proving key's points go to the device once per parameter set (at its first proof, or ahead
+//! of it by [`ProverBackend::preload`]) and stay while they fit beside a proof's working memory —
+//! with their window multiples (`DeviceBases::upload_with_window_multiples`: fewer additions per
+//! point) when those fit too; otherwise they are kept in page-locked host memory and streamed
+//! through the MSMs in double-buffered chunks. The choice follows the memory the device reports
+//! once the NTT tables of the proof's size are on it (up to as much as the data: 4 GiB at 2^27),
+//! and is returned with every proof's stages (`srs_resident`, `srs_window_bits`).
+//!
+//! Several sets stay on the device side by side. A set that does not fit beside them takes the
+//! place of the least recently used that no proof is using (never one in use); if even that is not
+//! enough it is streamed and the others stay. A streamed set is kept too (pinning it again costs
+//! as much as an upload), but only the latest: each holds its whole key in page-locked host memory.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use cuzk_gpu::msm::{
     msm_device, msm_streamed, multiple_window_bits, windows_of_width, working_memory, DeviceBases,
@@ -35,7 +40,7 @@ use cuzk_synth::ProvingAssignment;
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
 
-use crate::prover::{checked_domain, DeviceLock, StageMetric, Started, Unshared};
+use crate::prover::{checked_domain, DeviceLock, DeviceStatus, StageMetric, Started, Unshared};
 use crate::{Parameters, ProveError, ProverBackend, QuerySums};
 
 /// Proves on one device.
@@ -43,9 +48,12 @@ use crate::{Parameters, ProveError, ProverBackend, QuerySums};
 pub struct GpuBackend {
     gpu: Arc<Gpu>,
     name: String,
-    /// The proving key of the last parameter set proven with (one set at a time: a new one
-    /// replaces it).
-    srs: Mutex<Option<Arc<DeviceSrs>>>,
+    /// The proving keys placed for proving, several at a time.
+    srs: Mutex<SrsCache>,
+    /// Held through a proof's device region and a preload's placement: the caller's [`DeviceLock`]
+    /// orders proofs, this also keeps a preload from measuring or taking memory that a proof is
+    /// about to use (and two placements from counting the same free memory).
+    region: Mutex<()>,
     tables: Mutex<HashMap<u32, Arc<NttTables>>>,
     /// The A and B queries' variable positions of the last circuit proven, on the device.
     index: Mutex<Option<Arc<QueryIndex>>>,
@@ -123,6 +131,14 @@ impl<A: MsmAffine> Bases<A> {
         })
     }
 
+    /// Device bytes the points hold (0 when streamed from host memory).
+    fn device_bytes(&self) -> usize {
+        match self {
+            Bases::Resident(bases) => bases.words().num_bytes(),
+            Bases::Streamed(_) => 0,
+        }
+    }
+
     /// Device bytes an MSM over the first n points allocates beyond the points and scalars.
     fn working_memory(&self, n: usize) -> usize {
         match self {
@@ -149,6 +165,132 @@ struct DeviceSrs {
     a: Bases<G1Affine>,
     b_g1: Bases<G1Affine>,
     b_g2: Bases<G2Affine>,
+}
+
+impl DeviceSrs {
+    /// Device bytes its points hold, window multiples included (0 when streamed).
+    fn device_bytes(&self) -> usize {
+        self.h.device_bytes()
+            + self.l.device_bytes()
+            + self.a.device_bytes()
+            + self.b_g1.device_bytes()
+            + self.b_g2.device_bytes()
+    }
+
+    /// What [`ProverBackend::resident`] reports: its device bytes, `None` when streamed.
+    fn resident_bytes(&self) -> Option<u64> {
+        (self.placement != Placement::Streamed).then(|| self.device_bytes() as u64)
+    }
+}
+
+/// The placed parameter sets, each with the stamp of its last use.
+#[derive(Debug, Default)]
+struct SrsCache {
+    sets: Vec<(Arc<DeviceSrs>, u64)>,
+    /// Advanced at every use: stamps order the sets by their last use.
+    clock: u64,
+}
+
+impl SrsCache {
+    fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+
+    /// The set of `key`, stamped as used now.
+    fn get(&mut self, key: &SrsKey) -> Option<Arc<DeviceSrs>> {
+        let now = self.tick();
+        let (srs, used) = self.sets.iter_mut().find(|(srs, _)| srs.key == *key)?;
+        *used = now;
+        Some(srs.clone())
+    }
+
+    fn find(&self, key: &SrsKey) -> Option<&Arc<DeviceSrs>> {
+        self.sets
+            .iter()
+            .map(|(srs, _)| srs)
+            .find(|srs| srs.key == *key)
+    }
+
+    fn remove(&mut self, key: &SrsKey) -> Option<Arc<DeviceSrs>> {
+        let i = self.sets.iter().position(|(srs, _)| srs.key == *key)?;
+        Some(self.sets.swap_remove(i).0)
+    }
+
+    /// Adds a newly placed set. A streamed one replaces the streamed sets no proof uses, so that
+    /// page-locked host memory holds one key beside those in flight. Returns what it removed, to
+    /// be dropped once the lock is released.
+    fn insert(&mut self, srs: Arc<DeviceSrs>) -> Vec<Arc<DeviceSrs>> {
+        let mut removed = Vec::new();
+        if srs.placement == Placement::Streamed {
+            let mut i = 0;
+            while i < self.sets.len() {
+                let (old, _) = &self.sets[i];
+                if old.placement == Placement::Streamed && Arc::strong_count(old) == 1 {
+                    removed.push(self.sets.swap_remove(i).0);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        let now = self.tick();
+        self.sets.push((srs, now));
+        removed
+    }
+
+    /// Removes the least recently used sets no proof uses until `needed` bytes fit in `free` and
+    /// what they release (see [`evictions`]); removes none when that is not enough. Returns what
+    /// it removed, to be dropped once the lock is released.
+    fn evict_for(&mut self, free: usize, needed: usize) -> Vec<Arc<DeviceSrs>> {
+        let occupants: Vec<Occupant> = self
+            .sets
+            .iter()
+            .map(|(srs, used)| Occupant {
+                bytes: srs.device_bytes(),
+                last_used: *used,
+                // Proofs take their clone under this cache's lock, which the caller holds.
+                in_use: Arc::strong_count(srs) > 1,
+            })
+            .collect();
+        let mut chosen = evictions(&occupants, free, needed).unwrap_or_default();
+        // From the back, so that each swap_remove leaves the lower indices in place.
+        chosen.sort_unstable_by(|a, b| b.cmp(a));
+        chosen
+            .into_iter()
+            .map(|i| self.sets.swap_remove(i).0)
+            .collect()
+    }
+}
+
+/// A placed set as the choice of what to evict sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Occupant {
+    /// Device bytes it would release.
+    bytes: usize,
+    /// The stamp of its last use: lower is older.
+    last_used: u64,
+    /// A proof holds it: never evicted.
+    in_use: bool,
+}
+
+/// The sets to evict, by index, so that `needed` bytes fit in `free` plus what they release: the
+/// least recently used first, among those no proof uses that hold device memory, and no more than
+/// needed. `None` when evicting all of those is not enough: then none is worth evicting.
+fn evictions(sets: &[Occupant], free: usize, needed: usize) -> Option<Vec<usize>> {
+    let mut order: Vec<usize> = (0..sets.len())
+        .filter(|&i| !sets[i].in_use && sets[i].bytes > 0)
+        .collect();
+    order.sort_by_key(|&i| sets[i].last_used);
+    let mut available = free;
+    let mut chosen = Vec::new();
+    for i in order {
+        if needed <= available {
+            break;
+        }
+        available = available.saturating_add(sets[i].bytes);
+        chosen.push(i);
+    }
+    (needed <= available).then_some(chosen)
 }
 
 /// What tells parameter sets apart cheaply: the query lengths, δ (random per setup) and the first
@@ -251,7 +393,8 @@ impl GpuBackend {
         GpuBackend {
             gpu,
             name,
-            srs: Mutex::new(None),
+            srs: Mutex::default(),
+            region: Mutex::new(()),
             tables: Mutex::new(HashMap::new()),
             index: Mutex::new(None),
             staging: Mutex::new(Vec::new()),
@@ -368,8 +511,14 @@ impl GpuBackend {
         Ok(t)
     }
 
+    fn cache(&self) -> MutexGuard<'_, SrsCache> {
+        self.srs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The parameter set's points on this device, placing them on first use: resident when they
-    /// fit beside `working` bytes of a proof's own buffers, streamed from pinned memory otherwise.
+    /// fit beside `working` bytes of a proof's own buffers (after evicting the least recently used
+    /// sets no proof holds, if that makes them fit), streamed from pinned memory otherwise. The
+    /// caller holds `region`.
     fn srs(
         &self,
         params: &Parameters,
@@ -377,15 +526,22 @@ impl GpuBackend {
         stages: &mut Stages,
     ) -> Result<Arc<DeviceSrs>, GpuError> {
         let key = SrsKey::of(params);
-        let mut cached = self.srs.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(srs) = cached.as_ref().filter(|s| s.key == key) {
-            return Ok(srs.clone());
+        if let Some(srs) = self.cache().get(&key) {
+            return Ok(srs);
         }
-        // Free the previous set before measuring what is free.
-        *cached = None;
         let g1 = params.h.len() + params.l.len() + params.a.len() + params.b_g1.len();
         let points = g1 * std::mem::size_of::<G1Affine>()
             + params.b_g2.len() * std::mem::size_of::<G2Affine>();
+        let margin = working + cuzk_gpu::MEMORY_MARGIN;
+        let evicted = {
+            let (free, _) = self.gpu.memory()?;
+            self.cache().evict_for(free, points + margin)
+        };
+        if !evicted.is_empty() {
+            drop(evicted);
+            // Their memory is freed in the device stream's order: measure once it is.
+            self.gpu.synchronize()?;
+        }
         let (free, _) = self.gpu.memory()?;
         let longest = [
             params.h.len(),
@@ -402,7 +558,7 @@ impl GpuBackend {
         // (at most `longest` of the larger points, G2's).
         let multiples =
             points * windows_of_width(bits) as usize + longest * std::mem::size_of::<G2Affine>();
-        let fits = |bytes: usize| bytes + working + cuzk_gpu::MEMORY_MARGIN <= free;
+        let fits = |bytes: usize| bytes + margin <= free;
         let placement = if longest >= self.multiples_from && fits(multiples) {
             Placement::Multiples(bits)
         } else if fits(points) {
@@ -423,18 +579,19 @@ impl GpuBackend {
         });
         stages.push("srs_place_ms", start.elapsed().as_secs_f64() * 1e3);
         stages.push("srs_bytes", points as f64);
-        *cached = Some(srs.clone());
+        let replaced = self.cache().insert(srs.clone());
+        drop(replaced);
         Ok(srs)
     }
 
-    /// Device bytes a proof needs besides the SRS: a, b, c; the witness and the gathered query
-    /// scalars (L, A, B and B's copy, each at most the witness); the largest MSM's work buffers.
-    fn working_bytes(p: &Prepared) -> usize {
+    /// Device bytes a proof over a domain of 2^`log_n` and `witness` variables needs besides the
+    /// SRS: a, b, c; the witness and the gathered query scalars (L, A, B and B's copy, each at
+    /// most the witness); the largest MSM's work buffers.
+    fn working_bytes(log_n: u32, witness: usize) -> usize {
         let scalar = std::mem::size_of::<Scalar>();
-        let n = 1usize << p.log_n;
-        scalar * (3 * n + 5 * p.witness)
-            + working_memory::<G1Affine>(n.max(p.witness))
-                .max(working_memory::<G2Affine>(p.witness))
+        let n = 1usize << log_n;
+        scalar * (3 * n + 5 * witness)
+            + working_memory::<G1Affine>(n.max(witness)).max(working_memory::<G2Affine>(witness))
     }
 
     /// The A and B positions on the device: cached, or uploaded now and cached.
@@ -463,11 +620,12 @@ impl GpuBackend {
         stages: &mut Stages,
     ) -> Result<QuerySums, GpuError> {
         let gpu = &*self.gpu;
+        let _region = self.region.lock().unwrap_or_else(PoisonError::into_inner);
         // Before the SRS is placed, so that its placement sees the memory they hold (4 GiB at
         // 2^27 with the top pass's direct tables), and on the device's own stream, which the
         // lanes wait for before they read them.
         let tables = self.ntt_tables(p.log_n)?;
-        let srs = self.srs(params, Self::working_bytes(p), stages)?;
+        let srs = self.srs(params, Self::working_bytes(p.log_n, p.witness), stages)?;
         let resident = srs.placement != Placement::Streamed;
         stages.push("srs_resident", if resident { 1.0 } else { 0.0 });
         let window_bits = match srs.placement {
@@ -728,5 +886,103 @@ impl ProverBackend for GpuBackend {
             sums: sums.map_err(ProveError::Gpu)?,
             stages: stages.0,
         })
+    }
+
+    /// Placed as a proof of `params` would place it (its NTT tables first, its working memory
+    /// reserved beside it), after the proof on the device if there is one.
+    fn preload(&self, params: &Parameters) -> Result<u64, ProveError> {
+        // The domain the parameters were made for has n − 1 H points; the witness is the public
+        // inputs (one IC point each) and the aux variables (one L point each).
+        let n = params.h.len() + 1;
+        if !n.is_power_of_two() {
+            return Err(ProveError::Backend {
+                backend: "gpu",
+                reason: format!("{} H points are not a power-of-two domain less one", n - 1),
+            });
+        }
+        let witness = params.vk.ic.len() + params.l.len();
+        let _region = self.region.lock().unwrap_or_else(PoisonError::into_inner);
+        let log_n = n.trailing_zeros();
+        self.ntt_tables(log_n)?;
+        let srs = self.srs(
+            params,
+            Self::working_bytes(log_n, witness),
+            &mut Stages::default(),
+        )?;
+        Ok(srs.resident_bytes().unwrap_or(0))
+    }
+
+    /// Also drops a streamed set's page-locked host copy (reported as 0 bytes).
+    fn evict(&self, params: &Parameters) -> u64 {
+        let removed = self.cache().remove(&SrsKey::of(params));
+        removed.and_then(|srs| srs.resident_bytes()).unwrap_or(0)
+    }
+
+    /// Window multiples included; `None` for a set streamed from host memory.
+    fn resident(&self, params: &Parameters) -> Option<u64> {
+        self.cache()
+            .find(&SrsKey::of(params))
+            .and_then(|srs| srs.resident_bytes())
+    }
+
+    fn device(&self) -> Result<Option<DeviceStatus>, ProveError> {
+        let (free, total) = self.gpu.memory()?;
+        Ok(Some(DeviceStatus {
+            ordinal: self.gpu.ordinal(),
+            name: self.gpu.name().to_owned(),
+            total_bytes: total as u64,
+            free_bytes: free as u64,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{evictions, Occupant};
+
+    fn set(bytes: usize, last_used: u64, in_use: bool) -> Occupant {
+        Occupant {
+            bytes,
+            last_used,
+            in_use,
+        }
+    }
+
+    #[test]
+    fn evicts_nothing_when_the_set_fits() {
+        let sets = [set(100, 1, false), set(100, 2, false)];
+        assert_eq!(evictions(&sets, 50, 50), Some(vec![]));
+        assert_eq!(evictions(&[], 50, 50), Some(vec![]));
+    }
+
+    #[test]
+    fn evicts_the_least_recently_used_first_and_no_more_than_needed() {
+        let sets = [set(100, 7, false), set(100, 3, false), set(100, 5, false)];
+        assert_eq!(evictions(&sets, 50, 150), Some(vec![1]));
+        assert_eq!(evictions(&sets, 50, 250), Some(vec![1, 2]));
+        assert_eq!(evictions(&sets, 50, 350), Some(vec![1, 2, 0]));
+    }
+
+    #[test]
+    fn never_evicts_a_set_in_use() {
+        let sets = [set(100, 1, true), set(100, 2, false)];
+        assert_eq!(evictions(&sets, 0, 100), Some(vec![1]));
+        // The in-use set's memory would be needed too: evicting the other would not make room.
+        assert_eq!(evictions(&sets, 0, 150), None);
+    }
+
+    #[test]
+    fn skips_sets_that_hold_no_device_memory() {
+        // A streamed set (0 device bytes) is older, but evicting it frees nothing.
+        let sets = [set(0, 1, false), set(100, 2, false)];
+        assert_eq!(evictions(&sets, 0, 100), Some(vec![1]));
+    }
+
+    #[test]
+    fn evicts_nothing_when_even_all_idle_sets_are_not_enough() {
+        let sets = [set(100, 1, false), set(100, 2, false)];
+        assert_eq!(evictions(&sets, 10, 211), None);
+        assert_eq!(evictions(&sets, 10, 210), Some(vec![0, 1]));
+        assert_eq!(evictions(&sets, usize::MAX, usize::MAX), Some(vec![]));
     }
 }
