@@ -1,7 +1,7 @@
 //! The GPU backend gives the CPU backend's query sums (so, with the same r and s, the same proof)
 //! for synthetic circuits of several sizes and boolean fractions and for a hand-written circuit,
 //! with the proving key resident on the device (with or without its window multiples) or streamed
-//! from host memory.
+//! from host memory; proving keys placed ahead of their proofs, several at once, and evicted.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed test should stop loudly
 
@@ -166,4 +166,166 @@ fn proves_with_window_multiples() {
             "{what}: placed with 19-bit multiples: {stages:?}"
         );
     }
+}
+
+/// Bytes of a parameter set's query points (host and device layouts are the same).
+fn point_bytes(params: &Parameters) -> u64 {
+    let g1 = params.h.len() + params.l.len() + params.a.len() + params.b_g1.len();
+    (g1 * std::mem::size_of::<cuzk_math::G1Affine>()
+        + params.b_g2.len() * std::mem::size_of::<cuzk_math::G2Affine>()) as u64
+}
+
+/// Whether a proof's stages show its proving key placed (uploaded or pinned) during it.
+fn placed_during(stages: &[(&'static str, f64)]) -> bool {
+    stages.iter().any(|(k, _)| *k == "srs_place_ms")
+}
+
+/// A preloaded proving key is on the device before the first proof, which then places nothing.
+#[test]
+fn preloaded_set_proves_without_upload() {
+    let Some(gpu) = gpu_backend("preloaded_set_proves_without_upload") else {
+        return;
+    };
+    let mut rng = common::rng("preloaded_set_proves_without_upload");
+    let circuit = common::synthetic((1 << 14) - 4, 0.5, 21);
+    let params = generate_random_parameters(circuit.clone(), &mut rng).unwrap();
+    let inputs = circuit.public_input_values();
+    assert_eq!(gpu.resident(&params), None, "nothing placed yet");
+    let bytes = gpu.preload(&params).unwrap();
+    assert_eq!(bytes, point_bytes(&params), "resident without multiples");
+    assert_eq!(gpu.resident(&params), Some(bytes));
+    let stages = same_as_cpu(&gpu, &params, circuit, &inputs, "preloaded");
+    assert!(
+        !placed_during(&stages),
+        "no placement in the proof: {stages:?}"
+    );
+    assert_eq!(gpu.resident(&params), Some(bytes), "still resident");
+    assert_eq!(
+        gpu.preload(&params).unwrap(),
+        bytes,
+        "a second preload keeps it"
+    );
+}
+
+/// Two parameter sets stay on the device together; proofs alternating between them place nothing.
+#[test]
+fn keeps_several_sets_resident() {
+    let Some(gpu) = gpu_backend("keeps_several_sets_resident") else {
+        return;
+    };
+    let mut rng = common::rng("keeps_several_sets_resident");
+    let sets: Vec<_> = [((1 << 12) - 4, 0.9), ((1 << 14) - 4, 0.5)]
+        .into_iter()
+        .map(|(constraints, boolean)| {
+            let circuit = common::synthetic(constraints, boolean, constraints as u64);
+            let params = generate_random_parameters(circuit.clone(), &mut rng).unwrap();
+            (circuit, params)
+        })
+        .collect();
+    let placed: Vec<u64> = sets
+        .iter()
+        .map(|(_, params)| gpu.preload(params).unwrap())
+        .collect();
+    for round in 0..2 {
+        for (circuit, params) in &sets {
+            let what = format!("round {round}, {} constraints", circuit.constraints);
+            let inputs = circuit.public_input_values();
+            let stages = same_as_cpu(&gpu, params, circuit.clone(), &inputs, &what);
+            assert!(!placed_during(&stages), "{what}: no placement: {stages:?}");
+            for (other, &other_bytes) in sets.iter().zip(&placed) {
+                assert_eq!(
+                    gpu.resident(&other.1),
+                    Some(other_bytes),
+                    "{what}: both resident"
+                );
+            }
+        }
+    }
+}
+
+/// An evicted set is no longer resident; its next proof places it again and is still right.
+#[test]
+fn evicted_set_is_placed_again() {
+    let Some(gpu) = gpu_backend("evicted_set_is_placed_again") else {
+        return;
+    };
+    let mut rng = common::rng("evicted_set_is_placed_again");
+    let circuit = common::synthetic((1 << 12) - 4, 0.5, 31);
+    let params = generate_random_parameters(circuit.clone(), &mut rng).unwrap();
+    let inputs = circuit.public_input_values();
+    let bytes = gpu.preload(&params).unwrap();
+    assert_eq!(
+        gpu.evict(&params),
+        bytes,
+        "evict releases what preload placed"
+    );
+    assert_eq!(gpu.resident(&params), None);
+    assert_eq!(gpu.evict(&params), 0, "nothing left to evict");
+    let stages = same_as_cpu(&gpu, &params, circuit, &inputs, "after eviction");
+    assert!(placed_during(&stages), "placed again: {stages:?}");
+    assert_eq!(gpu.resident(&params), Some(bytes));
+}
+
+/// With window multiples, a set holds ⌈255/19⌉ = 14 times its points' memory, and says so.
+#[test]
+fn resident_bytes_count_window_multiples() {
+    let Some(gpu) = gpu_backend("resident_bytes_count_window_multiples") else {
+        return;
+    };
+    let gpu = gpu.window_multiples_from(0);
+    let mut rng = common::rng("resident_bytes_count_window_multiples");
+    let circuit = common::synthetic(1000, 0.5, 41);
+    let params = generate_random_parameters(circuit.clone(), &mut rng).unwrap();
+    let inputs = circuit.public_input_values();
+    let bytes = gpu.preload(&params).unwrap();
+    assert_eq!(bytes, 14 * point_bytes(&params));
+    assert_eq!(gpu.resident(&params), Some(bytes));
+    let stages = same_as_cpu(&gpu, &params, circuit, &inputs, "preloaded with multiples");
+    assert!(!placed_during(&stages), "no placement: {stages:?}");
+    assert_eq!(gpu.evict(&params), bytes);
+}
+
+/// A set that does not fit is preloaded into page-locked host memory: not resident, 0 device
+/// bytes, and its proofs stream it without pinning it again.
+#[test]
+fn preload_streams_when_memory_is_short() {
+    let Ok(device) = cuzk_gpu::Gpu::first() else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "preload_streams_when_memory_is_short: SKIPPED (no GPU)"
+        );
+        return;
+    };
+    let mut rng = common::rng("preload_streams_when_memory_is_short");
+    let circuit = common::synthetic((1 << 16) - 4, 0.5, 51);
+    let params = generate_random_parameters(circuit.clone(), &mut rng).unwrap();
+    let inputs = circuit.public_input_values();
+    device.limit_memory(Some(cuzk_gpu::MEMORY_MARGIN + (60 << 20)));
+    let gpu = GpuBackend::with_gpu(device.clone());
+    assert_eq!(gpu.preload(&params).unwrap(), 0);
+    assert_eq!(gpu.resident(&params), None);
+    let stages = same_as_cpu(&gpu, &params, circuit, &inputs, "preloaded, streamed");
+    device.limit_memory(None);
+    assert!(
+        !placed_during(&stages),
+        "pinned once, by preload: {stages:?}"
+    );
+    let resident = stages.iter().find(|(k, _)| *k == "srs_resident");
+    assert_eq!(resident.map(|s| s.1), Some(0.0), "streamed: {stages:?}");
+    assert_eq!(gpu.evict(&params), 0, "no device bytes to release");
+}
+
+/// The backend names its device and the driver's memory figures.
+#[test]
+fn reports_its_device() {
+    let Some(gpu) = gpu_backend("reports_its_device") else {
+        return;
+    };
+    let status = gpu.device().unwrap().expect("a GPU backend has a device");
+    assert_eq!(status.ordinal, 0);
+    assert!(!status.name.is_empty());
+    assert!(
+        0 < status.free_bytes && status.free_bytes <= status.total_bytes,
+        "{status:?}"
+    );
 }
