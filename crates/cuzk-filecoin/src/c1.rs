@@ -146,6 +146,12 @@ impl C1Output {
         })
     }
 
+    /// Checks that the whole output decodes for its sector's tree shape (what [`Self::typed`]
+    /// does before proving), so a malformed field is named when the request arrives.
+    pub fn validate(&self) -> Result<(), FilecoinError> {
+        filecoin_proofs::with_shape!(self.proof.size.bytes(), decodes, self,)
+    }
+
     /// The whole output typed for the sector's tree shape; errors name the path of the field
     /// (such as `vanilla_proofs[0][3].comm_d_proofs`).
     pub(crate) fn typed<Tree: 'static + MerkleTreeTrait>(
@@ -179,4 +185,8 @@ impl C1Output {
         }
         serde_json::to_vec(&ffi).unwrap_or_default()
     }
+}
+
+fn decodes<Tree: 'static + MerkleTreeTrait>(c1: &C1Output) -> Result<(), FilecoinError> {
+    c1.typed::<Tree>().map(drop)
 }

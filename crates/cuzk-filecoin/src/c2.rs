@@ -86,7 +86,32 @@ impl SectorJob {
     /// For a non-interactive PoRep, the aggregate of the partition proofs, as
     /// `seal_commit_phase2` returns it.
     pub async fn prove(self, engine: &Engine) -> Result<Vec<u8>, FilecoinError> {
-        let proofs = engine.submit(self.request).wait().await?.proof_bytes();
+        let (request, finish) = self.split();
+        finish.finish(engine.submit(request).wait().await?.proof_bytes())
+    }
+
+    /// The engine job, and what turns its partition proofs into the sector's proof: for callers
+    /// that submit the job themselves (to set its priority, follow or cancel it).
+    pub fn split(self) -> (JobRequest, SectorFinish) {
+        (
+            self.request,
+            SectorFinish {
+                aggregation: self.aggregation,
+            },
+        )
+    }
+}
+
+/// The last step of a sector's commit-2, after the engine proved its partitions.
+#[derive(Debug)]
+pub struct SectorFinish {
+    aggregation: Option<Aggregation>,
+}
+
+impl SectorFinish {
+    /// The sector's proof from its partition proofs concatenated: those bytes themselves, or for
+    /// a non-interactive PoRep their SnarkPack aggregate.
+    pub fn finish(self, proofs: Vec<u8>) -> Result<Vec<u8>, FilecoinError> {
         match self.aggregation {
             None => Ok(proofs),
             Some(aggregation) => with_shape!(

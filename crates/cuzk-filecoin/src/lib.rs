@@ -27,7 +27,7 @@ mod shapes;
 pub mod verify;
 
 pub use c1::{C1Output, SealCommitments};
-pub use c2::{SectorCircuits, SectorJob};
+pub use c2::{SectorCircuits, SectorFinish, SectorJob};
 pub use error::FilecoinError;
 pub use params::{check_parameter_dir, parameter_dir, use_parameter_dir, ParamFiles};
 pub use r1cs::{compiled_r1cs, R1csOrigin};

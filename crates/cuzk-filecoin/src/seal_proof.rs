@@ -159,6 +159,13 @@ impl SealProof {
             .map_err(|_| FilecoinError::UnknownSealProof(text.to_owned()))
     }
 
+    /// The registered proof with this number (`RegisteredSealProof`), if there is one.
+    pub fn from_number(number: u64) -> Option<Self> {
+        let revision = *REVISIONS.get(usize::try_from(number / 5).ok()?)?;
+        let size = SECTOR_SIZES[(number % 5) as usize];
+        Some(SealProof { size, revision })
+    }
+
     /// The registered number: five sizes per revision, revisions in order.
     pub fn number(self) -> u64 {
         self.revision.index() * 5 + self.size.index()
@@ -236,6 +243,12 @@ mod tests {
         }
         assert!("3KiB".parse::<SectorSize>().is_err());
         assert!("StackedDrg2KiBV9".parse::<SealProof>().is_err());
+        for number in 0..20 {
+            assert_eq!(SealProof::from_number(number).unwrap().number(), number);
+        }
+        assert_eq!(SealProof::from_number(8), Some(proof));
+        assert_eq!(SealProof::from_number(20), None);
+        assert_eq!(SealProof::from_number(u64::MAX), None);
     }
 
     #[test]

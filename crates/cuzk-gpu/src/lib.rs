@@ -25,7 +25,7 @@ mod scalars;
 
 pub use device::Gpu;
 pub use error::GpuError;
-pub use pinned::Pinned;
+pub use pinned::{pinned_bytes, Pinned};
 pub use probe::{probe, DeviceInfo, GpuUnavailable};
 pub use scalars::{DeviceIndex, DeviceScalars};
 

@@ -3,6 +3,7 @@
 //! fraction of it, and block the host).
 
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use cudarc::driver::PinnedHostSlice;
 
@@ -10,11 +11,39 @@ use crate::error::DriverContext;
 use crate::layout::DeviceWords;
 use crate::{Gpu, GpuError};
 
+/// Page-locked bytes held by every [`Pinned`] buffer of the process: page-locked memory is
+/// taken from what the OS can page, so a daemon reports it beside its limit.
+static PINNED_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// Page-locked host bytes the process's [`Pinned`] buffers hold now.
+pub fn pinned_bytes() -> u64 {
+    PINNED_BYTES.load(Ordering::Relaxed)
+}
+
+/// One buffer's share of [`PINNED_BYTES`], given back when the buffer goes.
+#[derive(Debug)]
+struct Accounted(u64);
+
+impl Accounted {
+    fn words(words: usize) -> Self {
+        let bytes = (words * std::mem::size_of::<u32>()) as u64;
+        PINNED_BYTES.fetch_add(bytes, Ordering::Relaxed);
+        Accounted(bytes)
+    }
+}
+
+impl Drop for Accounted {
+    fn drop(&mut self) {
+        PINNED_BYTES.fetch_sub(self.0, Ordering::Relaxed);
+    }
+}
+
 /// `len` values of `T` in page-locked host memory, in the device layout (see [`crate::layout`]).
 #[derive(Debug)]
 pub struct Pinned<T> {
     pub(crate) words: PinnedHostSlice<u32>,
     len: usize,
+    _accounted: Accounted,
     _values: PhantomData<T>,
 }
 
@@ -33,6 +62,7 @@ impl<T: DeviceWords> Pinned<T> {
         Ok(Pinned {
             words: buffer,
             len: values.len(),
+            _accounted: Accounted::words(words),
             _values: PhantomData,
         })
     }
@@ -51,6 +81,7 @@ impl<T: DeviceWords> Pinned<T> {
         Ok(Pinned {
             words: buffer,
             len,
+            _accounted: Accounted::words(words),
             _values: PhantomData,
         })
     }

@@ -1,0 +1,608 @@
+//! The daemon's TOML configuration, in two steps: the file is read into a raw form (keys we
+//! do not know become warnings, not errors), then every value is checked and resolved into a
+//! [`Config`], every problem reported at once with its dotted key.
+//!
+//! Sections and keys follow the public engine's where they mean something here (`[daemon]`
+//! listen, status_listen; `[memory]` total_budget, safety_margin, eviction_min_idle; `[gpus]`
+//! devices, gpu_workers_per_device; `[synthesis]` threads, partition_workers; `[pipeline]`
+//! synthesis_concurrency; `[srs]` param_cache, preload; `[logging]` level); ours are added.
+//! `cuzk.example.toml` beside this crate documents every key with its default.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// The example file, every key at its default.
+pub const EXAMPLE: &str = include_str!("../cuzk.example.toml");
+
+/// Where the gRPC server listens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Listen {
+    Unix(PathBuf),
+    Tcp(String),
+}
+
+impl fmt::Display for Listen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Listen::Unix(path) => write!(f, "unix://{}", path.display()),
+            Listen::Tcp(addr) => f.write_str(addr),
+        }
+    }
+}
+
+impl Listen {
+    /// `unix:///path`, `unix:path`, or `host:port` (also as `tcp://host:port` or Go's
+    /// `dns:///host:port`).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if let Some(path) = text.strip_prefix("unix://").or_else(|| text.strip_prefix("unix:")) {
+            if path.is_empty() {
+                return Err("a unix address needs a path (unix:///run/curio/cuzk.sock)".into());
+            }
+            return Ok(Listen::Unix(PathBuf::from(path)));
+        }
+        let host_port = text
+            .strip_prefix("tcp://")
+            .or_else(|| text.strip_prefix("dns:///"))
+            .unwrap_or(text);
+        match host_port.rsplit_once(':') {
+            Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
+                Ok(Listen::Tcp(host_port.to_owned()))
+            }
+            _ => Err(format!(
+                "{text:?} is neither unix:///PATH nor HOST:PORT"
+            )),
+        }
+    }
+}
+
+/// Which prover backend the engine uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// The GPUs when usable, the CPU otherwise.
+    Auto,
+    Gpu,
+    Cpu,
+}
+
+/// Where TIMELINE lines go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TimelineTarget {
+    Off,
+    Stderr,
+    File(PathBuf),
+}
+
+/// Which circuits the daemon serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CircuitSet {
+    Filecoin,
+    /// Synthetic circuits, for tests and benchmarks of the daemon itself.
+    Synthetic,
+}
+
+/// A size in bytes, or "auto".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Budget {
+    Auto,
+    Bytes(u64),
+}
+
+/// The checked configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    pub listen: Listen,
+    pub status_listen: Option<SocketAddr>,
+    /// The bearer token TCP clients must send (read from `daemon.token_file`).
+    pub token: Option<String>,
+    pub tls: Option<TlsFiles>,
+    pub allow_insecure_tcp: bool,
+    pub socket_mode: u32,
+    pub drain_timeout: Duration,
+    pub result_retention: Duration,
+    pub total_budget: Budget,
+    pub safety_margin: u64,
+    pub srs_budget: Budget,
+    pub eviction_min_idle: Duration,
+    pub pinned_limit: u64,
+    pub devices: Option<Vec<usize>>,
+    pub gpu_workers_per_device: usize,
+    pub backend: BackendChoice,
+    pub threads: Option<usize>,
+    pub partition_workers: Option<usize>,
+    pub compiled_synthesis: bool,
+    pub synthesis_concurrency: usize,
+    pub param_cache: Option<PathBuf>,
+    pub preload: Vec<String>,
+    pub log_level: String,
+    pub timeline: TimelineTarget,
+    pub circuits: CircuitSet,
+    /// Keys the file has that this daemon does not use, as warnings to print at start.
+    pub warnings: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+/// Why a configuration was refused: every problem, each naming its key.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {}", problems.join("; "))]
+pub struct ConfigError {
+    pub file: String,
+    pub problems: Vec<String>,
+}
+
+/// A value that may be an integer or a string with a unit.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+enum Quantity {
+    Number(u64),
+    Text(String),
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawConfig {
+    daemon: RawDaemon,
+    memory: RawMemory,
+    gpus: RawGpus,
+    synthesis: RawSynthesis,
+    pipeline: RawPipeline,
+    srs: RawSrs,
+    logging: RawLogging,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawDaemon {
+    listen: Option<String>,
+    status_listen: Option<String>,
+    token_file: Option<PathBuf>,
+    tls_cert_file: Option<PathBuf>,
+    tls_key_file: Option<PathBuf>,
+    allow_insecure_tcp: Option<bool>,
+    socket_mode: Option<String>,
+    drain_timeout: Option<Quantity>,
+    result_retention: Option<Quantity>,
+    circuits: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawMemory {
+    total_budget: Option<Quantity>,
+    safety_margin: Option<Quantity>,
+    srs_budget: Option<Quantity>,
+    eviction_min_idle: Option<Quantity>,
+    pinned_limit: Option<Quantity>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawGpus {
+    devices: Option<Vec<usize>>,
+    gpu_workers_per_device: Option<usize>,
+    backend: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawSynthesis {
+    threads: Option<usize>,
+    partition_workers: Option<usize>,
+    compiled: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawPipeline {
+    synthesis_concurrency: Option<usize>,
+    /// The public engine's; its meaning is `synthesis_concurrency`'s here.
+    max_parallel_synthesis: Option<toml::Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawSrs {
+    param_cache: Option<PathBuf>,
+    preload: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawLogging {
+    level: Option<String>,
+    timeline: Option<String>,
+}
+
+/// Parses `2048`, `"64GiB"`, `"512MiB"`, `"4G"`, `"1.5TiB"` (binary units either way).
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (such as 64GiB or 512MiB)"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        other => return Err(format!("{other:?} is not a size unit (B, KiB, MiB, GiB, TiB)")),
+    };
+    Ok((number * (1u64 << shift) as f64) as u64)
+}
+
+/// Parses `30` (seconds), `"500ms"`, `"30s"`, `"5m"`, `"1h"`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration (such as 30s, 5m or 1h)"))?;
+    let seconds = match unit.trim() {
+        "ms" => number / 1e3,
+        "" | "s" => number,
+        "m" | "min" => number * 60.0,
+        "h" => number * 3600.0,
+        other => return Err(format!("{other:?} is not a duration unit (ms, s, m, h)")),
+    };
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+/// Collects problems, each under its dotted key.
+#[derive(Default)]
+struct Problems(Vec<String>);
+
+impl Problems {
+    fn check<T>(&mut self, key: &str, value: Result<T, String>) -> Option<T> {
+        match value {
+            Ok(value) => Some(value),
+            Err(reason) => {
+                self.0.push(format!("{key}: {reason}"));
+                None
+            }
+        }
+    }
+}
+
+fn bytes(q: &Quantity) -> Result<u64, String> {
+    match q {
+        Quantity::Number(n) => Ok(*n),
+        Quantity::Text(t) => parse_bytes(t),
+    }
+}
+
+fn budget(q: &Quantity) -> Result<Budget, String> {
+    match q {
+        Quantity::Text(t) if t == "auto" => Ok(Budget::Auto),
+        other => bytes(other).map(Budget::Bytes),
+    }
+}
+
+fn duration(q: &Quantity) -> Result<Duration, String> {
+    match q {
+        Quantity::Number(n) => Ok(Duration::from_secs(*n)),
+        Quantity::Text(t) => parse_duration(t),
+    }
+}
+
+fn at_least_one(n: usize) -> Result<usize, String> {
+    if n == 0 {
+        Err("must be at least 1".into())
+    } else {
+        Ok(n)
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        // The empty file parses, and its result is the defaults.
+        Config::from_toml("", "defaults").unwrap_or_else(|e| unreachable!("defaults: {e}"))
+    }
+}
+
+impl Config {
+    /// Reads and checks a configuration file.
+    pub fn read(path: &Path) -> Result<Self, ConfigError> {
+        let source = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: source.clone(),
+            problems: vec![e.to_string()],
+        })?;
+        Self::from_toml(&text, &source)
+    }
+
+    /// Parses and checks configuration text; `source` names it in errors.
+    pub fn from_toml(text: &str, source: &str) -> Result<Self, ConfigError> {
+        let fail = |problems: Vec<String>| ConfigError {
+            file: source.to_owned(),
+            problems,
+        };
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            fail(vec![e.to_string().trim_end().replace('\n', " ")])
+        })?;
+        let mut unknown = Vec::new();
+        let mut note = |path: serde_ignored::Path<'_>| unknown.push(path.to_string());
+        let ignoring = serde_ignored::Deserializer::new(toml::Value::Table(table), &mut note);
+        let raw: RawConfig = serde_path_to_error::deserialize(ignoring).map_err(|e| {
+            fail(vec![format!("{}: {}", e.path(), e.inner())])
+        })?;
+        let mut warnings: Vec<String> = unknown
+            .into_iter()
+            .map(|key| format!("{key}: unknown key, ignored"))
+            .collect();
+        if raw.pipeline.max_parallel_synthesis.is_some() {
+            warnings.push(
+                "pipeline.max_parallel_synthesis: the public engine's key, ignored \
+                 (pipeline.synthesis_concurrency and synthesis.partition_workers set it here)"
+                    .into(),
+            );
+        }
+        Self::check(raw, warnings).map_err(fail)
+    }
+
+    fn check(raw: RawConfig, warnings: Vec<String>) -> Result<Self, Vec<String>> {
+        let mut p = Problems::default();
+        let d = &raw.daemon;
+        let listen = p.check(
+            "daemon.listen",
+            Listen::parse(d.listen.as_deref().unwrap_or("unix:///run/curio/cuzk.sock")),
+        );
+        let status_listen = match d.status_listen.as_deref() {
+            None | Some("") => None,
+            Some(addr) => p.check(
+                "daemon.status_listen",
+                addr.parse::<SocketAddr>()
+                    .map_err(|e| format!("{addr:?}: {e} (expected HOST:PORT, such as 127.0.0.1:9820)")),
+            ),
+        };
+        let token = match &d.token_file {
+            None => None,
+            Some(path) => p.check(
+                "daemon.token_file",
+                std::fs::read_to_string(path)
+                    .map_err(|e| format!("{}: {e}", path.display()))
+                    .and_then(|t| {
+                        let t = t.trim().to_owned();
+                        if t.len() < 16 {
+                            Err(format!("{}: a token needs at least 16 characters", path.display()))
+                        } else {
+                            Ok(t)
+                        }
+                    }),
+            ),
+        };
+        let tls = match (&d.tls_cert_file, &d.tls_key_file) {
+            (None, None) => None,
+            (Some(cert), Some(key)) => Some(TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            }),
+            _ => {
+                p.0.push("daemon.tls_cert_file, daemon.tls_key_file: give both or neither".into());
+                None
+            }
+        };
+        let allow_insecure_tcp = d.allow_insecure_tcp.unwrap_or(false);
+        if let Some(Listen::Tcp(addr)) = &listen {
+            if token.is_none() && tls.is_none() && !allow_insecure_tcp && d.token_file.is_none() {
+                p.0.push(format!(
+                    "daemon.listen: TCP ({addr}) needs daemon.token_file, TLS \
+                     (daemon.tls_cert_file and tls_key_file), or allow_insecure_tcp = true for \
+                     a trusted network"
+                ));
+            }
+        }
+        let socket_mode = p.check(
+            "daemon.socket_mode",
+            u32::from_str_radix(d.socket_mode.as_deref().unwrap_or("0660").trim_start_matches("0o"), 8)
+                .map_err(|e| format!("expected an octal mode such as \"0660\": {e}"))
+                .and_then(|m| if m > 0o777 { Err(format!("{m:o} is not a file mode")) } else { Ok(m) }),
+        );
+        let q = |q: &Option<Quantity>, default: &str| q.clone().unwrap_or(Quantity::Text(default.into()));
+        let drain_timeout = p.check("daemon.drain_timeout", duration(&q(&d.drain_timeout, "10m")));
+        let result_retention =
+            p.check("daemon.result_retention", duration(&q(&d.result_retention, "10m")));
+        let circuits = p.check(
+            "daemon.circuits",
+            match d.circuits.as_deref().unwrap_or("filecoin") {
+                "filecoin" => Ok(CircuitSet::Filecoin),
+                "synthetic" => Ok(CircuitSet::Synthetic),
+                other => Err(format!("{other:?}: expected \"filecoin\" or \"synthetic\"")),
+            },
+        );
+
+        let m = &raw.memory;
+        let total_budget = p.check("memory.total_budget", budget(&q(&m.total_budget, "auto")));
+        let safety_margin = p.check("memory.safety_margin", bytes(&q(&m.safety_margin, "4GiB")));
+        let srs_budget = p.check("memory.srs_budget", budget(&q(&m.srs_budget, "auto")));
+        let eviction_min_idle =
+            p.check("memory.eviction_min_idle", duration(&q(&m.eviction_min_idle, "60s")));
+        let pinned_limit = p.check("memory.pinned_limit", bytes(&q(&m.pinned_limit, "0")));
+
+        let g = &raw.gpus;
+        let gpu_workers_per_device = p.check(
+            "gpus.gpu_workers_per_device",
+            at_least_one(g.gpu_workers_per_device.unwrap_or(2)),
+        );
+        let backend = p.check(
+            "gpus.backend",
+            match g.backend.as_deref().unwrap_or("auto") {
+                "auto" => Ok(BackendChoice::Auto),
+                "gpu" => Ok(BackendChoice::Gpu),
+                "cpu" => Ok(BackendChoice::Cpu),
+                other => Err(format!("{other:?}: expected \"auto\", \"gpu\" or \"cpu\"")),
+            },
+        );
+        let devices = match &g.devices {
+            Some(list) if list.is_empty() => None,
+            other => other.clone(),
+        };
+
+        let s = &raw.synthesis;
+        let threads = match s.threads {
+            None | Some(0) => None,
+            Some(n) => Some(n),
+        };
+        let partition_workers = match s.partition_workers {
+            None | Some(0) => None,
+            Some(n) => Some(n),
+        };
+        let synthesis_concurrency = p.check(
+            "pipeline.synthesis_concurrency",
+            at_least_one(raw.pipeline.synthesis_concurrency.unwrap_or(2)),
+        );
+        let level = raw.logging.level.clone().unwrap_or_else(|| "info".into());
+        if !["error", "warn", "info", "debug", "trace"].contains(&level.as_str()) {
+            p.0.push(format!(
+                "logging.level: {level:?}: expected error, warn, info, debug or trace"
+            ));
+        }
+        let timeline = match raw.logging.timeline.as_deref().unwrap_or("off") {
+            "off" | "" => TimelineTarget::Off,
+            "stderr" => TimelineTarget::Stderr,
+            path => TimelineTarget::File(PathBuf::from(path)),
+        };
+
+        let problems = p.0;
+        match (
+            listen,
+            socket_mode,
+            drain_timeout,
+            result_retention,
+            circuits,
+            total_budget,
+            safety_margin,
+            srs_budget,
+            eviction_min_idle,
+            pinned_limit,
+            gpu_workers_per_device,
+            backend,
+            synthesis_concurrency,
+        ) {
+            (
+                Some(listen),
+                Some(socket_mode),
+                Some(drain_timeout),
+                Some(result_retention),
+                Some(circuits),
+                Some(total_budget),
+                Some(safety_margin),
+                Some(srs_budget),
+                Some(eviction_min_idle),
+                Some(pinned_limit),
+                Some(gpu_workers_per_device),
+                Some(backend),
+                Some(synthesis_concurrency),
+            ) if problems.is_empty() => Ok(Config {
+                listen,
+                status_listen,
+                token,
+                tls,
+                allow_insecure_tcp,
+                socket_mode,
+                drain_timeout,
+                result_retention,
+                total_budget,
+                safety_margin,
+                srs_budget,
+                eviction_min_idle,
+                pinned_limit,
+                devices,
+                gpu_workers_per_device,
+                backend,
+                threads,
+                partition_workers,
+                compiled_synthesis: s.compiled.unwrap_or(true),
+                synthesis_concurrency,
+                param_cache: raw.srs.param_cache.clone(),
+                preload: raw.srs.preload.clone().unwrap_or_default(),
+                log_level: level,
+                timeline,
+                circuits,
+                warnings,
+            }),
+            _ => Err(problems),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn the_example_file_is_the_defaults_without_a_warning() {
+        let example = Config::from_toml(EXAMPLE, "cuzk.example.toml").unwrap();
+        assert_eq!(example.warnings, Vec::<String>::new());
+        assert_eq!(example, Config::default());
+        assert_eq!(
+            example.listen,
+            Listen::Unix(PathBuf::from("/run/curio/cuzk.sock"))
+        );
+    }
+
+    #[test]
+    fn unknown_keys_warn_and_bad_values_name_their_key() {
+        let config = Config::from_toml(
+            "[daemon]\nlisten = \"unix:///tmp/x.sock\"\nlisten_typo = 1\n[pipeline]\nmax_parallel_synthesis = 4\n[extra]\nx = 1\n",
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(config.warnings.len(), 3, "{:?}", config.warnings);
+        assert!(config.warnings[0].contains("daemon.listen_typo"));
+        assert!(config.warnings.iter().any(|w| w.starts_with("extra")));
+
+        let error = Config::from_toml(
+            "[memory]\ntotal_budget = \"lots\"\n[gpus]\ngpu_workers_per_device = 0\n",
+            "t.toml",
+        )
+        .unwrap_err();
+        assert_eq!(error.problems.len(), 2, "{error}");
+        assert!(error.to_string().contains("memory.total_budget"), "{error}");
+        assert!(error.to_string().contains("gpus.gpu_workers_per_device"), "{error}");
+
+        let error = Config::from_toml("[gpus]\ngpu_workers_per_device = \"two\"\n", "t.toml").unwrap_err();
+        assert!(error.to_string().contains("gpus.gpu_workers_per_device"), "{error}");
+        let error = Config::from_toml("[daemon\n", "t.toml").unwrap_err();
+        assert!(error.to_string().starts_with("t.toml: "), "{error}");
+    }
+
+    #[test]
+    fn tcp_needs_a_token_tls_or_an_explicit_opt_out() {
+        let error = Config::from_toml("[daemon]\nlisten = \"127.0.0.1:9820\"\n", "t").unwrap_err();
+        assert!(error.to_string().contains("token_file"), "{error}");
+        let open = Config::from_toml(
+            "[daemon]\nlisten = \"dns:///127.0.0.1:9820\"\nallow_insecure_tcp = true\n",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(open.listen, Listen::Tcp("127.0.0.1:9820".into()));
+    }
+
+    #[test]
+    fn sizes_and_durations_parse_with_units() {
+        assert_eq!(parse_bytes("64GiB").unwrap(), 64 << 30);
+        assert_eq!(parse_bytes("512M").unwrap(), 512 << 20);
+        assert_eq!(parse_bytes("1.5KiB").unwrap(), 1536);
+        assert!(parse_bytes("12 apples").is_err());
+        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert!(parse_duration("3 weeks").is_err());
+    }
+}

@@ -1,0 +1,48 @@
+//! What an rpc can fail with, and the one place that turns it into a gRPC status.
+//!
+//! A proof that fails is not an rpc error: it is an OK reply with status `FAILED` (see
+//! [`crate::jobs`]). These are the whole-call failures.
+
+use tonic::{Code, Status};
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DaemonError {
+    /// A malformed request, naming the field at fault.
+    #[error("{field}: {reason}")]
+    InvalidArgument { field: String, reason: String },
+    #[error("no job {0:?} (never submitted, or its result expired)")]
+    NotFound(String),
+    #[error("circuit {circuit}: {reason}")]
+    Parameters { circuit: String, reason: String },
+    #[error("circuit {circuit}: in use by {users} proof(s) in flight; evict it when they end")]
+    InUse { circuit: String, users: usize },
+    #[error("the daemon is shutting down and takes no new proofs")]
+    ShuttingDown,
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl DaemonError {
+    pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        DaemonError::InvalidArgument {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+
+    pub fn code(&self) -> Code {
+        match self {
+            DaemonError::InvalidArgument { .. } => Code::InvalidArgument,
+            DaemonError::NotFound(_) => Code::NotFound,
+            DaemonError::Parameters { .. } | DaemonError::InUse { .. } => Code::FailedPrecondition,
+            DaemonError::ShuttingDown => Code::Unavailable,
+            DaemonError::Internal(_) => Code::Internal,
+        }
+    }
+}
+
+impl From<DaemonError> for Status {
+    fn from(error: DaemonError) -> Self {
+        Status::new(error.code(), error.to_string())
+    }
+}

@@ -1,0 +1,596 @@
+//! The daemon's core, free of gRPC: request ids, the life of a job, await, cancel and status.
+//!
+//! A job is registered under its request id once its request is checked; a request with an id
+//! already registered (queued, running, or finished within the retention time) joins that job,
+//! so a retried or repeated request never computes a second proof. Each job runs in a task of
+//! its own: parameters, circuits, the engine, the last step. So it goes on when the client that
+//! asked for it disconnects, and its result waits for an `AwaitProof` for the retention time.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use cuzk_groth16::ProverBackend;
+use cuzk_pipeline::{Engine, JobError, Priority};
+use rand::RngCore;
+use tokio::sync::{watch, Notify};
+
+use crate::circuits::{BuildJob, Circuits, Work};
+use crate::kinds::{priority_from_wire, Kind, KINDS};
+use crate::metrics::{Gauges, Metrics};
+use crate::proto::SubmitProofRequest;
+use crate::srs::{SetStatus, SrsManager};
+use crate::DaemonError;
+
+/// How a job ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+/// Milliseconds spent in each stage of a job, as `AwaitProofResponse` reports them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timings {
+    /// From submission until its first partition's synthesis started.
+    pub queue_wait_ms: u64,
+    /// Waiting for its parameters to load (0 when they were ready).
+    pub srs_load_ms: u64,
+    /// Synthesis, summed over partitions.
+    pub synthesis_ms: u64,
+    /// Device regions, summed over partitions.
+    pub gpu_compute_ms: u64,
+    pub total_ms: u64,
+}
+
+/// A finished job's result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ended {
+    pub status: Status,
+    pub proof: Vec<u8>,
+    pub error: String,
+    pub timings: Timings,
+}
+
+/// What an `AwaitProof` gets: the job's end, or nothing yet when its timeout passed first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Awaited {
+    Ended(Arc<Ended>),
+    TimedOut,
+}
+
+#[derive(Clone, Debug)]
+enum State {
+    /// Checked; loading parameters or building circuits.
+    Preparing,
+    /// In the engine.
+    Proving,
+    Done { ended: Arc<Ended>, at: Instant },
+}
+
+/// One job, shared by its task and every request that joined it.
+#[derive(Debug)]
+pub struct Job {
+    pub id: String,
+    pub kind: Kind,
+    pub priority: Priority,
+    seq: u64,
+    submitted: Instant,
+    state: watch::Sender<State>,
+    cancelled: AtomicBool,
+    cancel: Notify,
+    /// Why it was cancelled, for the result.
+    cancel_reason: Mutex<Option<String>>,
+}
+
+impl Job {
+    fn done(&self) -> bool {
+        matches!(*self.state.borrow(), State::Done { .. })
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+}
+
+/// The answer to a submission.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Submitted {
+    pub job_id: String,
+    /// Unfinished jobs ahead of it (higher priority, or the same and older).
+    pub queue_position: u32,
+    pub assigned_gpu: String,
+    /// Whether it joined a job already registered under its id.
+    pub joined: bool,
+}
+
+/// One GPU as a status shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuReport {
+    pub ordinal: u32,
+    pub name: String,
+    pub total_bytes: u64,
+    pub free_bytes: u64,
+    pub job: Option<(String, Kind)>,
+}
+
+/// One proof kind's queue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueReport {
+    pub kind: Kind,
+    /// Jobs none of whose work runs yet.
+    pub pending: u32,
+    /// Jobs preparing (parameters, circuits) or with a partition in synthesis, on a GPU or
+    /// finalizing.
+    pub in_progress: u32,
+}
+
+/// Everything `GetStatus` and `/status` report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StatusReport {
+    pub gpus: Vec<GpuReport>,
+    pub sets: Vec<SetStatus>,
+    pub queues: Vec<QueueReport>,
+    pub completed: u64,
+    pub failed: u64,
+    pub uptime_seconds: u64,
+    pub pinned_bytes: u64,
+    pub pinned_limit_bytes: u64,
+}
+
+/// What the daemon is built from.
+pub struct Parts {
+    pub engine: Engine,
+    pub circuits: Arc<dyn Circuits>,
+    pub srs: SrsManager,
+    pub devices: Vec<Arc<dyn ProverBackend>>,
+    pub metrics: Arc<Metrics>,
+    /// How long a finished job's result stays retrievable.
+    pub retention: Duration,
+    /// GPU workers the engine runs (for the metrics).
+    pub gpu_workers: usize,
+    /// Page-locked host bytes allowed (reported beside what is held).
+    pub pinned_limit: u64,
+}
+
+impl std::fmt::Debug for Parts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parts")
+            .field("retention", &self.retention)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The proving daemon behind the rpcs.
+pub struct Daemon {
+    parts: Parts,
+    jobs: Mutex<HashMap<String, Arc<Job>>>,
+    next_seq: Mutex<u64>,
+    started: Instant,
+    draining: AtomicBool,
+}
+
+impl std::fmt::Debug for Daemon {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Daemon").finish_non_exhaustive()
+    }
+}
+
+/// A fresh job id for a request without one.
+fn fresh_id() -> String {
+    let mut bytes = [0u8; 12];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("job-{hex}")
+}
+
+impl Daemon {
+    /// The daemon, and its janitor task that forgets results older than the retention time.
+    pub fn start(parts: Parts) -> Arc<Self> {
+        let daemon = Arc::new(Daemon {
+            parts,
+            jobs: Mutex::new(HashMap::new()),
+            next_seq: Mutex::new(0),
+            started: Instant::now(),
+            draining: AtomicBool::new(false),
+        });
+        let weak = Arc::downgrade(&daemon);
+        let period = (daemon.parts.retention / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(period).await;
+                match weak.upgrade() {
+                    Some(daemon) => daemon.forget_expired(),
+                    None => return,
+                }
+            }
+        });
+        daemon
+    }
+
+    fn jobs(&self) -> MutexGuard<'_, HashMap<String, Arc<Job>>> {
+        // Inserts and removes complete or change nothing.
+        self.jobs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn srs(&self) -> &SrsManager {
+        &self.parts.srs
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.parts.metrics
+    }
+
+    /// Checks and registers a request, or joins the job registered under its id.
+    pub async fn submit(self: &Arc<Self>, mut request: SubmitProofRequest) -> Result<Submitted, DaemonError> {
+        if self.draining.load(Ordering::SeqCst) {
+            return Err(DaemonError::ShuttingDown);
+        }
+        let kind = Kind::from_wire(request.proof_kind).ok_or_else(|| {
+            DaemonError::invalid(
+                "proof_kind",
+                format!(
+                    "{} is not a proof kind (1 PoRep C2, 2 SnapDeals, 3 WindowPoSt, 4 WinningPoSt)",
+                    request.proof_kind
+                ),
+            )
+        })?;
+        let priority = priority_from_wire(request.priority)
+            .map_err(|n| {
+                DaemonError::invalid("priority", format!("{n} is not a priority (0–4)"))
+            })?
+            .unwrap_or_else(|| kind.default_priority());
+        if request.request_id.is_empty() {
+            request.request_id = fresh_id();
+        }
+        let id = request.request_id.clone();
+        if let Some(job) = self.jobs().get(&id).cloned() {
+            return Ok(self.submitted(&job, true));
+        }
+        let circuits = Arc::clone(&self.parts.circuits);
+        let work = tokio::task::spawn_blocking(move || circuits.check(request, kind))
+            .await
+            .map_err(|e| DaemonError::Internal(format!("checking the request: {e}")))??;
+        let job = {
+            let mut jobs = self.jobs();
+            // Another request with this id may have been checked meanwhile: join it.
+            if let Some(job) = jobs.get(&id).cloned() {
+                drop(jobs);
+                return Ok(self.submitted(&job, true));
+            }
+            let seq = {
+                let mut next = self.next_seq.lock().unwrap_or_else(PoisonError::into_inner);
+                *next += 1;
+                *next
+            };
+            let job = Arc::new(Job {
+                id: id.clone(),
+                kind,
+                priority,
+                seq,
+                submitted: Instant::now(),
+                state: watch::Sender::new(State::Preparing),
+                cancelled: AtomicBool::new(false),
+                cancel: Notify::new(),
+                cancel_reason: Mutex::new(None),
+            });
+            jobs.insert(id, Arc::clone(&job));
+            job
+        };
+        tracing::info!(job = %job.id, kind = kind.queue_name(), ?priority, "job submitted");
+        tokio::spawn(Arc::clone(self).run(Arc::clone(&job), work));
+        Ok(self.submitted(&job, false))
+    }
+
+    fn submitted(&self, job: &Job, joined: bool) -> Submitted {
+        let ahead = self
+            .jobs()
+            .values()
+            .filter(|other| {
+                !other.done()
+                    && other.seq != job.seq
+                    && (other.priority > job.priority
+                        || (other.priority == job.priority && other.seq < job.seq))
+            })
+            .count();
+        let names: Vec<&str> = self.parts.devices.iter().map(|d| d.name()).collect();
+        Submitted {
+            job_id: job.id.clone(),
+            queue_position: u32::try_from(ahead).unwrap_or(u32::MAX),
+            assigned_gpu: names.join(", "),
+            joined,
+        }
+    }
+
+    /// Waits until the job ends, or `timeout` passes (`None`: no limit).
+    pub async fn await_job(&self, id: &str, timeout: Option<Duration>) -> Result<Awaited, DaemonError> {
+        let job = self
+            .jobs()
+            .get(id)
+            .cloned()
+            .ok_or_else(|| DaemonError::NotFound(id.to_owned()))?;
+        let mut state = job.state.subscribe();
+        let ended = async {
+            match state
+                .wait_for(|s| matches!(s, State::Done { .. }))
+                .await
+                .map(|s| s.clone())
+            {
+                Ok(State::Done { ended, .. }) => Ok(ended),
+                _ => Err(DaemonError::Internal(format!("job {id} vanished"))),
+            }
+        };
+        match timeout {
+            None => ended.await.map(Awaited::Ended),
+            Some(limit) => match tokio::time::timeout(limit, ended).await {
+                Ok(ended) => ended.map(Awaited::Ended),
+                Err(_) => Ok(Awaited::TimedOut),
+            },
+        }
+    }
+
+    /// Cancels a queued or running job; `true` when a partition of it was in synthesis, on a GPU
+    /// or finalizing. A finished job stays as it ended.
+    pub fn cancel(&self, id: &str, reason: &str) -> Result<bool, DaemonError> {
+        let job = self
+            .jobs()
+            .get(id)
+            .cloned()
+            .ok_or_else(|| DaemonError::NotFound(id.to_owned()))?;
+        if job.done() {
+            return Ok(false);
+        }
+        let was_running = self
+            .parts
+            .engine
+            .progress(id)
+            .is_some_and(|progress| progress.running());
+        self.cancel_job(&job, reason);
+        Ok(was_running)
+    }
+
+    /// Marks the job cancelled, wakes its task, and cancels it in the engine. The task checks
+    /// the mark after it submits to the engine, so a cancel racing the submission is not lost.
+    fn cancel_job(&self, job: &Job, reason: &str) {
+        job.cancel_reason
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert_with(|| reason.to_owned());
+        job.cancelled.store(true, Ordering::SeqCst);
+        job.cancel.notify_one();
+        self.parts.engine.cancel(&job.id);
+        tracing::info!(job = %job.id, reason, "job cancelled");
+    }
+
+    /// Stops taking new proofs (submissions get `UNAVAILABLE`); the rest goes on.
+    pub fn begin_drain(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// Jobs not finished yet.
+    pub fn unfinished(&self) -> usize {
+        self.jobs().values().filter(|j| !j.done()).count()
+    }
+
+    /// Cancels every unfinished job with `reason`.
+    pub fn cancel_all(&self, reason: &str) {
+        let unfinished: Vec<Arc<Job>> = self.jobs().values().filter(|j| !j.done()).cloned().collect();
+        for job in unfinished {
+            self.cancel_job(&job, reason);
+        }
+    }
+
+    /// Waits until no job is unfinished.
+    pub async fn idle(&self) {
+        loop {
+            let pending: Vec<Arc<Job>> = self.jobs().values().filter(|j| !j.done()).cloned().collect();
+            let Some(job) = pending.into_iter().next() else {
+                return;
+            };
+            let mut state = job.state.subscribe();
+            let _ = state.wait_for(|s| matches!(s, State::Done { .. })).await;
+        }
+    }
+
+    fn forget_expired(&self) {
+        let retention = self.parts.retention;
+        self.jobs().retain(|_, job| match &*job.state.borrow() {
+            State::Done { at, .. } => at.elapsed() < retention,
+            _ => true,
+        });
+    }
+
+    /// The job's whole life, in its own task.
+    async fn run(self: Arc<Self>, job: Arc<Job>, work: Work) {
+        let ended = match work {
+            Work::Unsupported(reason) => self.ended(&job, Status::Failed, Vec::new(), reason, Timings::default()),
+            Work::Prove { circuit, job: build } => {
+                tokio::select! {
+                    ended = self.prove(&job, &circuit, build) => ended,
+                    () = job.cancel.notified() => self.cancelled(&job, Timings::default()),
+                }
+            }
+        };
+        match ended.status {
+            Status::Completed => self
+                .parts
+                .metrics
+                .completed(job.kind, ended.timings.total_ms as f64 / 1e3),
+            Status::Failed => {
+                tracing::warn!(job = %job.id, "proof failed: {}", ended.error);
+                self.parts.metrics.failed(job.kind);
+            }
+            Status::Cancelled => self.parts.metrics.cancelled(job.kind),
+        }
+        tracing::info!(job = %job.id, status = ?ended.status, total_ms = ended.timings.total_ms, "job ended");
+        job.state.send_replace(State::Done {
+            ended: Arc::new(ended),
+            at: Instant::now(),
+        });
+    }
+
+    fn ended(&self, job: &Job, status: Status, proof: Vec<u8>, error: String, mut timings: Timings) -> Ended {
+        timings.total_ms = job.submitted.elapsed().as_millis() as u64;
+        Ended {
+            status,
+            proof,
+            error,
+            timings,
+        }
+    }
+
+    fn cancelled(&self, job: &Job, timings: Timings) -> Ended {
+        let reason = job
+            .cancel_reason
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .unwrap_or_else(|| "cancelled".to_owned());
+        self.ended(job, Status::Cancelled, Vec::new(), reason, timings)
+    }
+
+    /// Parameters, circuits, the engine, the last step.
+    async fn prove(&self, job: &Arc<Job>, circuit: &str, build: Box<dyn BuildJob>) -> Ended {
+        let mut timings = Timings::default();
+        let failed = |timings: Timings, error: String| {
+            self.ended(job, Status::Failed, Vec::new(), error, timings)
+        };
+        let (lease, srs_load_ms) = match self.parts.srs.acquire(circuit).await {
+            Ok(acquired) => acquired,
+            Err(e) => return failed(timings, format!("parameters: {e}")),
+        };
+        timings.srs_load_ms = srs_load_ms;
+        let set = Arc::clone(&lease.set);
+        let id = job.id.clone();
+        let built = tokio::task::spawn_blocking(move || build.build(&id, &set)).await;
+        let prepared = match built {
+            Ok(Ok(prepared)) => prepared,
+            Ok(Err(e)) => return failed(timings, e),
+            Err(e) => return failed(timings, format!("building the circuits panicked: {e}")),
+        };
+        if job.is_cancelled() {
+            return self.cancelled(job, timings);
+        }
+        job.state.send_replace(State::Proving);
+        let handle = self
+            .parts
+            .engine
+            .submit(prepared.request.with_priority(job.priority));
+        if job.is_cancelled() {
+            self.parts.engine.cancel(&job.id);
+        }
+        let output = match handle.wait().await {
+            Ok(output) => output,
+            Err(JobError::Cancelled) => return self.cancelled(job, timings),
+            Err(e) => return failed(timings, e.to_string()),
+        };
+        timings.queue_wait_ms = output.timings.queue_wait_ms as u64;
+        timings.synthesis_ms = output.timings.synthesis_ms as u64;
+        timings.gpu_compute_ms = output.timings.gpu_ms as u64;
+        let finish = prepared.finish;
+        let finished = tokio::task::spawn_blocking(move || finish(&output)).await;
+        drop(lease);
+        match finished {
+            Ok(Ok(proof)) => self.ended(job, Status::Completed, proof, String::new(), timings),
+            Ok(Err(e)) => failed(timings, e),
+            Err(e) => failed(timings, format!("the last step panicked: {e}")),
+        }
+    }
+
+    /// What `GetStatus` reports.
+    pub fn status(&self) -> StatusReport {
+        let jobs: Vec<Arc<Job>> = self.jobs().values().cloned().collect();
+        let kind_of = |id: &str| jobs.iter().find(|j| j.id == id).map(|j| j.kind);
+        let activity = self.parts.engine.devices();
+        let gpus = self
+            .parts
+            .devices
+            .iter()
+            .enumerate()
+            .filter_map(|(index, backend)| {
+                let device = match backend.device() {
+                    Ok(device) => device?,
+                    // Still listed, saying why its figures are missing.
+                    Err(e) => cuzk_groth16::DeviceStatus {
+                        ordinal: index,
+                        name: format!("{} (status unavailable: {e})", backend.name()),
+                        total_bytes: 0,
+                        free_bytes: 0,
+                    },
+                };
+                let job = activity
+                    .iter()
+                    .find(|a| a.index == index)
+                    .and_then(|a| a.job.clone())
+                    .and_then(|id| kind_of(&id).map(|kind| (id, kind)));
+                Some(GpuReport {
+                    ordinal: u32::try_from(device.ordinal).unwrap_or(u32::MAX),
+                    name: device.name,
+                    total_bytes: device.total_bytes,
+                    free_bytes: device.free_bytes,
+                    job,
+                })
+            })
+            .collect();
+        let queues = KINDS
+            .into_iter()
+            .map(|kind| {
+                let mut queue = QueueReport {
+                    kind,
+                    pending: 0,
+                    in_progress: 0,
+                };
+                for job in jobs.iter().filter(|j| j.kind == kind && !j.done()) {
+                    let running = match *job.state.borrow() {
+                        State::Preparing => true,
+                        _ => self
+                            .parts
+                            .engine
+                            .progress(&job.id)
+                            .is_some_and(|p| p.running()),
+                    };
+                    if running {
+                        queue.in_progress += 1;
+                    } else {
+                        queue.pending += 1;
+                    }
+                }
+                queue
+            })
+            .collect();
+        let (completed, failed) = self.parts.metrics.totals();
+        StatusReport {
+            gpus,
+            sets: self.parts.srs.status(),
+            queues,
+            completed,
+            failed,
+            uptime_seconds: self.started.elapsed().as_secs(),
+            pinned_bytes: cuzk_gpu::pinned_bytes(),
+            pinned_limit_bytes: self.parts.pinned_limit,
+        }
+    }
+
+    /// The Prometheus text, gauges read now.
+    pub fn metrics_text(&self) -> String {
+        let status = self.status();
+        let (pending, running) = status
+            .queues
+            .iter()
+            .fold((0, 0), |(p, r), q| (p + u64::from(q.pending), r + u64::from(q.in_progress)));
+        let budget = self.parts.engine.memory();
+        self.parts.metrics.render(Gauges {
+            queue_depth: pending,
+            running_jobs: running,
+            gpu_workers: self.parts.gpu_workers as u64,
+            devices: self.parts.devices.len() as u64,
+            uptime_seconds: self.started.elapsed().as_secs_f64(),
+            budget_bytes: budget.bytes(),
+            budget_in_use: budget.in_use(),
+            warm_bytes: self.parts.srs.warm_bytes(),
+            pinned_bytes: status.pinned_bytes,
+        })
+    }
+}

@@ -1,0 +1,44 @@
+//! `cuzk serve`: the proving daemon Curio talks to over gRPC (`cuzk.v1.ProvingEngine`), wire
+//! compatible with the public engine's, with its parameter sets kept in tiers.
+//!
+//! - [`proto`]: the generated messages, server and client of `proto/cuzk/v1/proving.proto`.
+//! - [`config`]: the TOML configuration, parsed raw, then checked key by key.
+//! - [`kinds`]: proof kinds, priorities and circuit ids as the API names them.
+//! - [`circuits`]: what a request proves: Filecoin's circuits, or [`circuits::synthetic`] ones
+//!   for tests and benches of the daemon itself.
+//! - [`srs`]: parameter sets in tiers (cold file, warm host memory, hot on the GPUs).
+//! - [`jobs`]: the daemon's core: request ids, job lifecycle, await, cancel, status.
+//! - [`metrics`]: the Prometheus registry, fed by the engine's TIMELINE records.
+//! - [`service`]: the thin gRPC adapter; [`http`]: the read-only status port.
+//! - [`transport`]: unix and TCP listeners, bearer tokens, TLS; [`server`]: assembly, drain, exit.
+//!
+//! It serves and schedules requests; it must not implement proving, circuits or GPU work itself:
+//! it drives `cuzk-pipeline`'s engine and `cuzk-filecoin`'s circuits.
+#![forbid(unsafe_code)]
+
+pub mod circuits;
+pub mod config;
+mod error;
+pub mod http;
+pub mod jobs;
+pub mod kinds;
+pub mod metrics;
+pub mod server;
+pub mod service;
+pub mod srs;
+pub mod transport;
+
+/// The messages, server and client generated from `proto/cuzk/v1/proving.proto`.
+pub mod proto {
+    #![allow(missing_debug_implementations, clippy::all)]
+    tonic::include_proto!("cuzk.v1");
+}
+
+pub use config::{Config, ConfigError};
+pub use error::DaemonError;
+pub use jobs::Daemon;
+pub use server::{serve, termination, Bound, ServeError, Serving};
+
+/// Messages up to this size both ways: a 32 GiB C1 output is ~50 MB of JSON, and Curio's client
+/// allows 256 MiB.
+pub const MAX_MESSAGE_BYTES: usize = 256 << 20;

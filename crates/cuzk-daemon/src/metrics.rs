@@ -1,0 +1,352 @@
+//! The daemon's Prometheus registry: one registry, every metric named here once.
+//!
+//! Curio's names (`cuzk_proofs_completed_total`, `cuzk_proofs_failed_total`, `cuzk_queue_depth`,
+//! `cuzk_running_jobs`, `cuzk_gpu_workers`, `cuzk_uptime_seconds`, `cuzk_proof_duration_seconds`
+//! by `proof_kind`) and ours. Per-partition figures come from the engine's TIMELINE records
+//! ([`MetricsSink`] reads them as they pass on to the log), so the engine knows nothing of
+//! Prometheus. Labels are proof kinds, circuit ids and device indices: never request ids.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use cuzk_pipeline::sink::{Event, TimelineSink};
+use cuzk_pipeline::timeline::Record;
+use prometheus::{
+    Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts,
+    Registry, TextEncoder,
+};
+
+use crate::kinds::Kind;
+
+/// The window over which the GPU busy fraction is measured.
+const BUSY_WINDOW: Duration = Duration::from_secs(60);
+
+/// Every metric the daemon exports.
+pub struct Metrics {
+    registry: Registry,
+    completed: IntCounterVec,
+    failed: IntCounterVec,
+    cancelled: IntCounterVec,
+    /// Seconds from submission to the result, by kind: 50 ms … ~1.9 h.
+    duration: HistogramVec,
+    queue_depth: IntGauge,
+    running_jobs: IntGauge,
+    gpu_workers: IntGauge,
+    uptime: Gauge,
+    /// Per partition: 1 ms … ~9 min.
+    synthesis: Histogram,
+    gpu: Histogram,
+    gpu_busy_seconds: GaugeVec,
+    gpu_busy_fraction: Gauge,
+    budget_bytes: IntGauge,
+    budget_in_use: IntGauge,
+    warm_bytes: IntGauge,
+    pinned_bytes: IntGauge,
+    /// 10 ms … ~45 min.
+    srs_load: HistogramVec,
+    busy: Mutex<BusyWindow>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
+
+/// Device-region intervals that ended within the last [`BUSY_WINDOW`].
+#[derive(Default)]
+struct BusyWindow {
+    /// (end, length), oldest first.
+    intervals: VecDeque<(Instant, Duration)>,
+}
+
+impl BusyWindow {
+    fn add(&mut self, end: Instant, length: Duration) {
+        self.intervals.push_back((end, length));
+    }
+
+    /// Busy seconds within the window ending `now`.
+    fn busy(&mut self, now: Instant) -> f64 {
+        let start = now.checked_sub(BUSY_WINDOW);
+        while let (Some(start), Some((end, _))) = (start, self.intervals.front()) {
+            if *end > start {
+                break;
+            }
+            self.intervals.pop_front();
+        }
+        self.intervals
+            .iter()
+            .map(|(end, length)| {
+                let begin = end.checked_sub(*length).unwrap_or(*end);
+                let from = start.map_or(begin, |s| begin.max(s));
+                end.saturating_duration_since(from).as_secs_f64()
+            })
+            .sum()
+    }
+}
+
+fn buckets(first: f64, factor: f64, count: usize) -> Vec<f64> {
+    prometheus::exponential_buckets(first, factor, count).unwrap_or_default()
+}
+
+/// The daemon state a scrape reads.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Gauges {
+    pub queue_depth: u64,
+    pub running_jobs: u64,
+    pub gpu_workers: u64,
+    pub devices: u64,
+    pub uptime_seconds: f64,
+    pub budget_bytes: u64,
+    pub budget_in_use: u64,
+    pub warm_bytes: u64,
+    pub pinned_bytes: u64,
+}
+
+impl Metrics {
+    pub fn new() -> Result<Self, prometheus::Error> {
+        let kind = &["proof_kind"];
+        let metrics = Metrics {
+            registry: Registry::new(),
+            completed: IntCounterVec::new(
+                Opts::new("cuzk_proofs_completed_total", "Proofs completed"),
+                kind,
+            )?,
+            failed: IntCounterVec::new(
+                Opts::new("cuzk_proofs_failed_total", "Proofs failed"),
+                kind,
+            )?,
+            cancelled: IntCounterVec::new(
+                Opts::new("cuzk_proofs_cancelled_total", "Proofs cancelled"),
+                kind,
+            )?,
+            duration: HistogramVec::new(
+                HistogramOpts::new(
+                    "cuzk_proof_duration_seconds",
+                    "Seconds from submission to a completed proof",
+                )
+                .buckets(buckets(0.05, 2.0, 18)),
+                kind,
+            )?,
+            queue_depth: IntGauge::new("cuzk_queue_depth", "Jobs waiting, none of their work running")?,
+            running_jobs: IntGauge::new("cuzk_running_jobs", "Jobs with work running")?,
+            gpu_workers: IntGauge::new("cuzk_gpu_workers", "GPU workers of the engine")?,
+            uptime: Gauge::new("cuzk_uptime_seconds", "Seconds since the daemon started")?,
+            synthesis: Histogram::with_opts(
+                HistogramOpts::new(
+                    "cuzk_partition_synthesis_seconds",
+                    "Synthesis time of one partition",
+                )
+                .buckets(buckets(0.001, 2.0, 20)),
+            )?,
+            gpu: Histogram::with_opts(
+                HistogramOpts::new(
+                    "cuzk_partition_gpu_seconds",
+                    "Device-region time of one partition",
+                )
+                .buckets(buckets(0.001, 2.0, 20)),
+            )?,
+            gpu_busy_seconds: GaugeVec::new(
+                Opts::new(
+                    "cuzk_gpu_busy_seconds_total",
+                    "Seconds each device spent in device regions",
+                ),
+                &["device"],
+            )?,
+            gpu_busy_fraction: Gauge::new(
+                "cuzk_gpu_busy_fraction",
+                "Share of the last 60 s the devices spent in device regions",
+            )?,
+            budget_bytes: IntGauge::new("cuzk_memory_budget_bytes", "Host bytes partitions may hold")?,
+            budget_in_use: IntGauge::new(
+                "cuzk_memory_budget_in_use_bytes",
+                "Host bytes partitions in flight hold",
+            )?,
+            warm_bytes: IntGauge::new("cuzk_srs_warm_bytes", "Host bytes of loaded parameter sets")?,
+            pinned_bytes: IntGauge::new("cuzk_pinned_memory_bytes", "Page-locked host bytes")?,
+            srs_load: HistogramVec::new(
+                HistogramOpts::new(
+                    "cuzk_srs_load_seconds",
+                    "Seconds to load a parameter set and place it on the devices",
+                )
+                .buckets(buckets(0.01, 2.0, 18)),
+                &["circuit_id"],
+            )?,
+            busy: Mutex::new(BusyWindow::default()),
+        };
+        let r = &metrics.registry;
+        r.register(Box::new(metrics.completed.clone()))?;
+        r.register(Box::new(metrics.failed.clone()))?;
+        r.register(Box::new(metrics.cancelled.clone()))?;
+        r.register(Box::new(metrics.duration.clone()))?;
+        r.register(Box::new(metrics.queue_depth.clone()))?;
+        r.register(Box::new(metrics.running_jobs.clone()))?;
+        r.register(Box::new(metrics.gpu_workers.clone()))?;
+        r.register(Box::new(metrics.uptime.clone()))?;
+        r.register(Box::new(metrics.synthesis.clone()))?;
+        r.register(Box::new(metrics.gpu.clone()))?;
+        r.register(Box::new(metrics.gpu_busy_seconds.clone()))?;
+        r.register(Box::new(metrics.gpu_busy_fraction.clone()))?;
+        r.register(Box::new(metrics.budget_bytes.clone()))?;
+        r.register(Box::new(metrics.budget_in_use.clone()))?;
+        r.register(Box::new(metrics.warm_bytes.clone()))?;
+        r.register(Box::new(metrics.pinned_bytes.clone()))?;
+        r.register(Box::new(metrics.srs_load.clone()))?;
+        for kind in crate::kinds::KINDS {
+            // Every kind's series exist from the start, at zero.
+            let name = kind.queue_name();
+            metrics.completed.with_label_values(&[name]);
+            metrics.failed.with_label_values(&[name]);
+            metrics.cancelled.with_label_values(&[name]);
+        }
+        Ok(metrics)
+    }
+
+    pub fn completed(&self, kind: Kind, seconds: f64) {
+        self.completed.with_label_values(&[kind.queue_name()]).inc();
+        self.duration
+            .with_label_values(&[kind.queue_name()])
+            .observe(seconds);
+    }
+
+    pub fn failed(&self, kind: Kind) {
+        self.failed.with_label_values(&[kind.queue_name()]).inc();
+    }
+
+    pub fn cancelled(&self, kind: Kind) {
+        self.cancelled.with_label_values(&[kind.queue_name()]).inc();
+    }
+
+    pub fn srs_loaded(&self, circuit: &str, seconds: f64) {
+        self.srs_load.with_label_values(&[circuit]).observe(seconds);
+    }
+
+    /// The totals a status reports, by kind.
+    pub fn totals(&self) -> (u64, u64) {
+        let sum = |counter: &IntCounterVec| {
+            crate::kinds::KINDS
+                .iter()
+                .map(|k| counter.with_label_values(&[k.queue_name()]).get())
+                .sum()
+        };
+        (sum(&self.completed), sum(&self.failed))
+    }
+
+    /// The exposition text, the gauges first set from `gauges`.
+    pub fn render(&self, gauges: Gauges) -> String {
+        let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        self.queue_depth.set(clamp(gauges.queue_depth));
+        self.running_jobs.set(clamp(gauges.running_jobs));
+        self.gpu_workers.set(clamp(gauges.gpu_workers));
+        self.uptime.set(gauges.uptime_seconds);
+        self.budget_bytes.set(clamp(gauges.budget_bytes));
+        self.budget_in_use.set(clamp(gauges.budget_in_use));
+        self.warm_bytes.set(clamp(gauges.warm_bytes));
+        self.pinned_bytes.set(clamp(gauges.pinned_bytes));
+        let busy = self
+            .busy
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .busy(Instant::now());
+        let window = BUSY_WINDOW
+            .as_secs_f64()
+            .min(gauges.uptime_seconds.max(f64::MIN_POSITIVE));
+        self.gpu_busy_fraction
+            .set((busy / (window * gauges.devices.max(1) as f64)).min(1.0));
+        TextEncoder::new()
+            .encode_to_string(&self.registry.gather())
+            .unwrap_or_else(|e| format!("# encoding the metrics failed: {e}\n"))
+    }
+
+    /// Reads the records that carry per-partition figures.
+    fn record(&self, record: &Record) {
+        let number = |key: &str| record.get(key).and_then(|v| v.parse::<f64>().ok());
+        if record.event == Event::GpuEnd.as_str() {
+            if let Some(ms) = number("gpu_ms") {
+                let device = record.get("device").unwrap_or("0");
+                self.gpu_busy_seconds
+                    .with_label_values(&[device])
+                    .add(ms / 1e3);
+                self.busy
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .add(Instant::now(), Duration::from_secs_f64(ms.max(0.0) / 1e3));
+            }
+        } else if record.event == Event::PartitionStats.as_str() {
+            if let Some(ms) = number("synth_ms") {
+                self.synthesis.observe(ms / 1e3);
+            }
+            if let Some(ms) = number("gpu_ms") {
+                self.gpu.observe(ms / 1e3);
+            }
+        }
+    }
+}
+
+/// Passes the engine's records on to the TIMELINE log (if any) and into the metrics.
+pub struct MetricsSink {
+    pub metrics: Arc<Metrics>,
+    pub log: Option<Arc<dyn TimelineSink>>,
+}
+
+impl std::fmt::Debug for MetricsSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetricsSink")
+            .field("log", &self.log.is_some())
+            .finish()
+    }
+}
+
+impl TimelineSink for MetricsSink {
+    fn emit(&self, record: &Record) {
+        self.metrics.record(record);
+        if let Some(log) = &self.log {
+            log.emit(record);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn the_busy_window_counts_only_its_last_minute() {
+        let mut window = BusyWindow::default();
+        let now = Instant::now() + Duration::from_secs(120);
+        window.add(now - Duration::from_secs(90), Duration::from_secs(10));
+        window.add(now - Duration::from_secs(50), Duration::from_secs(20));
+        window.add(now, Duration::from_secs(5));
+        // The first ended before the window; the second straddles its start by 10 s.
+        let busy = window.busy(now);
+        assert!((busy - 15.0).abs() < 1e-6, "{busy}");
+        assert_eq!(window.intervals.len(), 2);
+    }
+
+    #[test]
+    fn curio_names_are_exported() {
+        let metrics = Metrics::new().unwrap();
+        metrics.completed(Kind::PoRep, 1.5);
+        let text = metrics.render(Gauges {
+            uptime_seconds: 3.0,
+            ..Gauges::default()
+        });
+        for name in [
+            "cuzk_proofs_completed_total{proof_kind=\"porep-c2\"} 1",
+            "cuzk_proofs_failed_total",
+            "cuzk_queue_depth 0",
+            "cuzk_running_jobs",
+            "cuzk_gpu_workers",
+            "cuzk_uptime_seconds 3",
+            "cuzk_proof_duration_seconds_bucket{proof_kind=\"porep-c2\"",
+            "cuzk_proof_duration_seconds_count{proof_kind=\"porep-c2\"} 1",
+            "cuzk_partition_synthesis_seconds_bucket",
+            "cuzk_gpu_busy_fraction",
+        ] {
+            assert!(text.contains(name), "{name} missing from\n{text}");
+        }
+    }
+}
