@@ -2,7 +2,9 @@
 //! workers sharing a per-device lock around the device region only, finalizers, a memory budget and
 //! TIMELINE logs.
 //!
-//! - [`engine`]: the engine itself ([`Engine`]), its jobs and configuration.
+//! - [`engine`]: the engine itself ([`Engine`]), its jobs (each with a [`Priority`]) and
+//!   configuration; what a job in flight and each device are doing ([`JobProgress`],
+//!   [`DeviceActivity`]); where a finished job's time went ([`JobTimings`]).
 //! - [`budget`]: the memory budget, RAII reservations released in steps.
 //! - [`sink`]: where TIMELINE records go (stderr, a file, memory).
 //! - [`timeline`]: the TIMELINE line format; [`analysis`] what a log says about the GPU;
@@ -19,4 +21,7 @@ pub mod gantt;
 pub mod sink;
 pub mod timeline;
 
-pub use engine::{Engine, EngineConfig, JobError, JobHandle, JobOutput, JobRequest, Partition};
+pub use engine::{
+    DeviceActivity, Engine, EngineConfig, JobError, JobHandle, JobOutput, JobProgress, JobRequest,
+    JobTimings, Partition, Priority,
+};

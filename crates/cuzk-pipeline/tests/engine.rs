@@ -1,10 +1,10 @@
 //! The engine with the CPU backend on tiny circuits: ordering, back-pressure, cancellation,
-//! duplicate ids, failures and panics, the dual-worker interlock with a recording backend, and
-//! compiled synthesis of circuits with a shape key.
+//! duplicate ids, failures and panics, the dual-worker interlock with a recording backend,
+//! compiled synthesis of circuits with a shape key, priorities, progress and per-job timings.
 //! Every proof that comes back is checked again here against the inputs its partition should have.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,7 +19,10 @@ use cuzk_math::Scalar;
 use cuzk_pipeline::engine::{JobResult, PartitionMemory, PartitionedCircuit};
 use cuzk_pipeline::sink::MemorySink;
 use cuzk_pipeline::timeline::{Record, Timeline};
-use cuzk_pipeline::{Engine, EngineConfig, JobError, JobHandle, JobRequest, Partition};
+use cuzk_pipeline::{
+    DeviceActivity, Engine, EngineConfig, JobError, JobHandle, JobProgress, JobRequest, Partition,
+    Priority,
+};
 use cuzk_synth::circuits::SyntheticCircuit;
 use cuzk_synth::{CompiledR1cs, ProvingAssignment};
 use ff::Field;
@@ -827,4 +830,302 @@ async fn a_job_with_its_own_compiled_r1cs_uses_it() {
             ("keyed", 0, "recorded"),
         ],
     );
+}
+
+/// Sums a `k=v` field of a job's records of one event.
+fn total(timeline: &Timeline, event: &str, job: &str, key: &str) -> f64 {
+    events(timeline, event)
+        .iter()
+        .filter(|r| r.job_id == job)
+        .map(|r| r.get(key).unwrap().parse::<f64>().unwrap())
+        .sum()
+}
+
+/// Every partition is in exactly one stage.
+fn assert_adds_up(progress: &JobProgress) {
+    let stages = progress.waiting
+        + progress.synthesizing
+        + progress.queued_for_gpu
+        + progress.on_gpu
+        + progress.finalizing
+        + progress.proven;
+    assert_eq!(stages, progress.partitions, "{progress:?}");
+}
+
+/// Polls until `ready` holds for the job's progress (which must stay in flight meanwhile).
+async fn until(engine: &Engine, id: &str, ready: impl Fn(&JobProgress) -> bool) -> JobProgress {
+    for _ in 0..1000 {
+        let progress = engine.progress(id).unwrap();
+        assert_adds_up(&progress);
+        if ready(&progress) {
+            return progress;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("{id} never got there: {:?}", engine.progress(id));
+}
+
+/// With one synthesis worker and one GPU worker, a Critical job submitted after three Normal ones
+/// is synthesized and proven at the next partition boundary, past the synthesis concurrency
+/// limit, and finishes first; the Normal jobs keep their order. Each job's timings are the
+/// TIMELINE's figures.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_critical_job_overtakes_the_normal_jobs_queued_ahead_of_it() {
+    let params = params();
+    let (engine, sink) = start(config(1, 1, 1), Arc::new(CpuBackend));
+    let gate = Arc::new(Gate::default());
+    let held = Arc::clone(&gate);
+    let mut handles =
+        vec![
+            engine.submit(JobRequest::new("job0", Arc::clone(&params), 3, move |k| {
+                if k == 0 {
+                    held.pass();
+                }
+                partition(0, k, Fault::None)
+            })),
+        ];
+    // job0's first partition holds the one worker and the one synthesis slot.
+    gate.entered.notified().await;
+    handles.extend((1..3).map(|j| engine.submit(job(&format!("job{j}"), j, 3, &params))));
+    let critical = job("critical", 3, 3, &params).with_priority(Priority::Critical);
+    assert_eq!(critical.priority(), Priority::Critical);
+    handles.push(engine.submit(critical));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    gate.open();
+    let results = wait_all(handles).await;
+    for (j, result) in results.iter().enumerate() {
+        check_proofs(result, j as u64, 3, &params);
+    }
+
+    let timeline = sink.timeline();
+    let done: Vec<_> = events(&timeline, "JOB_DONE")
+        .iter()
+        .map(|r| r.job_id.clone())
+        .collect();
+    assert_eq!(done[0], "critical", "{done:?}");
+    let normal: Vec<_> = done.iter().filter(|id| *id != "critical").collect();
+    assert_eq!(normal, ["job0", "job1", "job2"]);
+    let at = |id: &str, k: u32| (id.to_owned(), k);
+    let mut order = vec![at("job0", 0)];
+    order.extend((0..3).map(|k| at("critical", k)));
+    order.extend((1..3).map(|k| at("job0", k)));
+    order.extend(
+        ["job1", "job2"]
+            .iter()
+            .flat_map(|j| (0..3).map(|k| at(j, k))),
+    );
+    let seen = |event| -> Vec<_> {
+        let records = events(&timeline, event);
+        records.into_iter().map(job_and_partition).collect()
+    };
+    assert_eq!(seen("SYNTH_START"), order);
+    // job0's first partition was queued first, but Critical ones queued before the GPU worker
+    // came back for it go ahead of it.
+    let mut picked = seen("GPU_PICKUP");
+    let first = picked.iter().position(|p| *p == at("job0", 0)).unwrap();
+    assert!(first <= 3, "{picked:?}");
+    picked.remove(first);
+    assert_eq!(picked, order[1..]);
+
+    for (j, result) in results.iter().enumerate() {
+        let output = result.as_ref().unwrap();
+        let timings = output.timings;
+        let id = output.id.as_str();
+        let close = |a: f64, b: f64| (a - b).abs() < 0.01;
+        let synth_ms = total(&timeline, "SYNTH_END", id, "synth_ms");
+        assert!(close(timings.synthesis_ms, synth_ms), "{id}: {timings:?}");
+        let gpu_ms = total(&timeline, "PARTITION_STATS", id, "gpu_ms");
+        assert!(close(timings.gpu_ms, gpu_ms), "{id}: {timings:?}");
+        assert!(timings.synthesis_ms > 0.0 && timings.gpu_ms > 0.0, "{id}");
+        // job1 and job2 waited behind job0's gated partition at least.
+        if j == 1 || j == 2 {
+            assert!(timings.queue_wait_ms >= 50.0, "{id}: {timings:?}");
+        }
+    }
+    assert_drained(&engine).await;
+}
+
+/// The public input of job 0's partition 0, the partition [`Stalls`] holds.
+fn stalled_input() -> Scalar {
+    expected_input(0, 0)
+}
+
+/// Proves with the CPU inside the device lock; the partition of job 0, partition 0 stays there
+/// until its gate opens.
+#[derive(Default)]
+struct Stalls {
+    gate: Gate,
+    stalled: AtomicBool,
+}
+
+impl ProverBackend for Stalls {
+    fn name(&self) -> &str {
+        "stalls"
+    }
+
+    fn prove_start(
+        &self,
+        params: &Parameters,
+        assignment: ProvingAssignment,
+    ) -> Result<QuerySums, ProveError> {
+        let first = assignment.input_assignment[1] == stalled_input();
+        if first && !self.stalled.swap(true, Ordering::SeqCst) {
+            self.gate.pass();
+        }
+        CpuBackend.prove_start(params, assignment)
+    }
+}
+
+/// While a partition is in `prove_start`, its device names its job and the job counts it on the
+/// GPU; when it is done the device is idle again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_device_names_the_job_in_its_prove_start() {
+    let params = params();
+    let backend = Arc::new(Stalls::default());
+    let (engine, _sink) = start(config(1, 1, 1), backend.clone());
+    let idle = DeviceActivity {
+        index: 0,
+        backend: "stalls".into(),
+        job: None,
+    };
+    assert_eq!(engine.devices(), std::slice::from_ref(&idle));
+    let handle = engine.submit(job("on-gpu", 0, 2, &params));
+    backend.gate.entered.notified().await;
+    let busy = DeviceActivity {
+        job: Some("on-gpu".into()),
+        ..idle.clone()
+    };
+    assert_eq!(engine.devices(), [busy]);
+    let progress = until(&engine, "on-gpu", |p| p.queued_for_gpu == 1).await;
+    assert_eq!((progress.on_gpu, progress.waiting), (1, 0));
+    assert!(progress.running());
+    assert_eq!(engine.jobs(), [("on-gpu".to_owned(), progress)]);
+    backend.gate.open();
+    check_proofs(&handle.wait().await, 0, 2, &params);
+    assert_eq!(engine.progress("on-gpu"), None);
+    // The GPU worker leaves the device just after the job's last proof is filed.
+    for _ in 0..200 {
+        if engine.devices() == std::slice::from_ref(&idle) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(engine.devices(), [idle]);
+}
+
+/// Partitions queued for the GPU behind a busy device go to it most urgent first, whatever order
+/// they were synthesized in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn urgent_partitions_go_first_in_the_gpu_queue() {
+    let params = params();
+    let backend = Arc::new(Stalls::default());
+    let (engine, sink) = start(config(2, 3, 1), backend.clone());
+    let first = engine.submit(job("first", 0, 1, &params));
+    backend.gate.entered.notified().await;
+    let low = engine.submit(job("low", 1, 2, &params).with_priority(Priority::Low));
+    let normal = engine.submit(job("normal", 2, 2, &params));
+    until(&engine, "low", |p| p.queued_for_gpu == 2).await;
+    until(&engine, "normal", |p| p.queued_for_gpu == 2).await;
+    let high = engine.submit(job("high", 3, 2, &params).with_priority(Priority::High));
+    until(&engine, "high", |p| p.queued_for_gpu == 2).await;
+    let jobs: Vec<_> = engine
+        .jobs()
+        .into_iter()
+        .map(|(id, p)| (id, p.priority))
+        .collect();
+    assert_eq!(
+        jobs,
+        [
+            ("first".to_owned(), Priority::Normal),
+            ("low".to_owned(), Priority::Low),
+            ("normal".to_owned(), Priority::Normal),
+            ("high".to_owned(), Priority::High),
+        ]
+    );
+    backend.gate.open();
+    let results = wait_all(vec![first, low, normal, high]).await;
+    for (j, result) in results.iter().enumerate() {
+        let partitions = if j == 0 { 1 } else { 2 };
+        check_proofs(result, j as u64, partitions, &params);
+    }
+    let picked: Vec<_> = events(&sink.timeline(), "GPU_PICKUP")
+        .into_iter()
+        .map(job_and_partition)
+        .collect();
+    let at = |id: &str, k: u32| (id.to_owned(), k);
+    let expected = [
+        at("first", 0),
+        at("high", 0),
+        at("high", 1),
+        at("normal", 0),
+        at("normal", 1),
+        at("low", 0),
+        at("low", 1),
+    ];
+    assert_eq!(picked, expected);
+    assert_drained(&engine).await;
+}
+
+/// A partition blocked in synthesis counts as synthesizing, and so does one that a worker took but
+/// that waits for its memory; cancelling the job ends its progress and its waiters, and a job
+/// starved of memory meanwhile goes on once the memory is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_counts_blocked_and_memory_starved_synthesis_until_cancel() {
+    let params = params();
+    let config = EngineConfig {
+        memory_budget: 2 * MIB,
+        ..config(3, 2, 1)
+    };
+    let (engine, _sink) = start(config, Arc::new(CpuBackend));
+    let gate = Arc::new(Gate::default());
+    let held = Arc::clone(&gate);
+    // Each partition takes the whole budget: the second waits for the first's memory.
+    let whole = PartitionMemory {
+        abc: MIB,
+        rest: MIB,
+    };
+    let blocked = engine.submit(
+        JobRequest::new("blocked", Arc::clone(&params), 2, move |k| {
+            held.pass();
+            partition(0, k, Fault::None)
+        })
+        .with_memory(whole)
+        .with_priority(Priority::High),
+    );
+    gate.entered.notified().await;
+    let progress = until(&engine, "blocked", |p| p.synthesizing == 2).await;
+    assert_eq!(
+        progress,
+        JobProgress {
+            priority: Priority::High,
+            partitions: 2,
+            waiting: 0,
+            synthesizing: 2,
+            queued_for_gpu: 0,
+            on_gpu: 0,
+            finalizing: 0,
+            proven: 0,
+        }
+    );
+    assert!(progress.running());
+
+    let starved = engine
+        .submit(job("starved", 1, 2, &params).with_memory(PartitionMemory { abc: 0, rest: MIB }));
+    // The third worker takes starved's first partition and waits for memory with it.
+    let progress = until(&engine, "starved", |p| p.synthesizing == 1).await;
+    assert_eq!((progress.waiting, progress.priority), (1, Priority::Normal));
+    assert!(progress.running());
+    let ids: Vec<_> = engine.jobs().into_iter().map(|(id, _)| id).collect();
+    assert_eq!(ids, ["blocked", "starved"]);
+
+    assert!(engine.cancel("blocked"));
+    assert_eq!(engine.progress("blocked"), None);
+    assert_eq!(blocked.wait().await, Err(JobError::Cancelled));
+    assert_eq!(engine.jobs().len(), 1);
+    // Its memory comes back when its blocked synthesis returns, discarded.
+    gate.open();
+    check_proofs(&starved.wait().await, 1, 2, &params);
+    assert_eq!(engine.progress("starved"), None);
+    assert!(engine.jobs().is_empty());
+    assert_drained(&engine).await;
 }

@@ -6,9 +6,11 @@ const MIN_MARGIN: u64 = 4 << 30;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EngineConfig {
-    /// Synthesis tasks; each takes the oldest job's lowest unsynthesized partition.
+    /// Synthesis tasks; each takes the most urgent (then oldest) job's lowest unsynthesized
+    /// partition.
     pub partition_workers: usize,
-    /// How many jobs may be synthesizing at once.
+    /// How many jobs may be synthesizing at once; a job more urgent than all of them may start
+    /// past it.
     pub synthesis_concurrency: usize,
     /// GPU workers per device; they share the device's lock, so one prepares while one computes.
     pub gpu_workers_per_device: usize,
@@ -77,7 +79,7 @@ pub fn auto_memory_budget() -> Result<u64, ConfigError> {
 }
 
 /// `MemTotal` from /proc/meminfo.
-fn machine_memory() -> Result<u64, ConfigError> {
+pub fn machine_memory() -> Result<u64, ConfigError> {
     let meminfo = std::fs::read_to_string("/proc/meminfo")
         .map_err(|e| ConfigError::MachineMemory(format!("/proc/meminfo: {e}")))?;
     meminfo

@@ -1,6 +1,6 @@
 //! GPU workers and finalizers.
 //!
-//! A GPU worker takes the queued partition of the oldest job, runs the backend's
+//! A GPU worker takes the queued partition of the most urgent (then oldest) job, runs the backend's
 //! `prove_start_shared` on a blocking thread with a [`DeviceLock`] that the workers of one device
 //! share (the dual-worker interlock: the backend holds it only around its device region, so one
 //! worker's host-side work overlaps the other's kernels), releases the partition's a/b/c memory,
@@ -22,13 +22,46 @@ use super::{blocking, Shared};
 use crate::budget::Reservation;
 use crate::sink::{kv, ms, Event};
 
-/// One device: its backend and the lock its workers share.
+/// What one device of an engine is doing, for a status view.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceActivity {
+    /// Its place in the engine's backend list (`device=` in the TIMELINE).
+    pub index: usize,
+    /// Its backend's [`ProverBackend::name`].
+    pub backend: String,
+    /// The job whose partition holds the device's lock now, else one whose partition is in
+    /// `prove_start` on it (preparing, or waiting for the lock); `None` when idle. Device work is
+    /// never interrupted, so this may name a job that was cancelled meanwhile.
+    pub job: Option<String>,
+}
+
+/// One device: its backend, the lock its workers share, and who is using it.
 pub(super) struct Device {
     /// Its place in the engine's backend list, logged as `device=` so a TIMELINE tells the
     /// devices of a multi-GPU run apart.
     index: usize,
     backend: Arc<dyn ProverBackend>,
     lock: Mutex<()>,
+    /// Kept apart from `lock`, so that reading it never waits for a device region.
+    activity: Mutex<Activity>,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device")
+            .field("index", &self.index)
+            .field("backend", &self.backend.name())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Which jobs' partitions are on a device.
+#[derive(Default)]
+struct Activity {
+    /// The job whose partition holds the lock.
+    holder: Option<String>,
+    /// (GPU worker, job) for each partition in `prove_start`, in pickup order.
+    running: Vec<(usize, String)>,
 }
 
 impl Device {
@@ -37,7 +70,46 @@ impl Device {
             index,
             backend,
             lock: Mutex::new(()),
+            activity: Mutex::default(),
         }
+    }
+
+    fn activity_mut(&self) -> MutexGuard<'_, Activity> {
+        // Each change is one assignment or push or removal: a panic cannot leave it half-made.
+        self.activity.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn activity(&self) -> DeviceActivity {
+        let activity = self.activity_mut();
+        let running = activity.running.first().map(|(_, job)| job);
+        DeviceActivity {
+            index: self.index,
+            backend: self.backend.name().to_owned(),
+            job: activity.holder.as_ref().or(running).cloned(),
+        }
+    }
+}
+
+/// A GPU worker's partition in `prove_start` on a device, listed there while this lives (a panic
+/// or an abort included).
+struct Busy<'a> {
+    device: &'a Device,
+    worker: usize,
+}
+
+impl<'a> Busy<'a> {
+    fn new(device: &'a Device, worker: usize, job: &str) -> Self {
+        device.activity_mut().running.push((worker, job.to_owned()));
+        Busy { device, worker }
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.device
+            .activity_mut()
+            .running
+            .retain(|&(w, _)| w != self.worker);
     }
 }
 
@@ -113,6 +185,7 @@ impl DeviceLock for Region {
             .unwrap_or_else(PoisonError::into_inner);
         let since = Instant::now();
         self.held().wait_ms += ms(since - asked);
+        self.device.activity_mut().holder = Some(self.job_id.clone());
         self.shared
             .clock
             .emit_at(since, Event::GpuStart, &self.job_id, self.detail());
@@ -126,6 +199,8 @@ impl DeviceLock for Region {
 
 impl Drop for Hold<'_> {
     fn drop(&mut self) {
+        // Still inside the lock: the next holder cannot have set its own name yet.
+        self.region.device.activity_mut().holder = None;
         let gpu_ms = ms(self.since.elapsed());
         let mut end = self.region.detail();
         end.push(kv("gpu_ms", gpu_ms));
@@ -181,6 +256,7 @@ async fn prove_start(shared: &Arc<Shared>, device: &Arc<Device>, ready: Ready, w
     shared
         .clock
         .emit_at(pickup, Event::GpuPickup, &job.id, region.detail());
+    let busy = Busy::new(device, worker, &job.id);
     let params = Arc::clone(&job.params);
     let outcome = blocking(move || {
         let started = region
@@ -191,12 +267,14 @@ async fn prove_start(shared: &Arc<Shared>, device: &Arc<Device>, ready: Ready, w
         (started, held)
     })
     .await;
+    drop(busy);
     let prove_start_ms = ms(pickup.elapsed());
     match outcome {
         // Ended (cancelled, another partition failed) while this one was proven: moot.
         _ if job.finished() => {}
         Ok((Ok(started), held)) => {
             reservation.release(job.memory.abc);
+            shared.scheduler().started(job.seq, held.gpu_ms);
             let timings = Timings {
                 worker,
                 synth_ms,
@@ -294,7 +372,7 @@ async fn finalize(
     let completed = shared
         .scheduler()
         .proved(job.seq, partition, proof, public_inputs);
-    if let Some(info) = completed {
-        shared.ended(&info, "ok");
+    if let Some(ended) = completed {
+        shared.ended(ended, "ok");
     }
 }

@@ -179,9 +179,22 @@ impl PartitionMemory {
     }
 }
 
+/// How urgently a job is wanted. A higher one's partitions go ahead of lower ones' at the next
+/// partition boundary, in synthesis and in the GPU queue; within one priority, the oldest job
+/// first. Work already started is never interrupted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Priority {
+    Low,
+    #[default]
+    Normal,
+    High,
+    Critical,
+}
+
 /// One proof request.
 pub struct JobRequest {
     pub(crate) id: String,
+    pub(crate) priority: Priority,
     pub(crate) partitions: usize,
     pub(crate) params: Arc<Parameters>,
     pub(crate) circuit: Arc<dyn Synthesize>,
@@ -199,6 +212,7 @@ impl JobRequest {
     ) -> Self {
         JobRequest {
             id: id.into(),
+            priority: Priority::default(),
             partitions,
             memory: PartitionMemory::estimate(&params),
             params,
@@ -220,8 +234,19 @@ impl JobRequest {
         self
     }
 
+    /// Sets the job's priority ([`Priority::Normal`] unless set). A request joining a job already
+    /// in flight with its id leaves that job's priority as it is.
+    pub fn with_priority(mut self, priority: Priority) -> Self {
+        self.priority = priority;
+        self
+    }
+
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    pub fn priority(&self) -> Priority {
+        self.priority
     }
 }
 
@@ -229,6 +254,7 @@ impl std::fmt::Debug for JobRequest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JobRequest")
             .field("id", &self.id)
+            .field("priority", &self.priority)
             .field("partitions", &self.partitions)
             .field("memory", &self.memory)
             .field("shape", &self.shape)
@@ -243,6 +269,46 @@ pub struct JobOutput {
     pub proofs: Vec<Proof>,
     /// Partition k's public inputs, which `proofs[k]` was verified against.
     pub public_inputs: Vec<Vec<Scalar>>,
+    pub timings: JobTimings,
+}
+
+/// Where a finished job's time went, from what the engine measures for its TIMELINE anyway.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct JobTimings {
+    /// From submission to its first SYNTH_START (waiting for a worker, a slot and memory).
+    pub queue_wait_ms: f64,
+    /// SYNTH_START to SYNTH_END, summed over its partitions.
+    pub synthesis_ms: f64,
+    /// Device-region time (GPU_START to GPU_END), summed over its partitions.
+    pub gpu_ms: f64,
+}
+
+/// Where the partitions of a job in flight are, one count per stage; they add up to
+/// `partitions`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobProgress {
+    pub priority: Priority,
+    pub partitions: usize,
+    /// Not taken by a synthesis worker yet.
+    pub waiting: usize,
+    /// Taken by a synthesis worker and not yet queued for the GPU. This includes a partition
+    /// whose worker still waits for its memory reservation: a worker holds it, so it no longer
+    /// waits for one, and its memory is what the job is waiting for.
+    pub synthesizing: usize,
+    /// Synthesized, waiting in the GPU queue.
+    pub queued_for_gpu: usize,
+    /// In `prove_start`, including the wait for its device's lock.
+    pub on_gpu: usize,
+    /// In `prove_finish` and verification.
+    pub finalizing: usize,
+    pub proven: usize,
+}
+
+impl JobProgress {
+    /// Whether any of its partitions is being worked on (not just waiting in a queue).
+    pub fn running(&self) -> bool {
+        self.synthesizing + self.on_gpu + self.finalizing > 0
+    }
 }
 
 impl JobOutput {

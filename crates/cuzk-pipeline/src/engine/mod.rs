@@ -4,7 +4,8 @@
 //! Every partition reserves its estimated host memory from one [`MemoryBudget`] before its
 //! synthesis starts and gives it back in two steps, so the budget bounds what is in flight whatever
 //! the worker counts say. A failing partition (error or panic, in any stage) ends its own job with
-//! the reason; the workers go on with the other jobs. Circuits with a shape key have their R1CS
+//! the reason; the workers go on with the other jobs. A job's [`Priority`] orders its partitions
+//! against other jobs' at every partition boundary; [`Engine::progress`] says where they are. Circuits with a shape key have their R1CS
 //! recorded by the engine once and their later partitions synthesized by witness only (`shapes`).
 
 mod config;
@@ -22,14 +23,16 @@ use tokio::runtime::Handle;
 use tokio::sync::{watch, Notify};
 use tokio::task::{JoinError, JoinHandle};
 
-pub use config::{auto_memory_budget, ConfigError, EngineConfig};
+pub use config::{auto_memory_budget, machine_memory, ConfigError, EngineConfig};
+pub use gpu::DeviceActivity;
 pub use job::{
-    JobError, JobOutput, JobRequest, JobResult, Partition, PartitionMemory, PartitionedCircuit,
+    JobError, JobOutput, JobProgress, JobRequest, JobResult, JobTimings, Partition,
+    PartitionMemory, PartitionedCircuit, Priority,
 };
 
 use crate::budget::MemoryBudget;
 use crate::sink::{kv, Clock, Event, TimelineSink};
-use scheduler::{JobInfo, Scheduler};
+use scheduler::{Ended, JobInfo, Scheduler};
 use shapes::ShapeCache;
 
 /// A running engine. Dropping it stops its workers; jobs still in flight then end with
@@ -37,6 +40,8 @@ use shapes::ShapeCache;
 #[derive(Debug)]
 pub struct Engine {
     shared: Arc<Shared>,
+    /// In backend-list order, for [`Engine::devices`].
+    devices: Vec<Arc<gpu::Device>>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -103,17 +108,22 @@ impl Engine {
         let mut tasks: Vec<JoinHandle<()>> = (0..config.partition_workers)
             .map(|w| runtime.spawn(synthesis::worker(Arc::clone(&shared), w)))
             .collect();
-        let workers = devices
+        let devices: Vec<_> = devices
             .into_iter()
             .enumerate()
-            .flat_map(|(index, backend)| {
-                let device = Arc::new(gpu::Device::new(index, backend));
-                (0..config.gpu_workers_per_device).map(move |_| Arc::clone(&device))
-            });
+            .map(|(index, backend)| Arc::new(gpu::Device::new(index, backend)))
+            .collect();
+        let workers = devices
+            .iter()
+            .flat_map(|device| (0..config.gpu_workers_per_device).map(move |_| Arc::clone(device)));
         for (w, device) in workers.enumerate() {
             tasks.push(runtime.spawn(gpu::worker(Arc::clone(&shared), device, w)));
         }
-        Ok(Engine { shared, tasks })
+        Ok(Engine {
+            shared,
+            devices,
+            tasks,
+        })
     }
 
     /// Submits a job; a job with the same id already in flight is joined, not started again.
@@ -130,8 +140,8 @@ impl Engine {
     pub fn cancel(&self, id: &str) -> bool {
         let cancelled = self.shared.scheduler().cancel(id);
         match cancelled {
-            Some(info) => {
-                self.shared.ended(&info, "cancelled");
+            Some(ended) => {
+                self.shared.ended(ended, "cancelled");
                 true
             }
             None => false,
@@ -141,6 +151,22 @@ impl Engine {
     /// Jobs submitted and not yet ended.
     pub fn jobs_in_flight(&self) -> usize {
         self.shared.scheduler().jobs()
+    }
+
+    /// Where the partitions of the job in flight with this id are; `None` once it ended (proven,
+    /// failed or cancelled) or if it never was.
+    pub fn progress(&self, id: &str) -> Option<JobProgress> {
+        self.shared.scheduler().progress(id)
+    }
+
+    /// Every job in flight with its progress, in submission order.
+    pub fn jobs(&self) -> Vec<(String, JobProgress)> {
+        self.shared.scheduler().all_progress()
+    }
+
+    /// What each device is doing, in backend-list order.
+    pub fn devices(&self) -> Vec<DeviceActivity> {
+        self.devices.iter().map(|d| d.activity()).collect()
     }
 
     /// The memory budget, for its in-use and peak figures.
@@ -188,18 +214,20 @@ impl Shared {
     /// Ends `job` with `error`, unless it already ended.
     fn fail(&self, job: &JobInfo, error: JobError) {
         let failed = self.scheduler().fail(job.seq, error);
-        if let Some(info) = failed {
-            self.ended(&info, "failed");
+        if let Some(ended) = failed {
+            self.ended(ended, "failed");
         }
     }
 
-    /// Logs a job's end and lets synthesis workers take the slot it held.
-    fn ended(&self, job: &JobInfo, status: &str) {
+    /// Logs a job's end, then gives its waiters the result and synthesis workers the slot it held.
+    fn ended(&self, ended: Ended, status: &str) {
+        let job = &ended.info;
         self.clock.emit(
             Event::JobDone,
             &job.id,
             vec![kv("partitions", job.partitions), kv("status", status)],
         );
+        ended.send();
         self.synthesis_wake.notify_waiters();
     }
 }

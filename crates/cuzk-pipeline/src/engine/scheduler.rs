@@ -1,7 +1,8 @@
 //! The engine's bookkeeping, all under one lock and never across an `await`: jobs in submission
-//! order, which partition a synthesis worker takes next, the GPU queue ordered by (job, partition),
-//! and the proofs of each job until it is complete.
+//! order, which partition a synthesis worker takes next, the GPU queue ordered by (priority, job,
+//! partition), where each job's partitions are, and the proofs of each job until it is complete.
 
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
@@ -11,16 +12,18 @@ use cuzk_math::Scalar;
 use tokio::sync::watch;
 
 use super::job::{
-    JobError, JobOutput, JobRequest, JobResult, PartitionMemory, SynthesisPath, Synthesize,
-    Synthesized,
+    JobError, JobOutput, JobProgress, JobRequest, JobResult, JobTimings, PartitionMemory, Priority,
+    SynthesisPath, Synthesize, Synthesized,
 };
 use crate::budget::Reservation;
+use crate::sink::ms;
 
 /// What every task working on a job shares; immutable but for the result.
 pub(crate) struct JobInfo {
     /// Submission order: lower is older.
     pub seq: u64,
     pub id: String,
+    pub priority: Priority,
     pub partitions: usize,
     pub params: Arc<Parameters>,
     pub pvk: PreparedVerifyingKey,
@@ -39,6 +42,20 @@ impl JobInfo {
     }
 }
 
+/// A job taken out of the scheduler with its result, not yet sent: the engine logs its JOB_DONE
+/// first, so that a waiter who reads the log on waking finds it there.
+pub(crate) struct Ended {
+    pub info: Arc<JobInfo>,
+    result: JobResult,
+}
+
+impl Ended {
+    /// Hands the result to every submitter of the job.
+    pub fn send(self) {
+        self.info.result.send_replace(Some(self.result));
+    }
+}
+
 /// A synthesized partition waiting for a GPU worker.
 pub(crate) struct Ready {
     pub job: Arc<JobInfo>,
@@ -50,12 +67,24 @@ pub(crate) struct Ready {
     pub queued: Instant,
 }
 
+/// A job in flight. Its partitions move through the stages in one direction only, so each stage
+/// is counted by how many partitions ever reached it: those between two counts are in a stage.
 struct Job {
     info: Arc<JobInfo>,
+    /// Taken by a synthesis worker (partitions are taken in order, so also the next one to take).
     next_partition: usize,
+    /// Queued for the GPU.
     synthesized: usize,
+    /// Taken by a GPU worker.
+    picked: usize,
+    /// Out of `prove_start`, being finalized.
+    started: usize,
     proofs: Vec<Option<(Proof, Vec<Scalar>)>>,
     proven: usize,
+    submitted: Instant,
+    first_synthesis: Option<Instant>,
+    synthesis_ms: f64,
+    gpu_ms: f64,
 }
 
 impl Job {
@@ -63,13 +92,29 @@ impl Job {
     fn synthesizing(&self) -> bool {
         self.next_partition > 0 && self.synthesized < self.info.partitions
     }
+
+    fn progress(&self) -> JobProgress {
+        JobProgress {
+            priority: self.info.priority,
+            partitions: self.info.partitions,
+            waiting: self.info.partitions - self.next_partition,
+            synthesizing: self.next_partition - self.synthesized,
+            queued_for_gpu: self.synthesized - self.picked,
+            on_gpu: self.picked - self.started,
+            finalizing: self.started - self.proven,
+            proven: self.proven,
+        }
+    }
 }
+
+/// The GPU queue's order: highest priority first, then the oldest job, then the lowest partition.
+type GpuKey = (Reverse<Priority>, u64, usize);
 
 pub(crate) struct Scheduler {
     next_seq: u64,
     jobs: BTreeMap<u64, Job>,
     ids: HashMap<String, u64>,
-    gpu_queue: BTreeMap<(u64, usize), Ready>,
+    gpu_queue: BTreeMap<GpuKey, Ready>,
     synthesis_concurrency: usize,
 }
 
@@ -98,6 +143,7 @@ impl Scheduler {
             seq,
             pvk: PreparedVerifyingKey::new(&request.params.vk),
             id: request.id,
+            priority: request.priority,
             partitions: request.partitions,
             params: request.params,
             circuit: request.circuit,
@@ -114,22 +160,45 @@ impl Scheduler {
                 info,
                 next_partition: 0,
                 synthesized: 0,
+                picked: 0,
+                started: 0,
                 proven: 0,
+                submitted: Instant::now(),
+                first_synthesis: None,
+                synthesis_ms: 0.0,
+                gpu_ms: 0.0,
             },
         );
         receiver
     }
 
-    /// The oldest job's lowest unsynthesized partition, among the jobs allowed to synthesize:
-    /// those already synthesizing, and more only while fewer than the concurrency limit are.
+    /// The lowest unsynthesized partition of the highest-priority job, the oldest among equals,
+    /// among the jobs allowed to synthesize: those already synthesizing, more while fewer than
+    /// the concurrency limit are, and one above the priority of all that are even past the limit,
+    /// so that the limit never makes an urgent job wait for less urgent ones.
     pub fn next_synthesis(&mut self) -> Option<(Arc<JobInfo>, usize)> {
-        let active = self.jobs.values().filter(|j| j.synthesizing()).count();
-        let job = self.jobs.values_mut().find(|job| {
-            job.next_partition < job.info.partitions
-                && (job.synthesizing() || active < self.synthesis_concurrency)
-        })?;
+        let active = self.jobs.values().filter(|j| j.synthesizing());
+        let (count, top) = active.fold((0, None), |(n, top), j| {
+            (n + 1, top.max(Some(j.info.priority)))
+        });
+        let room = count < self.synthesis_concurrency;
+        let job = self
+            .jobs
+            .values_mut()
+            .filter(|job| {
+                job.next_partition < job.info.partitions
+                    && (job.synthesizing() || room || Some(job.info.priority) > top)
+            })
+            .max_by_key(|job| (job.info.priority, Reverse(job.info.seq)))?;
         job.next_partition += 1;
         Some((Arc::clone(&job.info), job.next_partition - 1))
+    }
+
+    /// Notes that a partition of the job started its synthesis (its memory reserved).
+    pub fn synthesis_started(&mut self, seq: u64, at: Instant) {
+        if let Some(job) = self.jobs.get_mut(&seq) {
+            job.first_synthesis.get_or_insert(at);
+        }
     }
 
     /// Queues a synthesized partition for the GPU; `false` (and the partition and its memory
@@ -139,25 +208,40 @@ impl Scheduler {
             return false;
         };
         job.synthesized += 1;
-        self.gpu_queue
-            .insert((ready.job.seq, ready.partition), ready);
+        job.synthesis_ms += ready.synth_ms;
+        let key = (Reverse(ready.job.priority), ready.job.seq, ready.partition);
+        self.gpu_queue.insert(key, ready);
         true
     }
 
-    /// The queued partition of the oldest job, lowest first.
+    /// The queued partition of the highest-priority job, the oldest among equals, lowest first.
     pub fn next_gpu(&mut self) -> Option<Ready> {
-        self.gpu_queue.pop_first().map(|(_, ready)| ready)
+        let (_, ready) = self.gpu_queue.pop_first()?;
+        // Queued partitions of an ended job are dropped with it, so the job is in flight.
+        if let Some(job) = self.jobs.get_mut(&ready.job.seq) {
+            job.picked += 1;
+        }
+        Some(ready)
     }
 
-    /// Records a verified proof; when it is the job's last, ends the job with all its proofs in
-    /// partition order and returns it.
+    /// Notes that a partition of the job came out of `prove_start` after `gpu_ms` in its device
+    /// region, and goes to be finalized.
+    pub fn started(&mut self, seq: u64, gpu_ms: f64) {
+        if let Some(job) = self.jobs.get_mut(&seq) {
+            job.started += 1;
+            job.gpu_ms += gpu_ms;
+        }
+    }
+
+    /// Records a verified proof; when it is the job's last, takes the job out with all its proofs
+    /// in partition order.
     pub fn proved(
         &mut self,
         seq: u64,
         partition: usize,
         proof: Proof,
         public_inputs: Vec<Scalar>,
-    ) -> Option<Arc<JobInfo>> {
+    ) -> Option<Ended> {
         let job = self.jobs.get_mut(&seq)?;
         if job.proofs[partition]
             .replace((proof, public_inputs))
@@ -169,26 +253,39 @@ impl Scheduler {
             return None;
         }
         let job = self.remove(seq)?;
+        let timings = JobTimings {
+            queue_wait_ms: job
+                .first_synthesis
+                .map_or(0.0, |at| ms(at.saturating_duration_since(job.submitted))),
+            synthesis_ms: job.synthesis_ms,
+            gpu_ms: job.gpu_ms,
+        };
         let (proofs, public_inputs) = job.proofs.into_iter().flatten().unzip();
-        job.info.result.send_replace(Some(Ok(Arc::new(JobOutput {
+        let output = JobOutput {
             id: job.info.id.clone(),
             proofs,
             public_inputs,
-        }))));
-        Some(job.info)
+            timings,
+        };
+        Some(Ended {
+            info: job.info,
+            result: Ok(Arc::new(output)),
+        })
     }
 
-    /// Ends a job with `error`, dropping its queued partitions (and their memory); `None` when it
-    /// had already ended.
-    pub fn fail(&mut self, seq: u64, error: JobError) -> Option<Arc<JobInfo>> {
+    /// Takes a job out to end with `error`, dropping its queued partitions (and their memory);
+    /// `None` when it had already ended.
+    pub fn fail(&mut self, seq: u64, error: JobError) -> Option<Ended> {
         let job = self.remove(seq)?;
-        self.gpu_queue.retain(|&(s, _), _| s != seq);
-        job.info.result.send_replace(Some(Err(error)));
-        Some(job.info)
+        self.gpu_queue.retain(|&(_, s, _), _| s != seq);
+        Some(Ended {
+            info: job.info,
+            result: Err(error),
+        })
     }
 
     /// Cancels the job in flight with this id.
-    pub fn cancel(&mut self, id: &str) -> Option<Arc<JobInfo>> {
+    pub fn cancel(&mut self, id: &str) -> Option<Ended> {
         let seq = *self.ids.get(id)?;
         self.fail(seq, JobError::Cancelled)
     }
@@ -198,9 +295,99 @@ impl Scheduler {
         self.jobs.len()
     }
 
+    /// Where the partitions of the job in flight with this id are.
+    pub fn progress(&self, id: &str) -> Option<JobProgress> {
+        let seq = self.ids.get(id)?;
+        self.jobs.get(seq).map(Job::progress)
+    }
+
+    /// Every job in flight with its progress, oldest first.
+    pub fn all_progress(&self) -> Vec<(String, JobProgress)> {
+        let jobs = self.jobs.values();
+        jobs.map(|job| (job.info.id.clone(), job.progress()))
+            .collect()
+    }
+
     fn remove(&mut self, seq: u64) -> Option<Job> {
         let job = self.jobs.remove(&seq)?;
         self.ids.remove(&job.info.id);
         Some(job)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use cuzk_groth16::setup::generate_random_parameters;
+    use cuzk_synth::circuits::SyntheticCircuit;
+
+    use super::*;
+    use crate::engine::Partition;
+
+    fn circuit() -> SyntheticCircuit {
+        SyntheticCircuit {
+            constraints: 4,
+            boolean_fraction: 0.0,
+            public_inputs: 1,
+            seed: 1,
+        }
+    }
+
+    fn request(id: &str, partitions: usize, priority: Priority) -> JobRequest {
+        let mut rng = cuzk_testkit::rng("scheduler params");
+        let params = Arc::new(generate_random_parameters(circuit(), &mut rng).unwrap());
+        JobRequest::new(id, params, partitions, |_| Partition {
+            circuit: circuit(),
+            public_inputs: Vec::new(),
+        })
+        .with_priority(priority)
+    }
+
+    fn next(scheduler: &mut Scheduler) -> Option<(String, usize)> {
+        let (job, k) = scheduler.next_synthesis()?;
+        Some((job.id.clone(), k))
+    }
+
+    fn taken(id: &str, k: usize) -> Option<(String, usize)> {
+        Some((id.to_owned(), k))
+    }
+
+    /// Highest priority first, the oldest among equals; a job more urgent than every job
+    /// synthesizing starts past the concurrency limit, one that is not waits for a slot.
+    #[test]
+    fn synthesis_takes_the_most_urgent_then_oldest_job() {
+        let mut scheduler = Scheduler::new(1);
+        scheduler.submit(request("normal", 2, Priority::Normal));
+        assert_eq!(next(&mut scheduler), taken("normal", 0));
+        for (id, priority) in [
+            ("low", Priority::Low),
+            ("high", Priority::High),
+            ("critical", Priority::Critical),
+            ("high-later", Priority::High),
+        ] {
+            scheduler.submit(request(id, 2, priority));
+        }
+        assert_eq!(next(&mut scheduler), taken("critical", 0));
+        assert_eq!(next(&mut scheduler), taken("critical", 1));
+        // Two jobs synthesize, past the limit of one; nothing is above Critical, so only the
+        // jobs already synthesizing go on.
+        assert_eq!(next(&mut scheduler), taken("normal", 1));
+        assert_eq!(next(&mut scheduler), None);
+        let progress = scheduler.progress("critical").unwrap();
+        assert_eq!((progress.waiting, progress.synthesizing), (0, 2));
+        let waiting: Vec<_> = scheduler
+            .all_progress()
+            .into_iter()
+            .map(|(id, p)| (id, p.waiting))
+            .collect();
+        let expected = [
+            ("normal", 0),
+            ("low", 2),
+            ("high", 2),
+            ("critical", 0),
+            ("high-later", 2),
+        ];
+        assert_eq!(waiting, expected.map(|(id, n)| (id.to_owned(), n)));
     }
 }

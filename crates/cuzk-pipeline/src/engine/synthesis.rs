@@ -1,5 +1,6 @@
-//! A synthesis worker: takes the oldest job's lowest unsynthesized partition, reserves its memory
-//! (waiting for room), synthesizes it on a blocking thread and queues it for the GPU.
+//! A synthesis worker: takes the most urgent (then oldest) job's lowest unsynthesized partition,
+//! reserves its memory (waiting for room), synthesizes it on a blocking thread and queues it for
+//! the GPU.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -52,6 +53,7 @@ async fn synthesize(
     let detail = || vec![kv("partition", partition), kv("worker", worker)];
     shared.clock.emit(Event::SynthStart, &job.id, detail());
     let start = Instant::now();
+    shared.scheduler().synthesis_started(job.seq, start);
     let Plan { method, recording } = shared
         .shapes
         .plan(job.shape.as_deref(), job.circuit.as_ref());
