@@ -48,6 +48,25 @@ pub enum Command {
     /// Run jobs of a built-in circuit through the engine: steady-state seconds per proof, GPU busy
     /// fraction, synthesis and GPU time per partition, peak memory.
     Bench(BenchArgs),
+    /// Run the proving daemon: gRPC cuzk.v1 for Curio, parameter sets kept hot, metrics.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The TOML configuration (every key documented in crates/cuzk-daemon/cuzk.example.toml);
+    /// without it, the defaults.
+    #[arg(long, short = 'c')]
+    pub config: Option<PathBuf>,
+    /// Listen here instead of `[daemon] listen`: unix:///PATH or HOST:PORT.
+    #[arg(long, short = 'l')]
+    pub listen: Option<String>,
+    /// Check the configuration, print its warnings, and exit (0 when it is usable).
+    #[arg(long)]
+    pub check_config: bool,
+    /// Print the example configuration (every key at its default) and exit.
+    #[arg(long)]
+    pub print_sample_config: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -216,6 +235,10 @@ pub struct SealTestSectorArgs {
     /// sector.json (registered proof, prover id, sector id).
     #[arg(long)]
     pub out: PathBuf,
+    /// Seal as miner f0<ID> (its prover id is the ID address payload, as Curio forms it);
+    /// without it a random prover id.
+    #[arg(long)]
+    pub miner_id: Option<u64>,
 }
 
 #[derive(Debug, Args)]

@@ -38,7 +38,10 @@ impl Listen {
     /// `unix:///path`, `unix:path`, or `host:port` (also as `tcp://host:port` or Go's
     /// `dns:///host:port`).
     pub fn parse(text: &str) -> Result<Self, String> {
-        if let Some(path) = text.strip_prefix("unix://").or_else(|| text.strip_prefix("unix:")) {
+        if let Some(path) = text
+            .strip_prefix("unix://")
+            .or_else(|| text.strip_prefix("unix:"))
+        {
             if path.is_empty() {
                 return Err("a unix address needs a path (unix:///run/curio/cuzk.sock)".into());
             }
@@ -52,9 +55,7 @@ impl Listen {
             Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
                 Ok(Listen::Tcp(host_port.to_owned()))
             }
-            _ => Err(format!(
-                "{text:?} is neither unix:///PATH nor HOST:PORT"
-            )),
+            _ => Err(format!("{text:?} is neither unix:///PATH nor HOST:PORT")),
         }
     }
 }
@@ -237,7 +238,11 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
         "m" | "mb" | "mib" => 20,
         "g" | "gb" | "gib" => 30,
         "t" | "tb" | "tib" => 40,
-        other => return Err(format!("{other:?} is not a size unit (B, KiB, MiB, GiB, TiB)")),
+        other => {
+            return Err(format!(
+                "{other:?} is not a size unit (B, KiB, MiB, GiB, TiB)"
+            ))
+        }
     };
     Ok((number * (1u64 << shift) as f64) as u64)
 }
@@ -337,9 +342,8 @@ impl Config {
         let mut unknown = Vec::new();
         let mut note = |path: serde_ignored::Path<'_>| unknown.push(path.to_string());
         let ignoring = serde_ignored::Deserializer::new(toml::Value::Table(table), &mut note);
-        let raw: RawConfig = serde_path_to_error::deserialize(ignoring).map_err(|e| {
-            fail(vec![format!("{}: {}", e.path(), e.inner())])
-        })?;
+        let raw: RawConfig = serde_path_to_error::deserialize(ignoring)
+            .map_err(|e| fail(vec![format!("{}: {}", e.path(), e.inner())]))?;
         let mut warnings: Vec<String> = unknown
             .into_iter()
             .map(|key| format!("{key}: unknown key, ignored"))
@@ -354,6 +358,38 @@ impl Config {
         Self::check(raw, warnings).map_err(fail)
     }
 
+    /// Listens at `text` instead (the command line's `--listen`), with the same checks as
+    /// `daemon.listen`.
+    pub fn override_listen(&mut self, text: &str) -> Result<(), ConfigError> {
+        let fail = |problem: String| ConfigError {
+            file: "--listen".into(),
+            problems: vec![problem],
+        };
+        let listen = Listen::parse(text).map_err(fail)?;
+        if let Listen::Tcp(addr) = &listen {
+            Self::tcp_guarded(
+                addr,
+                self.token.is_some(),
+                self.tls.is_some(),
+                self.allow_insecure_tcp,
+            )
+            .map_err(fail)?;
+        }
+        self.listen = listen;
+        Ok(())
+    }
+
+    /// TCP is served only with a token, TLS, or the operator's explicit opt-out.
+    fn tcp_guarded(addr: &str, token: bool, tls: bool, insecure: bool) -> Result<(), String> {
+        if token || tls || insecure {
+            return Ok(());
+        }
+        Err(format!(
+            "TCP ({addr}) needs daemon.token_file, TLS (daemon.tls_cert_file and tls_key_file), \
+             or allow_insecure_tcp = true for a trusted network"
+        ))
+    }
+
     fn check(raw: RawConfig, warnings: Vec<String>) -> Result<Self, Vec<String>> {
         let mut p = Problems::default();
         let d = &raw.daemon;
@@ -365,8 +401,9 @@ impl Config {
             None | Some("") => None,
             Some(addr) => p.check(
                 "daemon.status_listen",
-                addr.parse::<SocketAddr>()
-                    .map_err(|e| format!("{addr:?}: {e} (expected HOST:PORT, such as 127.0.0.1:9820)")),
+                addr.parse::<SocketAddr>().map_err(|e| {
+                    format!("{addr:?}: {e} (expected HOST:PORT, such as 127.0.0.1:9820)")
+                }),
             ),
         };
         let token = match &d.token_file {
@@ -378,7 +415,10 @@ impl Config {
                     .and_then(|t| {
                         let t = t.trim().to_owned();
                         if t.len() < 16 {
-                            Err(format!("{}: a token needs at least 16 characters", path.display()))
+                            Err(format!(
+                                "{}: a token needs at least 16 characters",
+                                path.display()
+                            ))
                         } else {
                             Ok(t)
                         }
@@ -398,24 +438,44 @@ impl Config {
         };
         let allow_insecure_tcp = d.allow_insecure_tcp.unwrap_or(false);
         if let Some(Listen::Tcp(addr)) = &listen {
-            if token.is_none() && tls.is_none() && !allow_insecure_tcp && d.token_file.is_none() {
-                p.0.push(format!(
-                    "daemon.listen: TCP ({addr}) needs daemon.token_file, TLS \
-                     (daemon.tls_cert_file and tls_key_file), or allow_insecure_tcp = true for \
-                     a trusted network"
-                ));
-            }
+            // A token file that failed to read is reported as such, not as a missing guard.
+            let guarded = Self::tcp_guarded(
+                addr,
+                d.token_file.is_some(),
+                tls.is_some(),
+                allow_insecure_tcp,
+            );
+            p.check("daemon.listen", guarded);
         }
         let socket_mode = p.check(
             "daemon.socket_mode",
-            u32::from_str_radix(d.socket_mode.as_deref().unwrap_or("0660").trim_start_matches("0o"), 8)
-                .map_err(|e| format!("expected an octal mode such as \"0660\": {e}"))
-                .and_then(|m| if m > 0o777 { Err(format!("{m:o} is not a file mode")) } else { Ok(m) }),
+            u32::from_str_radix(
+                d.socket_mode
+                    .as_deref()
+                    .unwrap_or("0660")
+                    .trim_start_matches("0o"),
+                8,
+            )
+            .map_err(|e| format!("expected an octal mode such as \"0660\": {e}"))
+            .and_then(|m| {
+                if m > 0o777 {
+                    Err(format!("{m:o} is not a file mode"))
+                } else {
+                    Ok(m)
+                }
+            }),
         );
-        let q = |q: &Option<Quantity>, default: &str| q.clone().unwrap_or(Quantity::Text(default.into()));
-        let drain_timeout = p.check("daemon.drain_timeout", duration(&q(&d.drain_timeout, "10m")));
-        let result_retention =
-            p.check("daemon.result_retention", duration(&q(&d.result_retention, "10m")));
+        let q = |q: &Option<Quantity>, default: &str| {
+            q.clone().unwrap_or(Quantity::Text(default.into()))
+        };
+        let drain_timeout = p.check(
+            "daemon.drain_timeout",
+            duration(&q(&d.drain_timeout, "10m")),
+        );
+        let result_retention = p.check(
+            "daemon.result_retention",
+            duration(&q(&d.result_retention, "10m")),
+        );
         let circuits = p.check(
             "daemon.circuits",
             match d.circuits.as_deref().unwrap_or("filecoin") {
@@ -429,8 +489,10 @@ impl Config {
         let total_budget = p.check("memory.total_budget", budget(&q(&m.total_budget, "auto")));
         let safety_margin = p.check("memory.safety_margin", bytes(&q(&m.safety_margin, "4GiB")));
         let srs_budget = p.check("memory.srs_budget", budget(&q(&m.srs_budget, "auto")));
-        let eviction_min_idle =
-            p.check("memory.eviction_min_idle", duration(&q(&m.eviction_min_idle, "60s")));
+        let eviction_min_idle = p.check(
+            "memory.eviction_min_idle",
+            duration(&q(&m.eviction_min_idle, "60s")),
+        );
         let pinned_limit = p.check("memory.pinned_limit", bytes(&q(&m.pinned_limit, "0")));
 
         let g = &raw.gpus;
@@ -575,10 +637,17 @@ mod tests {
         .unwrap_err();
         assert_eq!(error.problems.len(), 2, "{error}");
         assert!(error.to_string().contains("memory.total_budget"), "{error}");
-        assert!(error.to_string().contains("gpus.gpu_workers_per_device"), "{error}");
+        assert!(
+            error.to_string().contains("gpus.gpu_workers_per_device"),
+            "{error}"
+        );
 
-        let error = Config::from_toml("[gpus]\ngpu_workers_per_device = \"two\"\n", "t.toml").unwrap_err();
-        assert!(error.to_string().contains("gpus.gpu_workers_per_device"), "{error}");
+        let error =
+            Config::from_toml("[gpus]\ngpu_workers_per_device = \"two\"\n", "t.toml").unwrap_err();
+        assert!(
+            error.to_string().contains("gpus.gpu_workers_per_device"),
+            "{error}"
+        );
         let error = Config::from_toml("[daemon\n", "t.toml").unwrap_err();
         assert!(error.to_string().starts_with("t.toml: "), "{error}");
     }

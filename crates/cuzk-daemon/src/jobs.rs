@@ -67,7 +67,10 @@ enum State {
     Preparing,
     /// In the engine.
     Proving,
-    Done { ended: Arc<Ended>, at: Instant },
+    Done {
+        ended: Arc<Ended>,
+        at: Instant,
+    },
 }
 
 /// One job, shared by its task and every request that joined it.
@@ -197,7 +200,8 @@ impl Daemon {
             draining: AtomicBool::new(false),
         });
         let weak = Arc::downgrade(&daemon);
-        let period = (daemon.parts.retention / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
+        let period =
+            (daemon.parts.retention / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(period).await;
@@ -224,7 +228,10 @@ impl Daemon {
     }
 
     /// Checks and registers a request, or joins the job registered under its id.
-    pub async fn submit(self: &Arc<Self>, mut request: SubmitProofRequest) -> Result<Submitted, DaemonError> {
+    pub async fn submit(
+        self: &Arc<Self>,
+        mut request: SubmitProofRequest,
+    ) -> Result<Submitted, DaemonError> {
         if self.draining.load(Ordering::SeqCst) {
             return Err(DaemonError::ShuttingDown);
         }
@@ -238,9 +245,7 @@ impl Daemon {
             )
         })?;
         let priority = priority_from_wire(request.priority)
-            .map_err(|n| {
-                DaemonError::invalid("priority", format!("{n} is not a priority (0–4)"))
-            })?
+            .map_err(|n| DaemonError::invalid("priority", format!("{n} is not a priority (0–4)")))?
             .unwrap_or_else(|| kind.default_priority());
         if request.request_id.is_empty() {
             request.request_id = fresh_id();
@@ -305,7 +310,11 @@ impl Daemon {
     }
 
     /// Waits until the job ends, or `timeout` passes (`None`: no limit).
-    pub async fn await_job(&self, id: &str, timeout: Option<Duration>) -> Result<Awaited, DaemonError> {
+    pub async fn await_job(
+        &self,
+        id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<Awaited, DaemonError> {
         let job = self
             .jobs()
             .get(id)
@@ -376,7 +385,12 @@ impl Daemon {
 
     /// Cancels every unfinished job with `reason`.
     pub fn cancel_all(&self, reason: &str) {
-        let unfinished: Vec<Arc<Job>> = self.jobs().values().filter(|j| !j.done()).cloned().collect();
+        let unfinished: Vec<Arc<Job>> = self
+            .jobs()
+            .values()
+            .filter(|j| !j.done())
+            .cloned()
+            .collect();
         for job in unfinished {
             self.cancel_job(&job, reason);
         }
@@ -385,7 +399,12 @@ impl Daemon {
     /// Waits until no job is unfinished.
     pub async fn idle(&self) {
         loop {
-            let pending: Vec<Arc<Job>> = self.jobs().values().filter(|j| !j.done()).cloned().collect();
+            let pending: Vec<Arc<Job>> = self
+                .jobs()
+                .values()
+                .filter(|j| !j.done())
+                .cloned()
+                .collect();
             let Some(job) = pending.into_iter().next() else {
                 return;
             };
@@ -405,8 +424,13 @@ impl Daemon {
     /// The job's whole life, in its own task.
     async fn run(self: Arc<Self>, job: Arc<Job>, work: Work) {
         let ended = match work {
-            Work::Unsupported(reason) => self.ended(&job, Status::Failed, Vec::new(), reason, Timings::default()),
-            Work::Prove { circuit, job: build } => {
+            Work::Unsupported(reason) => {
+                self.ended(&job, Status::Failed, Vec::new(), reason, Timings::default())
+            }
+            Work::Prove {
+                circuit,
+                job: build,
+            } => {
                 tokio::select! {
                     ended = self.prove(&job, &circuit, build) => ended,
                     () = job.cancel.notified() => self.cancelled(&job, Timings::default()),
@@ -431,7 +455,14 @@ impl Daemon {
         });
     }
 
-    fn ended(&self, job: &Job, status: Status, proof: Vec<u8>, error: String, mut timings: Timings) -> Ended {
+    fn ended(
+        &self,
+        job: &Job,
+        status: Status,
+        proof: Vec<u8>,
+        error: String,
+        mut timings: Timings,
+    ) -> Ended {
         timings.total_ms = job.submitted.elapsed().as_millis() as u64;
         Ended {
             status,
@@ -576,10 +607,9 @@ impl Daemon {
     /// The Prometheus text, gauges read now.
     pub fn metrics_text(&self) -> String {
         let status = self.status();
-        let (pending, running) = status
-            .queues
-            .iter()
-            .fold((0, 0), |(p, r), q| (p + u64::from(q.pending), r + u64::from(q.in_progress)));
+        let (pending, running) = status.queues.iter().fold((0, 0), |(p, r), q| {
+            (p + u64::from(q.pending), r + u64::from(q.in_progress))
+        });
         let budget = self.parts.engine.memory();
         self.parts.metrics.render(Gauges {
             queue_depth: pending,

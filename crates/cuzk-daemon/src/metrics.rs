@@ -129,7 +129,10 @@ impl Metrics {
                 .buckets(buckets(0.05, 2.0, 18)),
                 kind,
             )?,
-            queue_depth: IntGauge::new("cuzk_queue_depth", "Jobs waiting, none of their work running")?,
+            queue_depth: IntGauge::new(
+                "cuzk_queue_depth",
+                "Jobs waiting, none of their work running",
+            )?,
             running_jobs: IntGauge::new("cuzk_running_jobs", "Jobs with work running")?,
             gpu_workers: IntGauge::new("cuzk_gpu_workers", "GPU workers of the engine")?,
             uptime: Gauge::new("cuzk_uptime_seconds", "Seconds since the daemon started")?,
@@ -158,12 +161,18 @@ impl Metrics {
                 "cuzk_gpu_busy_fraction",
                 "Share of the last 60 s the devices spent in device regions",
             )?,
-            budget_bytes: IntGauge::new("cuzk_memory_budget_bytes", "Host bytes partitions may hold")?,
+            budget_bytes: IntGauge::new(
+                "cuzk_memory_budget_bytes",
+                "Host bytes partitions may hold",
+            )?,
             budget_in_use: IntGauge::new(
                 "cuzk_memory_budget_in_use_bytes",
                 "Host bytes partitions in flight hold",
             )?,
-            warm_bytes: IntGauge::new("cuzk_srs_warm_bytes", "Host bytes of loaded parameter sets")?,
+            warm_bytes: IntGauge::new(
+                "cuzk_srs_warm_bytes",
+                "Host bytes of loaded parameter sets",
+            )?,
             pinned_bytes: IntGauge::new("cuzk_pinned_memory_bytes", "Page-locked host bytes")?,
             srs_load: HistogramVec::new(
                 HistogramOpts::new(

@@ -123,7 +123,9 @@ fn timeline(target: &TimelineTarget) -> Result<Option<Arc<dyn TimelineSink>>, Se
                 .create(true)
                 .append(true)
                 .open(path)
-                .map_err(|e| ServeError::Setup(format!("logging.timeline: {}: {e}", path.display())))?;
+                .map_err(|e| {
+                    ServeError::Setup(format!("logging.timeline: {}: {e}", path.display()))
+                })?;
             Some(Arc::new(WriterSink::new(file)))
         }
     })
@@ -162,8 +164,10 @@ pub fn build(
     };
     let (engine_budget, srs_budget) = budgets(config)?;
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut engine_config =
-        EngineConfig::new(config.partition_workers.unwrap_or((cores / 2).max(1)), engine_budget);
+    let mut engine_config = EngineConfig::new(
+        config.partition_workers.unwrap_or((cores / 2).max(1)),
+        engine_budget,
+    );
     engine_config.synthesis_concurrency = config.synthesis_concurrency;
     engine_config.gpu_workers_per_device = config.gpu_workers_per_device;
     engine_config.compiled_synthesis = config.compiled_synthesis;
@@ -297,7 +301,10 @@ pub async fn serve(
     drain(&daemon, config.drain_timeout).await;
     let _ = stop.send(true);
     // In-flight calls have their answers; connections that linger are not waited for long.
-    if tokio::time::timeout(Duration::from_secs(5), &mut server).await.is_err() {
+    if tokio::time::timeout(Duration::from_secs(5), &mut server)
+        .await
+        .is_err()
+    {
         tracing::warn!("connections still open after 5 s; closing them");
     }
     if let Some(path) = socket_file {
@@ -323,7 +330,10 @@ async fn drain(daemon: &Daemon, timeout: Duration) {
         if left.is_zero() {
             let unfinished = daemon.unfinished();
             if unfinished > 0 {
-                tracing::warn!(unfinished, "drain timeout: cancelling the proofs still running");
+                tracing::warn!(
+                    unfinished,
+                    "drain timeout: cancelling the proofs still running"
+                );
                 daemon.cancel_all("cancelled: the daemon shut down before the proof finished");
                 // Cancelled jobs end at once; give their tasks a moment to file the result.
                 let _ = tokio::time::timeout(Duration::from_secs(5), daemon.idle()).await;
@@ -350,8 +360,10 @@ fn remove_socket(path: &PathBuf) {
 /// SIGTERM or SIGINT; a second one ends the process at once, without the drain.
 pub async fn termination() {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
-    else {
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
         tracing::error!("cannot listen for SIGTERM/SIGINT; stop the daemon with SIGKILL");
         return std::future::pending().await;
     };

@@ -450,7 +450,11 @@ impl SrsManager {
     /// Starts loading a set nobody else is loading, counting the caller as its first user. The
     /// load runs in a task of its own, so a caller that goes away cannot strand it; its outcome
     /// is shared through the entry's channel. Errors are not kept: the next caller tries again.
-    fn start_load(&self, sets: &mut HashMap<String, Entry>, circuit: &str) -> watch::Receiver<Loaded> {
+    fn start_load(
+        &self,
+        sets: &mut HashMap<String, Entry>,
+        circuit: &str,
+    ) -> watch::Receiver<Loaded> {
         let (sender, receiver) = watch::channel(None);
         sets.insert(
             circuit.to_owned(),

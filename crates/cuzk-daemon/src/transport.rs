@@ -28,7 +28,10 @@ pub enum TransportError {
     },
 }
 
-fn io(what: &'static str, target: impl std::fmt::Display) -> impl FnOnce(std::io::Error) -> TransportError {
+fn io(
+    what: &'static str,
+    target: impl std::fmt::Display,
+) -> impl FnOnce(std::io::Error) -> TransportError {
     let target = target.to_string();
     move |source| TransportError::Io {
         what,
@@ -50,7 +53,8 @@ pub fn bind_unix(path: &Path, mode: u32) -> Result<UnixListener, TransportError>
                 }
                 Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
                     tracing::info!(path = %path.display(), "replacing a stale socket");
-                    std::fs::remove_file(path).map_err(io("removing the stale socket", path.display()))?;
+                    std::fs::remove_file(path)
+                        .map_err(io("removing the stale socket", path.display()))?;
                 }
                 Err(e) => return Err(io("probing the socket", path.display())(e)),
             }
@@ -64,7 +68,8 @@ pub fn bind_unix(path: &Path, mode: u32) -> Result<UnixListener, TransportError>
         Err(e) => return Err(io("inspecting", path.display())(e)),
     }
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(io("creating the socket's directory", parent.display()))?;
+        std::fs::create_dir_all(parent)
+            .map_err(io("creating the socket's directory", parent.display()))?;
     }
     let listener = UnixListener::bind(path).map_err(io("binding", path.display()))?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
@@ -166,12 +171,19 @@ mod tests {
         let with = |value: Option<&str>| {
             let mut request = Request::new(());
             if let Some(v) = value {
-                request.metadata_mut().insert("authorization", v.parse().unwrap());
+                request
+                    .metadata_mut()
+                    .insert("authorization", v.parse().unwrap());
             }
             request
         };
         assert!(check.call(with(Some("Bearer 0123456789abcdef"))).is_ok());
-        for wrong in [None, Some("Bearer 0123456789abcdeF"), Some("0123456789abcdef"), Some("Bearer ")] {
+        for wrong in [
+            None,
+            Some("Bearer 0123456789abcdeF"),
+            Some("0123456789abcdef"),
+            Some("Bearer "),
+        ] {
             let status = check.call(with(wrong)).unwrap_err();
             assert_eq!(status.code(), tonic::Code::Unauthenticated);
         }

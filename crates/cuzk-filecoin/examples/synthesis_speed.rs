@@ -56,7 +56,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     use_parameter_dir(&dir)?;
     let proof = SealProof::current(SectorSize::S2KiB);
     let work = tempfile::tempdir()?;
-    let sector = seal_random_sector(proof, work.path(), &mut rand::rngs::OsRng)?;
+    let sector = seal_random_sector(proof, work.path(), None, &mut rand::rngs::OsRng)?;
     let (compiled, origin) = compiled_r1cs(&ParamFiles::new(&dir, proof)?)?;
     println!("compiled R1CS: {origin:?}, nnz {:?}", compiled.nnz());
     let circuits = SectorCircuits::<SectorShape2KiB>::new(&sector.c1)?;

@@ -32,5 +32,5 @@ pub use error::FilecoinError;
 pub use params::{check_parameter_dir, parameter_dir, use_parameter_dir, ParamFiles};
 pub use r1cs::{compiled_r1cs, R1csOrigin};
 pub use seal_proof::{Revision, SealProof, SectorSize, SECTOR_SIZES};
-pub use sealer::{seal_random_sector, SealedSector};
+pub use sealer::{prover_id_of_miner, seal_random_sector, SealedSector};
 pub use verify::{verify_seal, SectorIdentity};

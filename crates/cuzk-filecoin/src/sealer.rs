@@ -26,13 +26,32 @@ pub struct SealedSector {
 }
 
 /// Seals a sector of random data for `proof` in `work_dir` (staged and sealed files, cache),
-/// with a random prover id, sector id, ticket and seed.
+/// with a random sector id, ticket and seed; the prover id is `miner_id`'s
+/// ([`prover_id_of_miner`]) when given, else random.
 pub fn seal_random_sector(
     proof: SealProof,
     work_dir: &Path,
+    miner_id: Option<u64>,
     rng: &mut impl RngCore,
 ) -> Result<SealedSector, FilecoinError> {
-    with_shape!(proof.size.bytes(), seal, proof, work_dir, rng,)
+    with_shape!(proof.size.bytes(), seal, proof, work_dir, miner_id, rng,)
+}
+
+/// The prover id of miner `f0<miner_id>`: its ID address payload, `miner_id` as an unsigned
+/// LEB128 varint, left-aligned in 32 zero bytes (how Curio and the FFI form it).
+pub fn prover_id_of_miner(miner_id: u64) -> [u8; 32] {
+    let mut id = [0u8; 32];
+    let mut rest = miner_id;
+    for byte in id.iter_mut() {
+        // The low seven bits, with the high bit set while more follow.
+        *byte = (rest & 0x7f) as u8;
+        rest >>= 7;
+        if rest == 0 {
+            break;
+        }
+        *byte |= 0x80;
+    }
+    id
 }
 
 fn random_bytes(rng: &mut impl RngCore) -> [u8; 32] {
@@ -44,6 +63,7 @@ fn random_bytes(rng: &mut impl RngCore) -> [u8; 32] {
 fn seal<Tree: 'static + MerkleTreeTrait>(
     proof: SealProof,
     work_dir: &Path,
+    miner_id: Option<u64>,
     rng: &mut impl RngCore,
 ) -> Result<SealedSector, FilecoinError> {
     let config = proof.porep_config()?;
@@ -62,7 +82,7 @@ fn seal<Tree: 'static + MerkleTreeTrait>(
     File::create(&sealed).map_err(io(&sealed))?;
 
     let identity = SectorIdentity {
-        prover_id: random_bytes(rng),
+        prover_id: miner_id.map_or_else(|| random_bytes(rng), prover_id_of_miner),
         sector_id: rng.next_u64(),
     };
     let sector_id = SectorId::from(identity.sector_id);
@@ -119,4 +139,21 @@ fn seal<Tree: 'static + MerkleTreeTrait>(
         c1: C1Output::from_json(&json, &source, Some(proof))?,
         identity,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prover_ids_are_leb128_id_address_payloads() {
+        assert_eq!(prover_id_of_miner(0)[..2], [0, 0]);
+        assert_eq!(prover_id_of_miner(127)[..2], [0x7f, 0]);
+        assert_eq!(prover_id_of_miner(128)[..3], [0x80, 0x01, 0]);
+        assert_eq!(prover_id_of_miner(1000)[..3], [0xe8, 0x07, 0]);
+        let max = prover_id_of_miner(u64::MAX);
+        assert_eq!(max[..9], [0xff; 9]);
+        assert_eq!(max[9], 0x01);
+        assert!(max[10..].iter().all(|b| *b == 0));
+    }
 }

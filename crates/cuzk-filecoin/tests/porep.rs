@@ -78,7 +78,8 @@ fn fixture() -> &'static Fixture {
         let sectors = [0, 1].map(|i| {
             let start = Instant::now();
             let sector =
-                seal_random_sector(PROOF, &work.path().join(format!("s{i}")), &mut rng).unwrap();
+                seal_random_sector(PROOF, &work.path().join(format!("s{i}")), None, &mut rng)
+                    .unwrap();
             eprintln!("sealed sector {i}: {:.1} s", start.elapsed().as_secs_f64());
             sector
         });
@@ -323,7 +324,7 @@ fn a_non_interactive_2kib_sector_is_aggregated_and_accepted() {
         .unwrap();
     let work = tempfile::tempdir().unwrap();
     let mut rng = cuzk_testkit::rng("NI sector");
-    let sector = seal_random_sector(proof, work.path(), &mut rng).unwrap();
+    let sector = seal_random_sector(proof, work.path(), None, &mut rng).unwrap();
     let c1 = ffi_c1(&sector);
     let start = Instant::now();
     let aggregate = prove(&c1).unwrap();

@@ -7,6 +7,7 @@ pub mod bench_prover;
 pub mod demo;
 pub mod porep;
 pub mod prove;
+pub mod serve;
 pub mod setup;
 pub mod verify;
 

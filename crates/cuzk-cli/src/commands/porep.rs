@@ -218,7 +218,12 @@ pub fn seal_test_sector(global: &GlobalArgs, args: SealTestSectorArgs) -> Result
     }
     let progress = Progress::new(global.json);
     let (sealed, elapsed) = progress.stage(&format!("sealing a random {proof} sector"), || {
-        seal_random_sector(proof, &args.out.join("sector"), &mut rand::rngs::OsRng)
+        seal_random_sector(
+            proof,
+            &args.out.join("sector"),
+            args.miner_id,
+            &mut rand::rngs::OsRng,
+        )
     });
     let sealed = sealed?;
     let c1_path = args.out.join("c1.json");

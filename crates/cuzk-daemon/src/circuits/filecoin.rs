@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use cuzk_filecoin::{
-    compiled_r1cs, verify_seal, C1Output, FilecoinError, ParamFiles, R1csOrigin, SealProof,
-    SectorIdentity, SectorJob, SectorSize, SECTOR_SIZES,
+    compiled_r1cs, prover_id_of_miner, verify_seal, C1Output, FilecoinError, ParamFiles,
+    R1csOrigin, SealProof, SectorIdentity, SectorJob, SectorSize, SECTOR_SIZES,
 };
 use cuzk_groth16::params_file::PointCheck;
 use serde::Deserialize;
@@ -76,23 +76,6 @@ struct PorepWrapper {
     sector_size: u64,
 }
 
-/// The prover id of a miner: its id address payload, `miner_id` as an unsigned LEB128 varint
-/// left-aligned in 32 zero bytes.
-pub fn prover_id(miner_id: u64) -> [u8; 32] {
-    let mut id = [0u8; 32];
-    let mut rest = miner_id;
-    for byte in id.iter_mut() {
-        // The low seven bits, with the high bit set while more follow.
-        *byte = (rest & 0x7f) as u8;
-        rest >>= 7;
-        if rest == 0 {
-            break;
-        }
-        *byte |= 0x80;
-    }
-    id
-}
-
 /// Checks that a nonzero size in `field` is the registered proof's.
 fn check_size(field: &str, bytes: u64, proof: SealProof) -> Result<(), DaemonError> {
     if bytes == 0 || bytes == proof.size.bytes() {
@@ -151,7 +134,7 @@ fn check_porep(request: SubmitProofRequest) -> Result<PorepJob, DaemonError> {
     Ok(PorepJob {
         c1,
         identity: SectorIdentity {
-            prover_id: prover_id(request.miner_id),
+            prover_id: prover_id_of_miner(request.miner_id),
             sector_id: wrapper.sector_num,
         },
         miner_id: request.miner_id,
@@ -198,7 +181,10 @@ impl Circuits for FilecoinCircuits {
         SECTOR_SIZES
             .into_iter()
             .map(porep_circuit)
-            .filter(|circuit| self.describe(circuit).is_ok_and(|files| files.bytes.is_some()))
+            .filter(|circuit| {
+                self.describe(circuit)
+                    .is_ok_and(|files| files.bytes.is_some())
+            })
             .collect()
     }
 
@@ -218,8 +204,8 @@ impl Circuits for FilecoinCircuits {
 
     fn load(&self, circuit: &str) -> Result<ParamSet, String> {
         let size = porep_size(circuit).ok_or_else(|| unknown_circuit(circuit).to_string())?;
-        let files =
-            ParamFiles::new(&self.params_dir, SealProof::current(size)).map_err(|e| e.to_string())?;
+        let files = ParamFiles::new(&self.params_dir, SealProof::current(size))
+            .map_err(|e| e.to_string())?;
         // Every proof is verified before it is returned, so the points need no check here.
         let params = files
             .load(PointCheck::Unchecked)
@@ -298,17 +284,6 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-
-    #[test]
-    fn prover_ids_are_leb128_id_address_payloads() {
-        assert_eq!(prover_id(0)[..2], [0, 0]);
-        assert_eq!(prover_id(1000)[..3], [0xe8, 0x07, 0]);
-        assert_eq!(prover_id(127)[..2], [0x7f, 0]);
-        assert_eq!(prover_id(128)[..3], [0x80, 0x01, 0]);
-        let max = prover_id(u64::MAX);
-        assert_eq!(max[..10], [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);
-        assert!(max[10..].iter().all(|b| *b == 0));
-    }
 
     #[test]
     fn circuit_ids_round_trip() {

@@ -129,8 +129,8 @@ impl Circuits for SyntheticCircuits {
     fn load(&self, circuit: &str) -> Result<ParamSet, String> {
         let constraints = constraints_of(circuit).map_err(|e| e.to_string())?;
         let mut rng = rand::rngs::StdRng::seed_from_u64(constraints as u64);
-        let params =
-            generate_random_parameters(circuit_of(constraints), &mut rng).map_err(|e| e.to_string())?;
+        let params = generate_random_parameters(circuit_of(constraints), &mut rng)
+            .map_err(|e| e.to_string())?;
         Ok(ParamSet {
             bytes: params.file_size() as u64,
             params: Arc::new(params),

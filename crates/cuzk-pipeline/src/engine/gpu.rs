@@ -1,11 +1,11 @@
 //! GPU workers and finalizers.
 //!
-//! A GPU worker takes the queued partition of the most urgent (then oldest) job, runs the backend's
-//! `prove_start_shared` on a blocking thread with a [`DeviceLock`] that the workers of one device
-//! share (the dual-worker interlock: the backend holds it only around its device region, so one
-//! worker's host-side work overlaps the other's kernels), releases the partition's a/b/c memory,
-//! hands the rest to a finalizer task and loops at once. The finalizer runs `prove_finish`,
-//! verifies the proof and files it with its job.
+//! A GPU worker takes the queued partition of the most urgent (then oldest) job, runs the
+//! backend's `prove_start_shared` on a blocking thread with a [`DeviceLock`] that the workers of
+//! one device share (the dual-worker interlock: the backend holds it only around its device
+//! region, so one worker's host-side work overlaps the other's kernels), releases the partition's
+//! a/b/c memory, hands the rest to a finalizer task and loops at once. The finalizer runs
+//! `prove_finish`, verifies the proof and files it with its job.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;

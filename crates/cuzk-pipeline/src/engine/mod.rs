@@ -5,8 +5,9 @@
 //! synthesis starts and gives it back in two steps, so the budget bounds what is in flight whatever
 //! the worker counts say. A failing partition (error or panic, in any stage) ends its own job with
 //! the reason; the workers go on with the other jobs. A job's [`Priority`] orders its partitions
-//! against other jobs' at every partition boundary; [`Engine::progress`] says where they are. Circuits with a shape key have their R1CS
-//! recorded by the engine once and their later partitions synthesized by witness only (`shapes`).
+//! against other jobs' at every partition boundary; [`Engine::progress`] says where they are.
+//! Circuits with a shape key have their R1CS recorded by the engine once and their later
+//! partitions synthesized by witness only (`shapes`).
 
 mod config;
 mod gpu;
