@@ -1,0 +1,736 @@
+//! `cuzk serve` as a process, as an operator and Curio meet it: SIGTERM with proofs in flight
+//! (drained, or cancelled past `drain_timeout`), a soak of many small proofs watched for memory
+//! growth, a client from another gRPC stack (Python grpcio, Curio's request form) whose PoRep
+//! proof filecoin-proofs accepts, and `--check-config`.
+//!
+//! Every daemon listens on a unix socket in a temporary directory; nothing but loopback is used.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed test should stop loudly
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cuzk_daemon::proto::await_proof_response::Status;
+use cuzk_daemon::proto::proving_engine_client::ProvingEngineClient;
+use cuzk_daemon::proto::{
+    GetMetricsRequest, GetStatusRequest, ProofKind, ProveRequest, ProveResponse, SubmitProofRequest,
+};
+use cuzk_filecoin::{ParamFiles, SealProof};
+use serde_json::{json, Value};
+use tonic::transport::{Channel, Endpoint, Uri};
+
+const BIN: &str = env!("CARGO_BIN_EXE_cuzk");
+
+/// What `[daemon]` etc. say besides `listen`, which [`Daemon::start`] adds.
+const SYNTHETIC: &str = r#"
+[daemon]
+circuits = "synthetic"
+[gpus]
+backend = "cpu"
+"#;
+
+/// A `cuzk serve` child process listening on `<dir>/cuzk.sock`, its stderr in `<dir>/serve.log`.
+/// Killed on drop if still running.
+struct Daemon {
+    child: Child,
+    socket: PathBuf,
+    log: PathBuf,
+}
+
+impl Daemon {
+    /// Writes `config` (plus `[daemon] listen`) to `<dir>/cuzk.toml`, starts the daemon and waits
+    /// until its socket accepts connections.
+    fn start(dir: &Path, config: &str, ready_within: Duration) -> Daemon {
+        let socket = dir.join("cuzk.sock");
+        let listen = format!("listen = \"unix://{}\"\n", socket.display());
+        // `listen` goes into the [daemon] table, which every config here has.
+        let config = if config.contains("[daemon]\n") {
+            config.replacen("[daemon]\n", &format!("[daemon]\n{listen}"), 1)
+        } else {
+            format!("[daemon]\n{listen}{config}")
+        };
+        let config_path = dir.join("cuzk.toml");
+        fs::write(&config_path, &config).unwrap();
+        let log = dir.join("serve.log");
+        let child = Command::new(BIN)
+            .args(["serve", "--config"])
+            .arg(&config_path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("start cuzk serve");
+        let mut daemon = Daemon { child, socket, log };
+        daemon.wait_ready(ready_within);
+        daemon
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn log(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn wait_ready(&mut self, limit: Duration) {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("cuzk serve exited at start ({status}):\n{}", self.log());
+            }
+            if std::os::unix::net::UnixStream::connect(&self.socket).is_ok() {
+                return;
+            }
+            assert!(
+                start.elapsed() < limit,
+                "no socket at {} after {limit:?}:\n{}",
+                self.socket.display(),
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits until the log holds `text`.
+    fn wait_log(&mut self, text: &str, limit: Duration) {
+        let start = Instant::now();
+        while !self.log().contains(text) {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!(
+                    "cuzk serve exited ({status}) before logging {text:?}:\n{}",
+                    self.log()
+                );
+            }
+            assert!(
+                start.elapsed() < limit,
+                "no {text:?} in the log after {limit:?}:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn sigterm(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -TERM {}", self.pid());
+    }
+
+    /// Waits for the process to end; its status and how long that took.
+    fn wait_exit(&mut self, limit: Duration) -> (ExitStatus, Duration) {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return (status, start.elapsed());
+            }
+            assert!(
+                start.elapsed() < limit,
+                "cuzk serve still running {limit:?} after SIGTERM:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The daemon's resident memory in KiB (VmRSS of /proc/PID/status).
+    fn rss_kib(&self) -> u64 {
+        let status = fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        let line = status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .expect("VmRSS in /proc/PID/status");
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// A client over the unix socket, with Curio's 256 MiB message limits.
+async fn connect(socket: &Path) -> ProvingEngineClient<Channel> {
+    let path = socket.to_path_buf();
+    let channel = Endpoint::try_from("http://[::]:50051")
+        .unwrap()
+        .connect_with_connector(tower::service_fn(move |_: Uri| {
+            let path = path.clone();
+            async move {
+                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(
+                    tokio::net::UnixStream::connect(path).await?,
+                ))
+            }
+        }))
+        .await
+        .expect("connect to the daemon's socket");
+    ProvingEngineClient::new(channel)
+        .max_decoding_message_size(256 << 20)
+        .max_encoding_message_size(256 << 20)
+}
+
+/// A synthetic PoRep request (see crates/cuzk-daemon/src/circuits/synthetic.rs).
+fn synthetic(id: &str, constraints: usize, partitions: usize, delay_ms: u64) -> SubmitProofRequest {
+    SubmitProofRequest {
+        request_id: id.to_owned(),
+        proof_kind: ProofKind::PorepSealCommit as i32,
+        registered_proof: 0,
+        vanilla_proof: serde_json::to_vec(&json!({
+            "constraints": constraints,
+            "partitions": partitions,
+            "synthesis_delay_ms": delay_ms,
+        }))
+        .unwrap(),
+        ..Default::default()
+    }
+}
+
+async fn prove(
+    client: &mut ProvingEngineClient<Channel>,
+    request: SubmitProofRequest,
+) -> ProveResponse {
+    client
+        .prove(ProveRequest {
+            submit: Some(request),
+        })
+        .await
+        .expect("Prove rpc")
+        .into_inner()
+}
+
+/// Waits until GetStatus counts `jobs` unfinished PoRep jobs of which `running` are running.
+async fn wait_jobs(client: &mut ProvingEngineClient<Channel>, jobs: u32, running: u32) {
+    let start = Instant::now();
+    loop {
+        let status = client
+            .get_status(GetStatusRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        let porep = status
+            .queues
+            .iter()
+            .find(|q| q.proof_kind == "porep-c2")
+            .expect("a porep-c2 queue in GetStatus");
+        if porep.pending + porep.in_progress == jobs && porep.in_progress >= running {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "GetStatus never showed {jobs} jobs ({running} running): {:?}",
+            status.queues
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn sigterm_lets_running_proofs_finish_then_exits_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = SYNTHETIC.replacen("[daemon]\n", "[daemon]\ndrain_timeout = \"30s\"\n", 1);
+    let mut daemon = Daemon::start(dir.path(), &config, Duration::from_secs(60));
+    let socket = daemon.socket.clone();
+    let rt = runtime();
+    let mut client = rt.block_on(connect(&socket));
+    let calls: Vec<_> = (0..3)
+        .map(|i| {
+            let mut client = client.clone();
+            rt.spawn(async move {
+                prove(&mut client, synthetic(&format!("drain-{i}"), 4096, 2, 1500)).await
+            })
+        })
+        .collect();
+    rt.block_on(wait_jobs(&mut client, 3, 0));
+
+    daemon.sigterm();
+    let signalled = Instant::now();
+    daemon.wait_log("shutting down: no new proofs", Duration::from_secs(10));
+    // Draining: the socket still answers, but takes no new proof.
+    let refused = rt.block_on(async {
+        let mut late = connect(&socket).await;
+        late.submit_proof(synthetic("late", 4096, 1, 0)).await
+    });
+    let refused = refused.expect_err("SubmitProof during the drain must be refused");
+    assert_eq!(refused.code(), tonic::Code::Unavailable, "{refused:?}");
+
+    for (i, call) in calls.into_iter().enumerate() {
+        let result = rt.block_on(call).unwrap().result.expect("a result");
+        assert_eq!(
+            result.status(),
+            Status::Completed,
+            "drain-{i}: {}",
+            result.error_message
+        );
+        assert_eq!(result.job_id, format!("drain-{i}"));
+        assert_eq!(
+            result.proof.len(),
+            2 * 192,
+            "drain-{i}: two partition proofs"
+        );
+    }
+    let (status, _) = daemon.wait_exit(Duration::from_secs(40));
+    let took = signalled.elapsed();
+    eprintln!(
+        "drained 3 jobs and exited {:.1} s after SIGTERM",
+        took.as_secs_f64()
+    );
+    assert_eq!(status.code(), Some(0), "exit status:\n{}", daemon.log());
+    assert!(
+        took < Duration::from_secs(30),
+        "exit took {took:?}, past drain_timeout"
+    );
+    assert!(!socket.exists(), "the socket file was not removed");
+    let log = daemon.log();
+    assert!(!log.contains("drain timeout"), "{log}");
+}
+
+#[test]
+fn sigterm_past_drain_timeout_cancels_the_running_proof() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = SYNTHETIC.replacen("[daemon]\n", "[daemon]\ndrain_timeout = \"1s\"\n", 1);
+    let mut daemon = Daemon::start(dir.path(), &config, Duration::from_secs(60));
+    let rt = runtime();
+    let mut client = rt.block_on(connect(&daemon.socket));
+    let call = {
+        let mut client = client.clone();
+        rt.spawn(async move { prove(&mut client, synthetic("long", 256, 1, 20_000)).await })
+    };
+    rt.block_on(wait_jobs(&mut client, 1, 1));
+
+    daemon.sigterm();
+    let signalled = Instant::now();
+    let result = rt.block_on(call).unwrap().result.expect("a result");
+    eprintln!(
+        "long job answered {:.1} s after SIGTERM: {:?} {:?}",
+        signalled.elapsed().as_secs_f64(),
+        result.status(),
+        result.error_message
+    );
+    assert_eq!(result.status(), Status::Cancelled, "{result:?}");
+    assert!(
+        result.error_message.contains("shut down"),
+        "error_message should say why: {:?}",
+        result.error_message
+    );
+    assert!(result.proof.is_empty());
+    // 1 s of drain, then the cancel; the 20 s synthesis must not hold the exit.
+    let (status, _) = daemon.wait_exit(Duration::from_secs(30));
+    let took = signalled.elapsed();
+    eprintln!("exited {:.1} s after SIGTERM", took.as_secs_f64());
+    assert_eq!(status.code(), Some(0), "exit status:\n{}", daemon.log());
+    assert!(
+        took < Duration::from_secs(12),
+        "exit took {took:?} with drain_timeout 1s:\n{}",
+        daemon.log()
+    );
+    assert!(!daemon.socket.exists(), "the socket file was not removed");
+}
+
+/// Proves requests `next..limit` (shared counter) over `clients` connections.
+async fn soak_until(socket: &Path, clients: usize, next: &Arc<AtomicUsize>, limit: usize) {
+    let mut tasks = Vec::new();
+    for _ in 0..clients {
+        let next = Arc::clone(next);
+        let socket = socket.to_path_buf();
+        tasks.push(tokio::spawn(async move {
+            let mut client = connect(&socket).await;
+            loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= limit {
+                    // Leave the counter at `limit` for the next round.
+                    next.fetch_min(limit, Ordering::SeqCst);
+                    return;
+                }
+                let result = prove(&mut client, synthetic(&format!("soak-{i}"), 64, 1, 0))
+                    .await
+                    .result
+                    .expect("a result");
+                assert_eq!(
+                    result.status(),
+                    Status::Completed,
+                    "soak-{i}: {}",
+                    result.error_message
+                );
+                assert_eq!(result.proof.len(), 192, "soak-{i}");
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+}
+
+#[test]
+fn soak_500_small_proofs_from_8_clients_without_memory_growth() {
+    const TOTAL: usize = 500;
+    const WARM: usize = 50;
+    const CLIENTS: usize = 8;
+    let dir = tempfile::tempdir().unwrap();
+    let mut daemon = Daemon::start(dir.path(), SYNTHETIC, Duration::from_secs(60));
+    let socket = daemon.socket.clone();
+    let rt = runtime();
+    let start = Instant::now();
+    let next = Arc::new(AtomicUsize::new(0));
+    let (rss_warm, rss_end) = rt.block_on(async {
+        tokio::time::timeout(Duration::from_secs(300), async {
+            soak_until(&socket, CLIENTS, &next, WARM).await;
+            let warm = daemon.rss_kib();
+            soak_until(&socket, CLIENTS, &next, TOTAL).await;
+            (warm, daemon.rss_kib())
+        })
+        .await
+        .expect("500 proofs within 5 minutes")
+    });
+    let took = start.elapsed();
+    eprintln!(
+        "soak: {TOTAL} proofs from {CLIENTS} clients in {:.1} s ({:.1} proofs/s); VmRSS after \
+         {WARM}: {rss_warm} KiB, after {TOTAL}: {rss_end} KiB ({:+.1}%)",
+        took.as_secs_f64(),
+        TOTAL as f64 / took.as_secs_f64(),
+        (rss_end as f64 / rss_warm as f64 - 1.0) * 100.0
+    );
+    assert!(
+        rss_end as f64 <= 1.10 * rss_warm as f64,
+        "VmRSS grew from {rss_warm} KiB after {WARM} proofs to {rss_end} KiB after {TOTAL}"
+    );
+
+    let (status, metrics) = rt.block_on(async {
+        let mut client = connect(&socket).await;
+        let status = client
+            .get_status(GetStatusRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        let metrics = client
+            .get_metrics(GetMetricsRequest {})
+            .await
+            .unwrap()
+            .into_inner()
+            .prometheus_text;
+        (status, metrics)
+    });
+    assert_eq!(status.total_proofs_completed, TOTAL as u64);
+    assert_eq!(status.total_proofs_failed, 0);
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == "cuzk_proofs_completed_total{proof_kind=\"porep-c2\"} 500"),
+        "{metrics}"
+    );
+
+    daemon.sigterm();
+    let (exit, took) = daemon.wait_exit(Duration::from_secs(30));
+    assert_eq!(exit.code(), Some(0), "{}", daemon.log());
+    eprintln!(
+        "idle daemon exited {:.1} s after SIGTERM",
+        took.as_secs_f64()
+    );
+}
+
+fn cuzk(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().expect("run cuzk")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn check_config_warns_on_unknown_keys_and_refuses_bad_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let check = |name: &str, body: &str| {
+        let path = dir.path().join(name);
+        fs::write(&path, body).unwrap();
+        cuzk(&[
+            "serve",
+            "--config",
+            path.to_str().unwrap(),
+            "--check-config",
+        ])
+    };
+
+    let unknown = check(
+        "unknown.toml",
+        "[daemon]\ncircuits = \"synthetic\"\nlisten_backlog = 5\n",
+    );
+    assert_eq!(unknown.status.code(), Some(0), "{}", text(&unknown.stderr));
+    let stderr = text(&unknown.stderr);
+    assert!(
+        stderr.contains("warning") && stderr.contains("daemon.listen_backlog"),
+        "no warning naming daemon.listen_backlog: {stderr}"
+    );
+
+    let bad = check("bad.toml", "[memory]\nsafety_margin = \"lots\"\n");
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
+    let stderr = text(&bad.stderr);
+    assert!(stderr.contains("memory.safety_margin"), "{stderr}");
+
+    let sample = cuzk(&["serve", "--print-sample-config"]);
+    assert_eq!(sample.status.code(), Some(0));
+    assert!(!sample.stdout.is_empty());
+    let checked = check("sample.toml", &text(&sample.stdout));
+    assert_eq!(checked.status.code(), Some(0), "{}", text(&checked.stderr));
+    assert!(
+        !text(&checked.stderr).contains("warning"),
+        "the sample has keys the daemon does not know: {}",
+        text(&checked.stderr)
+    );
+}
+
+/// The workspace root (two levels above this crate).
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A python with grpcio and grpcio-tools: `$CUZK_PYTHON` or `target/pyenv/bin/python`.
+fn python() -> Result<PathBuf, String> {
+    let candidates: Vec<PathBuf> = match std::env::var_os("CUZK_PYTHON") {
+        Some(path) => vec![PathBuf::from(path)],
+        None => vec![workspace().join("target/pyenv/bin/python")],
+    };
+    let mut why = Vec::new();
+    for python in candidates {
+        match Command::new(&python)
+            .args(["-c", "import grpc, grpc_tools.protoc, google.protobuf"])
+            .output()
+        {
+            Ok(out) if out.status.success() => return Ok(python),
+            Ok(out) => why.push(format!(
+                "{}: {}",
+                python.display(),
+                text(&out.stderr).trim()
+            )),
+            Err(e) => why.push(format!("{}: {e}", python.display())),
+        }
+    }
+    Err(why.join("; "))
+}
+
+/// 2 KiB PoRep parameters in the directory crates/cuzk-filecoin/tests/porep.rs also uses,
+/// generated (and moved in whole) when absent.
+fn porep_params() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuzk-filecoin-params");
+    fs::create_dir_all(&dir).unwrap();
+    let proof = SealProof::from_size_or_name("2KiB").unwrap();
+    let files = ParamFiles::new(&dir, proof).unwrap();
+    if files.params.is_file() && files.vk.is_file() {
+        return dir;
+    }
+    let start = Instant::now();
+    let scratch = tempfile::Builder::new()
+        .prefix(".setup-")
+        .tempdir_in(&dir)
+        .unwrap();
+    let out = cuzk(&[
+        "setup",
+        "--porep",
+        "2KiB",
+        "--out",
+        scratch.path().to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "setup: {}", text(&out.stderr));
+    let made = ParamFiles::new(scratch.path(), proof).unwrap();
+    // The .vk last: a directory with both files holds a matching pair.
+    fs::rename(&made.params, &files.params).unwrap();
+    fs::rename(&made.vk, &files.vk).unwrap();
+    eprintln!(
+        "generated 2 KiB PoRep parameters in {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    dir
+}
+
+/// Runs `command` with stdout and stderr to files, killed past `limit`.
+fn run_bounded(
+    mut command: Command,
+    dir: &Path,
+    name: &str,
+    limit: Duration,
+) -> (ExitStatus, String, String) {
+    let (out, err) = (
+        dir.join(format!("{name}.out")),
+        dir.join(format!("{name}.err")),
+    );
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&out).unwrap())
+        .stderr(fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {name}: {e}"));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{name} still running after {limit:?}:\n{}\n{}",
+                fs::read_to_string(&out).unwrap_or_default(),
+                fs::read_to_string(&err).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    (
+        status,
+        fs::read_to_string(&out).unwrap_or_default(),
+        fs::read_to_string(&err).unwrap_or_default(),
+    )
+}
+
+/// The JSON line of `rpc` the Python client printed.
+fn rpc_line(stdout: &str, rpc: &str) -> Value {
+    stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["rpc"] == rpc)
+        .unwrap_or_else(|| panic!("no {rpc} line in the client's output:\n{stdout}"))
+}
+
+/// A protobuf JSON uint64: a string, or a number.
+fn uint(value: &Value) -> u64 {
+    match value {
+        Value::String(s) => s.parse().unwrap(),
+        other => other
+            .as_u64()
+            .unwrap_or_else(|| panic!("not a uint64: {other}")),
+    }
+}
+
+#[test]
+fn python_grpcio_client_gets_a_porep_proof_filecoin_proofs_accepts() {
+    let python = match python() {
+        Ok(python) => python,
+        Err(why) => {
+            eprintln!(
+                "SKIPPED: no python with grpcio and grpcio-tools ({why}); .ci/run makes \
+                 target/pyenv, or set CUZK_PYTHON"
+            );
+            return;
+        }
+    };
+    const MINER: u64 = 1000;
+    let params = porep_params();
+    let dir = tempfile::tempdir().unwrap();
+    let sector_dir = dir.path().join("sector");
+    let sealed = cuzk(&[
+        "seal-test-sector",
+        "--size",
+        "2KiB",
+        "--miner-id",
+        &MINER.to_string(),
+        "--out",
+        sector_dir.to_str().unwrap(),
+    ]);
+    assert!(sealed.status.success(), "seal: {}", text(&sealed.stderr));
+    let sector: Value =
+        serde_json::from_slice(&fs::read(sector_dir.join("sector.json")).unwrap()).unwrap();
+    let sector_id = sector["sector_id"].as_u64().unwrap();
+    let prover_id = sector["prover_id"].as_str().unwrap().to_owned();
+    // f01000's ID address payload: 1000 as LEB128 (e8 07), left-aligned in 32 bytes.
+    assert_eq!(prover_id, format!("0xe807{}", "0".repeat(60)));
+    let c1 = sector_dir.join("c1.json");
+
+    let config = format!(
+        r#"
+[daemon]
+drain_timeout = "10s"
+[gpus]
+backend = "cpu"
+[synthesis]
+partition_workers = 1
+[srs]
+param_cache = "{}"
+preload = ["porep-2k"]
+"#,
+        params.display()
+    );
+    let mut daemon = Daemon::start(dir.path(), &config, Duration::from_secs(120));
+    let proof_path = dir.path().join("porep.proof");
+    let mut client = Command::new(&python);
+    client
+        .arg(workspace().join("crates/cuzk-cli/tests/python/curio_client.py"))
+        .arg("--target")
+        .arg(format!("unix://{}", daemon.socket.display()))
+        .arg("--c1")
+        .arg(&c1)
+        .args(["--miner-id", &MINER.to_string()])
+        .args(["--sector-number", &sector_id.to_string()])
+        .arg("--proof-out")
+        .arg(&proof_path)
+        .args(["--timeout", "540"]);
+    let start = Instant::now();
+    let (status, stdout, stderr) =
+        run_bounded(client, dir.path(), "curio_client", Duration::from_secs(600));
+    let wall = start.elapsed();
+    let proved = rpc_line(&stdout, "Prove");
+    eprintln!("python client: {:.1} s wall; {proved}", wall.as_secs_f64());
+    assert!(
+        status.success(),
+        "curio_client.py: {status}\n{stdout}\n{stderr}\n{}",
+        daemon.log()
+    );
+    assert_eq!(proved["status"], "COMPLETED", "{proved}");
+    assert_eq!(proved["job_id"], format!("porep-{MINER}-{sector_id}"));
+    let proof = fs::read(&proof_path).unwrap();
+    assert_eq!(proof.len(), 192, "2 KiB PoRep: one partition proof");
+    assert_eq!(uint(&proved["proof_bytes"]), 192);
+
+    let status = rpc_line(&stdout, "GetStatus");
+    eprintln!("GetStatus: {status}");
+    assert_eq!(uint(&status["total_proofs_completed"]), 1, "{status}");
+    assert!(
+        status["loaded_srs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["circuit_id"] == "porep-2k"),
+        "porep-2k not among the loaded sets: {status}"
+    );
+
+    let verified = cuzk(&[
+        "verify",
+        "porep",
+        "--c1",
+        c1.to_str().unwrap(),
+        "--proof",
+        proof_path.to_str().unwrap(),
+        "--params-dir",
+        params.to_str().unwrap(),
+        "--prover-id",
+        &prover_id,
+        "--sector-id",
+        &sector_id.to_string(),
+    ]);
+    assert_eq!(
+        verified.status.code(),
+        Some(0),
+        "verify_seal refused the daemon's proof: {}{}",
+        text(&verified.stdout),
+        text(&verified.stderr)
+    );
+
+    daemon.sigterm();
+    let (exit, _) = daemon.wait_exit(Duration::from_secs(30));
+    assert_eq!(exit.code(), Some(0), "{}", daemon.log());
+}
