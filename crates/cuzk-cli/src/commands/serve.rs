@@ -49,5 +49,8 @@ pub fn run(global: &GlobalArgs, args: ServeArgs) -> Result<Outcome> {
         .build()
         .context("starting the runtime")?;
     runtime.block_on(serve(config, circuits, Serving::default(), termination()))?;
+    // Not the runtime's drop, which waits for every blocking task: a cancelled job's partition
+    // still in synthesis would hold the exit past drain_timeout.
+    runtime.shutdown_background();
     Ok(Outcome::Success)
 }
