@@ -3,7 +3,8 @@
 
 Stubs are generated at run time from crates/cuzk-daemon/proto/cuzk/v1/proving.proto (grpc_tools),
 so this client knows the API only through the .proto file. It connects without credentials with
-256 MiB send and receive limits, sends a PoRep C2 `Prove` formed as Curio forms it, writes the
+256 MiB send and receive limits and the `:authority` grpc-go sends on a unix socket
+("localhost"; see --authority), sends a PoRep C2 `Prove` formed as Curio forms it, writes the
 proof, then calls `GetStatus` (with Curio's 5 s deadline). Each rpc prints one JSON line on
 stdout:
 
@@ -113,6 +114,14 @@ def main():
     parser.add_argument("--registered-proof", type=int, default=5, help="RegisteredSealProof (5: StackedDrg2KiBV1_1)")
     parser.add_argument("--proof-out", required=True, help="where the proof bytes go")
     parser.add_argument("--timeout", type=float, default=1800.0, help="Prove's deadline in seconds (Curio: 30 min)")
+    parser.add_argument(
+        "--authority",
+        default="localhost",
+        help="the :authority header; grpc-go (Curio) sends \"localhost\" on unix sockets, while "
+        "grpc-core (grpcio >= 1.57) sends the percent-encoded socket path, which the daemon's "
+        "HTTP/2 layer (hyper's h2) rejects with RST_STREAM PROTOCOL_ERROR; \"\" keeps "
+        "grpc-core's own",
+    )
     parser.add_argument("--proto-root", default=DEFAULT_PROTO_ROOT)
     args = parser.parse_args()
 
@@ -123,6 +132,8 @@ def main():
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ]
+        if args.authority:
+            options.append(("grpc.default_authority", args.authority))
         with grpc.insecure_channel(args.target, options=options) as channel:
             stub = pb_grpc.ProvingEngineStub(channel)
             ok = prove(pb, stub, args)
