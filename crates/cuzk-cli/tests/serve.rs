@@ -611,7 +611,7 @@ fn python() -> Result<PathBuf, String> {
             Ok(out) => why.push(format!(
                 "{}: {}",
                 python.display(),
-                text(&out.stderr).trim()
+                text(&out.stderr).trim().lines().last().unwrap_or("")
             )),
             Err(e) => why.push(format!("{}: {e}", python.display())),
         }
