@@ -1,12 +1,13 @@
 //! The read-only status port: `GET /metrics` (the Prometheus text `GetMetrics` returns),
-//! `GET /status` (what `GetStatus` returns, as JSON) and `GET /healthz`. Nothing here changes
-//! the daemon's state.
+//! `GET /status` (what `GetStatus` returns, as JSON) and `GET /healthz` (503 while the daemon
+//! drains, so a health check stops sending it work). Nothing here changes the daemon's state.
 
 use std::future::Future;
 use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
+use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
@@ -21,7 +22,7 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/status", get(status))
-        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/healthz", get(health))
         .with_state(daemon)
 }
 
@@ -41,6 +42,14 @@ async fn metrics(State(daemon): State<Arc<Daemon>>) -> impl IntoResponse {
         [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
         daemon.metrics_text(),
     )
+}
+
+async fn health(State(daemon): State<Arc<Daemon>>) -> impl IntoResponse {
+    if daemon.draining() {
+        (StatusCode::SERVICE_UNAVAILABLE, "draining\n")
+    } else {
+        (StatusCode::OK, "ok\n")
+    }
 }
 
 async fn status(State(daemon): State<Arc<Daemon>>) -> Json<Value> {

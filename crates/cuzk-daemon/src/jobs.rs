@@ -251,7 +251,9 @@ impl Daemon {
             request.request_id = fresh_id();
         }
         let id = request.request_id.clone();
-        if let Some(job) = self.jobs().get(&id).cloned() {
+        // Bound first: `submitted` takes the lock again.
+        let registered = self.jobs().get(&id).cloned();
+        if let Some(job) = registered {
             return Ok(self.submitted(&job, true));
         }
         let circuits = Arc::clone(&self.parts.circuits);
@@ -376,6 +378,11 @@ impl Daemon {
     /// Stops taking new proofs (submissions get `UNAVAILABLE`); the rest goes on.
     pub fn begin_drain(&self) {
         self.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether it is shutting down (and takes no new proofs).
+    pub fn draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
     }
 
     /// Jobs not finished yet.

@@ -1,0 +1,873 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The daemon in this process over real sockets (unix and TCP on 127.0.0.1), driven by tonic
+//! clients, serving synthetic circuits on the CPU: every rpc, the status port, and the faults a
+//! long-running daemon must survive.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use cuzk_daemon::circuits::synthetic::{SyntheticCircuits, SyntheticRequest};
+use cuzk_daemon::circuits::Circuits;
+use cuzk_daemon::config::{Config, Listen};
+use cuzk_daemon::proto::await_proof_response::Status;
+use cuzk_daemon::proto::proving_engine_client::ProvingEngineClient;
+use cuzk_daemon::proto::{self, SubmitProofRequest};
+use cuzk_daemon::{serve, Bound, Serving};
+use cuzk_groth16::backend::CpuBackend;
+use cuzk_groth16::{
+    DeviceLock, DeviceStatus, Parameters, ProveError, ProverBackend, QuerySums, Started,
+};
+use cuzk_synth::ProvingAssignment;
+use tokio::sync::oneshot;
+use tonic::transport::{Channel, Endpoint};
+use tonic::Code;
+
+type Client = ProvingEngineClient<Channel>;
+
+/// A daemon serving in this process until dropped or shut down.
+struct Running {
+    bound: Bound,
+    shutdown: Option<oneshot::Sender<()>>,
+    served: tokio::task::JoinHandle<Result<(), cuzk_daemon::ServeError>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Running {
+    async fn start(extra: &str, backends: Option<Vec<Arc<dyn ProverBackend>>>) -> Self {
+        // The daemon's log, when RUST_LOG asks for it.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+        let dir = tempfile::tempdir().unwrap();
+        let listen = if extra.contains("listen =") {
+            String::new()
+        } else {
+            format!(
+                "listen = \"unix://{}\"\n",
+                dir.path().join("cuzk.sock").display()
+            )
+        };
+        let text = format!(
+            "[daemon]\ncircuits = \"synthetic\"\nstatus_listen = \"127.0.0.1:0\"\n{listen}{extra}\n\
+             [gpus]\nbackend = \"cpu\"\n[memory]\ntotal_budget = \"4GiB\"\n[synthesis]\npartition_workers = 1\n"
+        );
+        let text = merge_sections(&text);
+        let config = Config::from_toml(&text, "test.toml").unwrap();
+        let circuits: Arc<dyn Circuits> = Arc::new(SyntheticCircuits);
+        let (tell, bound) = oneshot::channel();
+        let (shutdown, stop) = oneshot::channel::<()>();
+        let serving = Serving {
+            backends,
+            on_bound: Some(tell),
+        };
+        let served = tokio::spawn(serve(config, circuits, serving, async {
+            let _ = stop.await;
+        }));
+        let bound = tokio::time::timeout(Duration::from_secs(30), bound)
+            .await
+            .expect("the daemon binds within 30 s")
+            .expect("the daemon starts");
+        Running {
+            bound,
+            shutdown: Some(shutdown),
+            served,
+            _dir: dir,
+        }
+    }
+
+    async fn client(&self) -> Client {
+        let channel = match &self.bound.grpc {
+            Listen::Unix(path) => unix_channel(path).await,
+            Listen::Tcp(addr) => Endpoint::from_shared(format!("http://{addr}"))
+                .unwrap()
+                .connect()
+                .await
+                .unwrap(),
+        };
+        ProvingEngineClient::new(channel)
+            .max_decoding_message_size(512 << 20)
+            .max_encoding_message_size(512 << 20)
+    }
+
+    /// Fires the shutdown signal and waits for `serve` to return.
+    async fn stop(mut self) -> Result<(), cuzk_daemon::ServeError> {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        tokio::time::timeout(Duration::from_secs(60), &mut self.served)
+            .await
+            .expect("serve returns after the drain")
+            .unwrap()
+    }
+}
+
+/// The test's extra lines go under `[daemon]`; a later `[daemon]` header would clash, so the
+/// sections given twice are merged.
+fn merge_sections(text: &str) -> String {
+    let mut sections: Vec<(String, Vec<String>)> = Vec::new();
+    let mut current = String::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            current = line.to_owned();
+            if !sections.iter().any(|(name, _)| *name == current) {
+                sections.push((current.clone(), Vec::new()));
+            }
+        } else if !line.is_empty() {
+            if let Some((_, lines)) = sections.iter_mut().find(|(name, _)| *name == current) {
+                lines.push(line.to_owned());
+            }
+        }
+    }
+    sections
+        .into_iter()
+        .map(|(name, lines)| format!("{name}\n{}\n", lines.join("\n")))
+        .collect()
+}
+
+async fn unix_channel(path: &Path) -> Channel {
+    let path = path.to_path_buf();
+    Endpoint::try_from("http://[::]:50051")
+        .unwrap()
+        .connect_with_connector(tower::service_fn(move |_| {
+            let path = path.clone();
+            async move {
+                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(
+                    tokio::net::UnixStream::connect(path).await?,
+                ))
+            }
+        }))
+        .await
+        .unwrap()
+}
+
+fn synthetic(id: &str, spec: &SyntheticRequest) -> SubmitProofRequest {
+    SubmitProofRequest {
+        request_id: id.to_owned(),
+        proof_kind: proto::ProofKind::PorepSealCommit.into(),
+        vanilla_proof: spec.to_bytes(),
+        ..Default::default()
+    }
+}
+
+fn prove_request(submit: SubmitProofRequest) -> proto::ProveRequest {
+    proto::ProveRequest {
+        submit: Some(submit),
+    }
+}
+
+async fn prove(client: &mut Client, submit: SubmitProofRequest) -> proto::AwaitProofResponse {
+    client
+        .prove(prove_request(submit))
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap()
+}
+
+async fn await_job(client: &mut Client, id: &str, timeout_ms: u64) -> proto::AwaitProofResponse {
+    client
+        .await_proof(proto::AwaitProofRequest {
+            job_id: id.to_owned(),
+            timeout_ms,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+/// The proof bytes verify against the synthetic circuit's parameters and public inputs.
+fn assert_valid(constraints: usize, bytes: &[u8], partitions: usize) {
+    assert_eq!(bytes.len(), 192 * partitions);
+    let set = SyntheticCircuits
+        .load(&cuzk_daemon::circuits::synthetic::synthetic_circuit(
+            constraints,
+        ))
+        .unwrap();
+    let pvk = cuzk_groth16::PreparedVerifyingKey::new(&set.params.vk);
+    let inputs = cuzk_synth::circuits::SyntheticCircuit {
+        constraints,
+        boolean_fraction: 0.5,
+        public_inputs: 2,
+        seed: constraints as u64,
+    }
+    .public_input_values();
+    for chunk in bytes.chunks(192) {
+        let proof = cuzk_groth16::Proof::from_bytes(chunk).unwrap();
+        assert!(cuzk_groth16::verify_proof(&pvk, &proof, &inputs).unwrap());
+    }
+}
+
+/// A plain HTTP/1.1 request to the status port: (status code, body).
+async fn http(addr: std::net::SocketAddr, method: &str, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let code = response[9..12].parse().unwrap();
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (code, body)
+}
+
+/// Polls `check` every 20 ms until it holds, for at most `limit`.
+async fn eventually<F, Fut>(limit: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = Instant::now();
+    while !check().await {
+        assert!(
+            start.elapsed() < limit,
+            "condition not met within {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_rpc_over_a_unix_socket() {
+    let daemon = Running::start("", None).await;
+    let mut client = daemon.client().await;
+
+    // SubmitProof then AwaitProof.
+    let spec = SyntheticRequest {
+        partitions: 2,
+        ..SyntheticRequest::new(300)
+    };
+    let submitted = client
+        .submit_proof(synthetic("first", &spec))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(submitted.job_id, "first");
+    assert_eq!(submitted.assigned_gpu, "cpu");
+    let done = await_job(&mut client, "first", 0).await;
+    assert_eq!(done.status(), Status::Completed, "{}", done.error_message);
+    assert_valid(300, &done.proof, 2);
+    assert!(done.total_ms >= done.synthesis_ms.min(done.total_ms));
+    assert!(
+        done.srs_load_ms > 0,
+        "the first proof loaded its parameters"
+    );
+
+    // Prove, with a fresh id when none is given; the parameters are loaded now.
+    let again = prove(&mut client, synthetic("", &SyntheticRequest::new(300))).await;
+    assert_eq!(again.status(), Status::Completed);
+    assert!(again.job_id.starts_with("job-"), "{}", again.job_id);
+    assert_eq!(again.srs_load_ms, 0);
+    assert_valid(300, &again.proof, 1);
+
+    // A finished job's result stays retrievable; a cancel of it changes nothing.
+    let kept = await_job(&mut client, "first", 0).await;
+    assert_eq!(kept.proof, done.proof);
+    let cancel = client
+        .cancel_proof(proto::CancelProofRequest {
+            job_id: "first".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!cancel.was_running);
+
+    // Unknown jobs.
+    let unknown = client
+        .await_proof(proto::AwaitProofRequest {
+            job_id: "nope".into(),
+            timeout_ms: 0,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code(), Code::NotFound);
+    let unknown = client
+        .cancel_proof(proto::CancelProofRequest {
+            job_id: "nope".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code(), Code::NotFound);
+
+    // Parameter tiers.
+    let preload = client
+        .preload_srs(proto::PreloadSrsRequest {
+            circuit_id: "synthetic-512".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!preload.already_loaded);
+    let preload = client
+        .preload_srs(proto::PreloadSrsRequest {
+            circuit_id: "synthetic-512".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(preload.already_loaded);
+    assert_eq!(preload.load_time_ms, 0);
+    let status = client
+        .get_status(proto::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(status.total_proofs_completed, 2);
+    assert_eq!(status.total_proofs_failed, 0);
+    assert!(status.gpus.is_empty(), "the CPU backend has no GPU");
+    let circuits: Vec<(&str, i32, u32)> = status
+        .loaded_srs
+        .iter()
+        .map(|s| (s.circuit_id.as_str(), s.tier, s.ref_count))
+        .collect();
+    let hot = proto::srs_status::Tier::Hot as i32;
+    assert_eq!(
+        circuits,
+        vec![("synthetic-300", hot, 0), ("synthetic-512", hot, 0)]
+    );
+    assert!(status.loaded_srs.iter().all(|s| s.size_bytes > 0));
+    let queue_names: Vec<&str> = status
+        .queues
+        .iter()
+        .map(|q| q.proof_kind.as_str())
+        .collect();
+    assert_eq!(
+        queue_names,
+        ["porep-c2", "snap-update", "window-post", "winning-post"]
+    );
+    let evicted = client
+        .evict_srs(proto::EvictSrsRequest {
+            circuit_id: "synthetic-512".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(evicted.was_loaded);
+    assert!(evicted.freed_bytes > 0);
+    let evicted = client
+        .evict_srs(proto::EvictSrsRequest {
+            circuit_id: "synthetic-512".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!evicted.was_loaded);
+    let unknown = client
+        .preload_srs(proto::PreloadSrsRequest {
+            circuit_id: "porep-1t".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code(), Code::InvalidArgument);
+    assert!(
+        unknown.message().contains("circuit_id"),
+        "{}",
+        unknown.message()
+    );
+
+    // Metrics, by rpc and on the status port.
+    let text = client
+        .get_metrics(proto::GetMetricsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .prometheus_text;
+    for line in [
+        "cuzk_proofs_completed_total{proof_kind=\"porep-c2\"} 2",
+        "cuzk_proof_duration_seconds_count{proof_kind=\"porep-c2\"} 2",
+        "cuzk_partition_synthesis_seconds_count 3",
+        "cuzk_partition_gpu_seconds_count 3",
+        "cuzk_gpu_workers 2",
+        "cuzk_srs_load_seconds_count{circuit_id=\"synthetic-300\"} 1",
+    ] {
+        assert!(text.contains(line), "{line} missing from\n{text}");
+    }
+    let status_addr = daemon.bound.status.unwrap();
+    let (code, body) = http(status_addr, "GET", "/metrics").await;
+    assert_eq!(code, 200);
+    assert!(body.contains("cuzk_proofs_completed_total{proof_kind=\"porep-c2\"} 2"));
+    let (code, body) = http(status_addr, "GET", "/status").await;
+    assert_eq!(code, 200);
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(json["total_proofs_completed"], 2);
+    assert_eq!(json["loaded_srs"][0]["tier"], "HOT");
+    assert_eq!(
+        http(status_addr, "GET", "/healthz").await,
+        (200, "ok\n".into())
+    );
+    // Read-only: nothing answers but GET.
+    assert_eq!(http(status_addr, "POST", "/metrics").await.0, 405);
+
+    daemon.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tcp_wants_the_bearer_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "s3cret-token-0123456789\n").unwrap();
+    let daemon = Running::start(
+        &format!(
+            "listen = \"127.0.0.1:0\"\ntoken_file = \"{}\"",
+            token_file.display()
+        ),
+        None,
+    )
+    .await;
+    let mut anonymous = daemon.client().await;
+    let refused = anonymous
+        .get_status(proto::GetStatusRequest {})
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::Unauthenticated);
+    let refused = anonymous
+        .prove(prove_request(synthetic("x", &SyntheticRequest::new(64))))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::Unauthenticated);
+
+    let Listen::Tcp(addr) = &daemon.bound.grpc else {
+        panic!("bound to TCP");
+    };
+    let channel = Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let token: tonic::metadata::MetadataValue<_> =
+        "Bearer s3cret-token-0123456789".parse().unwrap();
+    let mut authorized =
+        ProvingEngineClient::with_interceptor(channel, move |mut request: tonic::Request<()>| {
+            request
+                .metadata_mut()
+                .insert("authorization", token.clone());
+            Ok(request)
+        });
+    let done = authorized
+        .prove(prove_request(synthetic("tcp", &SyntheticRequest::new(64))))
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap();
+    assert_eq!(done.status(), Status::Completed);
+    assert_valid(64, &done.proof, 1);
+    daemon.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn await_times_out_and_cancel_in_synthesis_ends_the_job() {
+    let daemon = Running::start("", None).await;
+    let mut client = daemon.client().await;
+    let slow = SyntheticRequest {
+        synthesis_delay_ms: 5_000,
+        ..SyntheticRequest::new(128)
+    };
+    client.submit_proof(synthetic("slow", &slow)).await.unwrap();
+    let waited = await_job(&mut client, "slow", 100).await;
+    assert_eq!(waited.status(), Status::Timeout);
+    assert!(waited.proof.is_empty());
+    // Wait until its partition is in synthesis.
+    eventually(Duration::from_secs(30), || {
+        let mut client = client.clone();
+        async move {
+            let status = client
+                .get_status(proto::GetStatusRequest {})
+                .await
+                .unwrap()
+                .into_inner();
+            status.queues[0].in_progress == 1
+        }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let cancel = client
+        .cancel_proof(proto::CancelProofRequest {
+            job_id: "slow".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(cancel.was_running, "a partition was in synthesis");
+    let ended = await_job(&mut client, "slow", 5_000).await;
+    assert_eq!(ended.status(), Status::Cancelled);
+    assert!(
+        ended.error_message.contains("CancelProof"),
+        "{}",
+        ended.error_message
+    );
+
+    // Still serving.
+    let next = prove(&mut client, synthetic("next", &SyntheticRequest::new(128))).await;
+    assert_eq!(next.status(), Status::Completed);
+    daemon.stop().await.unwrap();
+}
+
+/// A CPU backend that says it is a GPU and holds every proof on the "device" until let go.
+struct GatedGpu {
+    inner: CpuBackend,
+    open: Mutex<bool>,
+    opened: Condvar,
+}
+
+impl GatedGpu {
+    fn new() -> Arc<Self> {
+        Arc::new(GatedGpu {
+            inner: CpuBackend,
+            open: Mutex::new(false),
+            opened: Condvar::new(),
+        })
+    }
+
+    fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.opened.notify_all();
+    }
+}
+
+impl ProverBackend for GatedGpu {
+    fn name(&self) -> &str {
+        "cuda:7 (test)"
+    }
+
+    fn prove_start(
+        &self,
+        params: &Parameters,
+        assignment: ProvingAssignment,
+    ) -> Result<QuerySums, ProveError> {
+        let mut open = self.open.lock().unwrap();
+        while !*open {
+            open = self.opened.wait(open).unwrap();
+        }
+        drop(open);
+        self.inner.prove_start(params, assignment)
+    }
+
+    fn prove_start_shared(
+        &self,
+        params: &Parameters,
+        assignment: ProvingAssignment,
+        device: &dyn DeviceLock,
+    ) -> Result<Started, ProveError> {
+        let _held = device.acquire();
+        Ok(Started {
+            sums: self.prove_start(params, assignment)?,
+            stages: Vec::new(),
+        })
+    }
+
+    fn device(&self) -> Result<Option<DeviceStatus>, ProveError> {
+        Ok(Some(DeviceStatus {
+            ordinal: 7,
+            name: "Test GPU".into(),
+            total_bytes: 1 << 30,
+            free_bytes: 1 << 29,
+        }))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cancel_on_the_gpu_and_the_daemon_goes_on() {
+    let gpu = GatedGpu::new();
+    let daemon = Running::start("", Some(vec![gpu.clone() as Arc<dyn ProverBackend>])).await;
+    let mut client = daemon.client().await;
+    client
+        .submit_proof(synthetic("on-gpu", &SyntheticRequest::new(256)))
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(30), || {
+        let mut client = client.clone();
+        async move {
+            let status = client
+                .get_status(proto::GetStatusRequest {})
+                .await
+                .unwrap()
+                .into_inner();
+            status.gpus[0].current_job_id == "on-gpu"
+        }
+    })
+    .await;
+    let status = client
+        .get_status(proto::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let gpu_status = &status.gpus[0];
+    assert_eq!(
+        (
+            gpu_status.ordinal,
+            gpu_status.name.as_str(),
+            gpu_status.current_proof_kind.as_str()
+        ),
+        (7, "Test GPU", "porep-c2")
+    );
+    assert_eq!(gpu_status.vram_total_bytes, 1 << 30);
+    let cancel = client
+        .cancel_proof(proto::CancelProofRequest {
+            job_id: "on-gpu".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(cancel.was_running, "its partition was on the GPU");
+    let ended = await_job(&mut client, "on-gpu", 5_000).await;
+    assert_eq!(ended.status(), Status::Cancelled);
+    gpu.open();
+    let next = prove(&mut client, synthetic("after", &SyntheticRequest::new(256))).await;
+    assert_eq!(next.status(), Status::Completed, "{}", next.error_message);
+    assert_valid(256, &next.proof, 1);
+    daemon.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_request_id_five_times_at_once_is_one_proof() {
+    let daemon = Running::start("", None).await;
+    let client = daemon.client().await;
+    let spec = SyntheticRequest {
+        synthesis_delay_ms: 300,
+        ..SyntheticRequest::new(200)
+    };
+    let calls: Vec<_> = (0..5)
+        .map(|_| {
+            let mut client = client.clone();
+            let request = synthetic("porep-1000-7", &spec);
+            tokio::spawn(async move { prove(&mut client, request).await })
+        })
+        .collect();
+    let mut proofs = Vec::new();
+    for call in calls {
+        let done = call.await.unwrap();
+        assert_eq!(done.status(), Status::Completed);
+        assert_eq!(done.job_id, "porep-1000-7");
+        proofs.push(done.proof);
+    }
+    // One proof, handed to all five (a second would have fresh randomness).
+    assert!(proofs.windows(2).all(|w| w[0] == w[1]));
+    let mut client = client;
+    let status = client
+        .get_status(proto::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(status.total_proofs_completed, 1);
+    daemon.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_critical_job_submitted_last_passes_the_normal_queue() {
+    let daemon = Running::start("", None).await;
+    let client = daemon.client().await;
+    let normal = SyntheticRequest {
+        partitions: 2,
+        synthesis_delay_ms: 150,
+        ..SyntheticRequest::new(128)
+    };
+    let finished = Arc::new(Mutex::new(Vec::new()));
+    let mut calls = Vec::new();
+    for i in 0..19 {
+        let mut client = client.clone();
+        let mut request = synthetic(&format!("normal-{i}"), &normal);
+        request.priority = proto::Priority::Normal.into();
+        // Submitted in order, each before the next.
+        let id = client
+            .submit_proof(request)
+            .await
+            .unwrap()
+            .into_inner()
+            .job_id;
+        let finished = Arc::clone(&finished);
+        calls.push(tokio::spawn(async move {
+            let done = await_job(&mut client, &id, 0).await;
+            assert_eq!(done.status(), Status::Completed);
+            finished.lock().unwrap().push(id);
+        }));
+    }
+    let mut client_c = client.clone();
+    let mut critical = synthetic("critical", &SyntheticRequest::new(128));
+    // Unspecified for WinningPoSt would be CRITICAL too; here it is explicit.
+    critical.priority = proto::Priority::Critical.into();
+    let finished_c = Arc::clone(&finished);
+    calls.push(tokio::spawn(async move {
+        let done = prove(&mut client_c, critical).await;
+        assert_eq!(done.status(), Status::Completed);
+        finished_c.lock().unwrap().push("critical".to_owned());
+    }));
+    for call in calls {
+        call.await.unwrap();
+    }
+    let order = finished.lock().unwrap().clone();
+    let place = order.iter().position(|id| id == "critical").unwrap();
+    // Ahead of it only what was already in synthesis or on the GPU when it came (one partition
+    // worker, two GPU workers, two jobs synthesizing at once).
+    assert!(place <= 3, "the critical job finished {place}th: {order:?}");
+    daemon.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn malformed_and_oversized_requests_are_refused_and_the_daemon_goes_on() {
+    let daemon = Running::start("", None).await;
+    let mut client = daemon.client().await;
+    let mut no_kind = synthetic("bad-kind", &SyntheticRequest::new(64));
+    no_kind.proof_kind = 0;
+    let mut bad_priority = synthetic("bad-priority", &SyntheticRequest::new(64));
+    bad_priority.priority = 9;
+    let mut bad_json = synthetic("bad-json", &SyntheticRequest::new(64));
+    bad_json.vanilla_proof = b"{not json".to_vec();
+    for (request, field) in [
+        (no_kind, "proof_kind"),
+        (bad_priority, "priority"),
+        (bad_json, "vanilla_proof"),
+    ] {
+        let refused = client.prove(prove_request(request)).await.unwrap_err();
+        assert_eq!(refused.code(), Code::InvalidArgument);
+        assert!(
+            refused.message().starts_with(field),
+            "{}",
+            refused.message()
+        );
+    }
+    let refused = client
+        .prove(proto::ProveRequest { submit: None })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument);
+
+    // Over the 256 MiB limit.
+    let mut huge = synthetic("huge", &SyntheticRequest::new(64));
+    huge.vanilla_proof = vec![b' '; (256 << 20) + 1];
+    let refused = client.prove(prove_request(huge)).await.unwrap_err();
+    assert_eq!(refused.code(), Code::OutOfRange, "{refused}");
+
+    // A kind the circuits do not serve: an OK rpc with FAILED, naming the kind.
+    let mut winning = synthetic("winning", &SyntheticRequest::new(64));
+    winning.proof_kind = proto::ProofKind::WinningPost.into();
+    let failed = prove(&mut client, winning).await;
+    assert_eq!(failed.status(), Status::Failed);
+    assert!(
+        failed.error_message.contains("WinningPoSt"),
+        "{}",
+        failed.error_message
+    );
+
+    // A proof that fails: FAILED naming the partition and the cause.
+    let wrong = SyntheticRequest {
+        partitions: 2,
+        wrong_inputs: true,
+        ..SyntheticRequest::new(64)
+    };
+    let failed = prove(&mut client, synthetic("wrong", &wrong)).await;
+    assert_eq!(failed.status(), Status::Failed);
+    assert!(
+        failed.error_message.contains("partition"),
+        "{}",
+        failed.error_message
+    );
+    assert!(
+        failed.error_message.contains("verify"),
+        "{}",
+        failed.error_message
+    );
+
+    let fine = prove(&mut client, synthetic("fine", &SyntheticRequest::new(64))).await;
+    assert_eq!(fine.status(), Status::Completed);
+    let status = client
+        .get_status(proto::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (status.total_proofs_completed, status.total_proofs_failed),
+        (1, 2)
+    );
+    daemon.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_client_that_disconnects_mid_prove_loses_nothing() {
+    let daemon = Running::start("", None).await;
+    let spec = SyntheticRequest {
+        synthesis_delay_ms: 800,
+        ..SyntheticRequest::new(128)
+    };
+    {
+        let mut client = daemon.client().await;
+        let call = tokio::spawn(async move { prove(&mut client, synthetic("gone", &spec)).await });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        call.abort();
+        let _ = call.await;
+    }
+    let mut client = daemon.client().await;
+    let done = await_job(&mut client, "gone", 0).await;
+    assert_eq!(done.status(), Status::Completed);
+    assert_valid(128, &done.proof, 1);
+    // A retry under the same id gets the same proof, not a second one.
+    let retried = prove(&mut client, synthetic("gone", &SyntheticRequest::new(128))).await;
+    assert_eq!(retried.proof, done.proof);
+    daemon.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn shutdown_lets_running_jobs_finish_then_cancels_what_outlasts_the_drain() {
+    let daemon = Running::start("drain_timeout = \"30s\"", None).await;
+    let client = daemon.client().await;
+    let spec = SyntheticRequest {
+        synthesis_delay_ms: 700,
+        ..SyntheticRequest::new(128)
+    };
+    let calls: Vec<_> = (0..2)
+        .map(|i| {
+            let mut client = client.clone();
+            let request = synthetic(&format!("drain-{i}"), &spec);
+            tokio::spawn(async move { prove(&mut client, request).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let path = match &daemon.bound.grpc {
+        Listen::Unix(path) => path.clone(),
+        Listen::Tcp(_) => unreachable!(),
+    };
+    let stopping = tokio::spawn(daemon.stop());
+    // During the drain, no new proofs.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut late = client.clone();
+    let refused = late
+        .submit_proof(synthetic("late", &SyntheticRequest::new(64)))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::Unavailable, "{refused}");
+    for call in calls {
+        let done = call.await.unwrap();
+        assert_eq!(done.status(), Status::Completed, "{}", done.error_message);
+    }
+    stopping.await.unwrap().unwrap();
+    assert!(!path.exists(), "the socket file is removed");
+
+    let daemon = Running::start("drain_timeout = \"300ms\"", None).await;
+    let mut client = daemon.client().await;
+    let long = SyntheticRequest {
+        synthesis_delay_ms: 5_000,
+        ..SyntheticRequest::new(128)
+    };
+    let call = tokio::spawn(async move { prove(&mut client, synthetic("long", &long)).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    daemon.stop().await.unwrap();
+    let ended = call.await.unwrap();
+    assert_eq!(ended.status(), Status::Cancelled);
+    assert!(
+        ended.error_message.contains("shut down"),
+        "{}",
+        ended.error_message
+    );
+}
+
+#[test]
+fn the_unix_path_of_a_config_is_where_it_binds() {
+    let config = Config::from_toml("[daemon]\nlisten = \"unix:///tmp/a/b.sock\"\n", "t").unwrap();
+    assert_eq!(config.listen, Listen::Unix(PathBuf::from("/tmp/a/b.sock")));
+}
