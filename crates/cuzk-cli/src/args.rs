@@ -50,6 +50,61 @@ pub enum Command {
     Bench(BenchArgs),
     /// Run the proving daemon: gRPC cuzk.v1 for Curio, parameter sets kept hot, metrics.
     Serve(ServeArgs),
+    /// Call a running daemon: prove a C1 output as Curio does, status, metrics, preload, evict,
+    /// cancel.
+    Client(ClientArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ClientArgs {
+    /// The daemon's address: unix:///PATH or HOST:PORT.
+    #[arg(long, default_value = "unix:///run/curio/cuzk.sock")]
+    pub address: String,
+    /// A file holding the bearer token (for a daemon on TCP with `token_file`).
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
+    #[command(subcommand)]
+    pub call: ClientCall,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClientCall {
+    /// GetStatus, as JSON.
+    Status,
+    /// GetMetrics: the Prometheus text.
+    Metrics,
+    /// Prove a PoRep C1 output, the request formed as Curio forms it (`Prove`).
+    Prove(ClientProveArgs),
+    /// Load a circuit's parameters into the hot tier (porep-2k … porep-64g).
+    Preload { circuit: String },
+    /// Drop a circuit's parameters from the GPUs and host memory.
+    Evict { circuit: String },
+    /// Cancel a job.
+    Cancel { job_id: String },
+}
+
+#[derive(Debug, Args)]
+pub struct ClientProveArgs {
+    /// The C1 output in the FFI's JSON form (as `cuzk seal-test-sector` writes it).
+    #[arg(long)]
+    pub c1: PathBuf,
+    /// The miner (f0<ID>) whose sector it is.
+    #[arg(long)]
+    pub miner_id: u64,
+    /// The sector number.
+    #[arg(long)]
+    pub sector_id: u64,
+    /// Where to write the proof (default: the C1 file's name with `.proof`); with --count,
+    /// the first proof's.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Prove it this many times, as that many requests (ids `porep-<miner>-<sector>-<i>`): a
+    /// load test; prints the throughput.
+    #[arg(long, default_value_t = 1)]
+    pub count: usize,
+    /// Requests in flight at once, each on its own connection.
+    #[arg(long, default_value_t = 1)]
+    pub concurrency: usize,
 }
 
 #[derive(Debug, Args)]

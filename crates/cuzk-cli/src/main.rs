@@ -48,6 +48,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => commands::bench::run(&cli.global, args),
         Command::SealTestSector(args) => commands::porep::seal_test_sector(&cli.global, args),
         Command::Serve(args) => commands::serve::run(&cli.global, args),
+        Command::Client(args) => commands::client::run(&cli.global, args),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,

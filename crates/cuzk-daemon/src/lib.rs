@@ -11,12 +11,14 @@
 //! - [`metrics`]: the Prometheus registry, fed by the engine's TIMELINE records.
 //! - [`service`]: the thin gRPC adapter; [`http`]: the read-only status port.
 //! - [`transport`]: unix and TCP listeners, bearer tokens, TLS; [`server`]: assembly, drain, exit.
+//! - [`client`]: connecting as Curio does and forming its requests (`cuzk client`, tests).
 //!
 //! It serves and schedules requests; it must not implement proving, circuits or GPU work itself:
 //! it drives `cuzk-pipeline`'s engine and `cuzk-filecoin`'s circuits.
 #![forbid(unsafe_code)]
 
 pub mod circuits;
+pub mod client;
 pub mod config;
 mod error;
 pub mod http;

@@ -3,15 +3,15 @@
 //! clients, serving synthetic circuits on the CPU: every rpc, the status port, and the faults a
 //! long-running daemon must survive.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use cuzk_daemon::circuits::synthetic::{SyntheticCircuits, SyntheticRequest};
 use cuzk_daemon::circuits::Circuits;
+use cuzk_daemon::client::{connect, Client};
 use cuzk_daemon::config::{Config, Listen};
 use cuzk_daemon::proto::await_proof_response::Status;
-use cuzk_daemon::proto::proving_engine_client::ProvingEngineClient;
 use cuzk_daemon::proto::{self, SubmitProofRequest};
 use cuzk_daemon::{serve, Bound, Serving};
 use cuzk_groth16::backend::CpuBackend;
@@ -20,10 +20,7 @@ use cuzk_groth16::{
 };
 use cuzk_synth::ProvingAssignment;
 use tokio::sync::oneshot;
-use tonic::transport::{Channel, Endpoint};
 use tonic::Code;
-
-type Client = ProvingEngineClient<Channel>;
 
 /// A daemon serving in this process until dropped or shut down.
 struct Running {
@@ -78,16 +75,14 @@ impl Running {
     }
 
     async fn client(&self) -> Client {
-        let channel = match &self.bound.grpc {
-            Listen::Unix(path) => unix_channel(path).await,
-            Listen::Tcp(addr) => Endpoint::from_shared(format!("http://{addr}"))
-                .unwrap()
-                .connect()
-                .await
-                .unwrap(),
-        };
-        ProvingEngineClient::new(channel)
-            .max_decoding_message_size(512 << 20)
+        self.client_with(None).await
+    }
+
+    async fn client_with(&self, token: Option<&str>) -> Client {
+        connect(&self.bound.grpc.to_string(), token)
+            .await
+            .unwrap()
+            // Room to send a request over the daemon's limit.
             .max_encoding_message_size(512 << 20)
     }
 
@@ -125,22 +120,6 @@ fn merge_sections(text: &str) -> String {
         .into_iter()
         .map(|(name, lines)| format!("{name}\n{}\n", lines.join("\n")))
         .collect()
-}
-
-async fn unix_channel(path: &Path) -> Channel {
-    let path = path.to_path_buf();
-    Endpoint::try_from("http://[::]:50051")
-        .unwrap()
-        .connect_with_connector(tower::service_fn(move |_| {
-            let path = path.clone();
-            async move {
-                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(
-                    tokio::net::UnixStream::connect(path).await?,
-                ))
-            }
-        }))
-        .await
-        .unwrap()
 }
 
 fn synthetic(id: &str, spec: &SyntheticRequest) -> SubmitProofRequest {

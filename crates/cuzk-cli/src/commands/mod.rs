@@ -4,6 +4,7 @@ pub mod analyze;
 pub mod bench;
 pub mod bench_kernels;
 pub mod bench_prover;
+pub mod client;
 pub mod demo;
 pub mod porep;
 pub mod prove;

@@ -1,0 +1,235 @@
+//! `cuzk client`: calls a running daemon. `prove` forms the request as Curio does and, with
+//! `--count`, runs a load of them at a given concurrency and reports the throughput.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use cuzk_daemon::client::{connect, porep_request, Client};
+use cuzk_daemon::http::status_json;
+use cuzk_daemon::proto::{self, await_proof_response::Status};
+use serde_json::json;
+
+use crate::args::{ClientArgs, ClientCall, ClientProveArgs, GlobalArgs};
+use crate::Outcome;
+
+pub fn run(global: &GlobalArgs, args: ClientArgs) -> Result<Outcome> {
+    let token = match &args.token_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?
+                .trim()
+                .to_owned(),
+        ),
+        None => None,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    runtime.block_on(async {
+        let mut client = connect(&args.address, token.as_deref()).await?;
+        match args.call {
+            ClientCall::Status => {
+                let status = client.get_status(proto::GetStatusRequest {}).await?.into_inner();
+                println!("{}", serde_json::to_string_pretty(&status_to_json(&status))?);
+            }
+            ClientCall::Metrics => {
+                let text = client.get_metrics(proto::GetMetricsRequest {}).await?.into_inner();
+                print!("{}", text.prometheus_text);
+            }
+            ClientCall::Preload { circuit } => {
+                let done = client
+                    .preload_srs(proto::PreloadSrsRequest { circuit_id: circuit })
+                    .await?
+                    .into_inner();
+                println!(
+                    "{}",
+                    json!({"already_loaded": done.already_loaded, "load_time_ms": done.load_time_ms})
+                );
+            }
+            ClientCall::Evict { circuit } => {
+                let done = client
+                    .evict_srs(proto::EvictSrsRequest { circuit_id: circuit })
+                    .await?
+                    .into_inner();
+                println!(
+                    "{}",
+                    json!({"was_loaded": done.was_loaded, "freed_bytes": done.freed_bytes})
+                );
+            }
+            ClientCall::Cancel { job_id } => {
+                let done = client
+                    .cancel_proof(proto::CancelProofRequest { job_id })
+                    .await?
+                    .into_inner();
+                println!("{}", json!({"was_running": done.was_running}));
+            }
+            ClientCall::Prove(prove) => return prove_load(global, &args.address, token, client, prove).await,
+        }
+        Ok(Outcome::Success)
+    })
+}
+
+/// The status reply as the daemon's `/status` JSON shows it.
+fn status_to_json(status: &proto::GetStatusResponse) -> serde_json::Value {
+    use cuzk_daemon::jobs::{GpuReport, QueueReport, StatusReport};
+    use cuzk_daemon::kinds::{Kind, KINDS};
+    use cuzk_daemon::srs::{SetStatus, Tier};
+    let kind = |name: &str| KINDS.into_iter().find(|k| k.queue_name() == name);
+    let report = StatusReport {
+        gpus: status
+            .gpus
+            .iter()
+            .map(|g| GpuReport {
+                ordinal: g.ordinal,
+                name: g.name.clone(),
+                total_bytes: g.vram_total_bytes,
+                free_bytes: g.vram_free_bytes,
+                job: kind(&g.current_proof_kind).map(|k: Kind| (g.current_job_id.clone(), k)),
+            })
+            .collect(),
+        sets: status
+            .loaded_srs
+            .iter()
+            .map(|s| SetStatus {
+                circuit: s.circuit_id.clone(),
+                tier: match s.tier() {
+                    proto::srs_status::Tier::Hot => Tier::Hot,
+                    proto::srs_status::Tier::Warm => Tier::Warm,
+                    proto::srs_status::Tier::Cold => Tier::Cold,
+                },
+                bytes: s.size_bytes,
+                users: s.ref_count as usize,
+            })
+            .collect(),
+        queues: status
+            .queues
+            .iter()
+            .filter_map(|q| {
+                Some(QueueReport {
+                    kind: kind(&q.proof_kind)?,
+                    pending: q.pending,
+                    in_progress: q.in_progress,
+                })
+            })
+            .collect(),
+        completed: status.total_proofs_completed,
+        failed: status.total_proofs_failed,
+        uptime_seconds: status.uptime_seconds,
+        pinned_bytes: status.pinned_memory_bytes,
+        pinned_limit_bytes: status.pinned_memory_limit_bytes,
+    };
+    status_json(&report)
+}
+
+async fn prove_load(
+    global: &GlobalArgs,
+    address: &str,
+    token: Option<String>,
+    first: Client,
+    args: ClientProveArgs,
+) -> Result<Outcome> {
+    if args.count == 0 || args.concurrency == 0 {
+        bail!("--count and --concurrency must be at least 1");
+    }
+    let c1 = std::fs::read(&args.c1).with_context(|| format!("reading {}", args.c1.display()))?;
+    let source = args.c1.display().to_string();
+    let base = format!("porep-{}-{}", args.miner_id, args.sector_id);
+    let requests: Vec<proto::SubmitProofRequest> = (0..args.count)
+        .map(|i| {
+            let id = if args.count == 1 {
+                base.clone()
+            } else {
+                format!("{base}-{i}")
+            };
+            porep_request(&id, &c1, &source, args.miner_id, args.sector_id)
+        })
+        .collect::<Result<_, _>>()?;
+    let queue = Arc::new(std::sync::Mutex::new(requests.into_iter().enumerate()));
+    let start = Instant::now();
+    let mut workers = Vec::new();
+    for w in 0..args.concurrency.min(args.count) {
+        let mut client = if w == 0 {
+            first.clone()
+        } else {
+            connect(address, token.as_deref()).await?
+        };
+        let queue = Arc::clone(&queue);
+        workers.push(tokio::spawn(async move {
+            let mut results = Vec::new();
+            loop {
+                let next = queue.lock().map(|mut q| q.next()).unwrap_or(None);
+                let Some((i, request)) = next else {
+                    return anyhow::Ok(results);
+                };
+                let reply = client
+                    .prove(proto::ProveRequest {
+                        submit: Some(request),
+                    })
+                    .await?
+                    .into_inner()
+                    .result
+                    .unwrap_or_default();
+                results.push((i, reply, start.elapsed().as_secs_f64()));
+            }
+        }));
+    }
+    let mut results = Vec::new();
+    for worker in workers {
+        results.extend(worker.await.context("a client task")??);
+    }
+    let wall = start.elapsed().as_secs_f64();
+    results.sort_by_key(|(i, _, _)| *i);
+    let failed: Vec<String> = results
+        .iter()
+        .filter(|(_, r, _)| r.status() != Status::Completed || r.proof.is_empty())
+        .map(|(_, r, _)| format!("{}: {:?}: {}", r.job_id, r.status(), r.error_message))
+        .collect();
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| args.c1.with_extension("proof"));
+    if let Some((_, first, _)) = results
+        .iter()
+        .find(|(_, r, _)| r.status() == Status::Completed)
+    {
+        super::write_output(&out, &first.proof)?;
+    }
+    let n = results.len() as f64;
+    let mean = |f: &dyn Fn(&proto::AwaitProofResponse) -> u64| {
+        results.iter().map(|(_, r, _)| f(r) as f64).sum::<f64>() / n
+    };
+    let summary = json!({
+        "proofs": results.len(),
+        "failed": failed.len(),
+        "wall_s": wall,
+        "proofs_per_s": n / wall,
+        "first_srs_load_ms": results.first().map(|(_, r, _)| r.srs_load_ms),
+        "mean_total_ms": mean(&|r| r.total_ms),
+        "mean_queue_wait_ms": mean(&|r| r.queue_wait_ms),
+        "mean_synthesis_ms": mean(&|r| r.synthesis_ms),
+        "mean_gpu_compute_ms": mean(&|r| r.gpu_compute_ms),
+        "proof": out,
+    });
+    if global.json {
+        println!("{summary}");
+    } else {
+        println!(
+            "{} proof(s) in {wall:.2} s ({:.3} proofs/s), {} failed; first proof's parameter wait {} ms; wrote {}",
+            results.len(),
+            n / wall,
+            failed.len(),
+            summary["first_srs_load_ms"],
+            out.display()
+        );
+    }
+    for failure in &failed {
+        eprintln!("cuzk: {failure}");
+    }
+    Ok(if failed.is_empty() {
+        Outcome::Success
+    } else {
+        Outcome::Rejected
+    })
+}
