@@ -163,11 +163,12 @@ pub fn build(
         None => backends(config)?,
     };
     let (engine_budget, srs_budget) = budgets(config)?;
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut engine_config = EngineConfig::new(
-        config.partition_workers.unwrap_or((cores / 2).max(1)),
-        engine_budget,
-    );
+    // One synthesis task per core by default, as `cuzk bench`: a task waits on its partition's
+    // memory reservation and on the blocking pool, so fewer would leave cores idle.
+    let workers = config
+        .partition_workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let mut engine_config = EngineConfig::new(workers, engine_budget);
     engine_config.synthesis_concurrency = config.synthesis_concurrency;
     engine_config.gpu_workers_per_device = config.gpu_workers_per_device;
     engine_config.compiled_synthesis = config.compiled_synthesis;
