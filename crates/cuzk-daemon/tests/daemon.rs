@@ -411,23 +411,14 @@ async fn tcp_wants_the_bearer_token() {
         .unwrap_err();
     assert_eq!(refused.code(), Code::Unauthenticated);
 
-    let Listen::Tcp(addr) = &daemon.bound.grpc else {
-        panic!("bound to TCP");
-    };
-    let channel = Endpoint::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect()
+    assert!(matches!(daemon.bound.grpc, Listen::Tcp(_)));
+    let mut wrong = daemon.client_with(Some("s3cret-token-0123456780")).await;
+    let refused = wrong
+        .get_status(proto::GetStatusRequest {})
         .await
-        .unwrap();
-    let token: tonic::metadata::MetadataValue<_> =
-        "Bearer s3cret-token-0123456789".parse().unwrap();
-    let mut authorized =
-        ProvingEngineClient::with_interceptor(channel, move |mut request: tonic::Request<()>| {
-            request
-                .metadata_mut()
-                .insert("authorization", token.clone());
-            Ok(request)
-        });
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::Unauthenticated);
+    let mut authorized = daemon.client_with(Some("s3cret-token-0123456789")).await;
     let done = authorized
         .prove(prove_request(synthetic("tcp", &SyntheticRequest::new(64))))
         .await
@@ -437,6 +428,63 @@ async fn tcp_wants_the_bearer_token() {
         .unwrap();
     assert_eq!(done.status(), Status::Completed);
     assert_valid(64, &done.proof, 1);
+    daemon.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tcp_with_tls_proves_for_a_client_that_trusts_its_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let generated = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert, generated.cert.pem()).unwrap();
+    std::fs::write(&key, generated.signing_key.serialize_pem()).unwrap();
+    let daemon = Running::start(
+        &format!(
+            "listen = \"127.0.0.1:0\"\ntls_cert_file = \"{}\"\ntls_key_file = \"{}\"",
+            cert.display(),
+            key.display()
+        ),
+        None,
+    )
+    .await;
+    let Listen::Tcp(addr) = &daemon.bound.grpc else {
+        panic!("bound to TCP");
+    };
+    let port = addr.rsplit_once(':').unwrap().1;
+    let endpoint = |tls: Option<tonic::transport::ClientTlsConfig>| {
+        let endpoint =
+            tonic::transport::Endpoint::from_shared(format!("https://localhost:{port}")).unwrap();
+        match tls {
+            Some(tls) => endpoint.tls_config(tls).unwrap(),
+            None => endpoint,
+        }
+    };
+    let trusted = tonic::transport::ClientTlsConfig::new()
+        .ca_certificate(tonic::transport::Certificate::from_pem(
+            generated.cert.pem(),
+        ))
+        .domain_name("localhost");
+    let channel = endpoint(Some(trusted)).connect().await.unwrap();
+    let mut client = cuzk_daemon::proto::proving_engine_client::ProvingEngineClient::new(channel);
+    let done = client
+        .prove(prove_request(synthetic("tls", &SyntheticRequest::new(64))))
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap();
+    assert_eq!(done.status(), Status::Completed);
+    assert_valid(64, &done.proof, 1);
+    // Plain HTTP/2 on the TLS port gets nowhere.
+    let plain = tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{port}"))
+        .unwrap()
+        .connect()
+        .await;
+    if let Ok(channel) = plain {
+        let mut client =
+            cuzk_daemon::proto::proving_engine_client::ProvingEngineClient::new(channel);
+        assert!(client.get_status(proto::GetStatusRequest {}).await.is_err());
+    }
     daemon.stop().await.unwrap();
 }
 
