@@ -47,6 +47,8 @@ enum Slot {
 
 struct Entry {
     slot: Slot,
+    /// The set's size on disk, when known: what a load in flight will hold.
+    expected: u64,
     users: usize,
     last_used: Instant,
 }
@@ -130,12 +132,12 @@ impl Inner {
         self.sets.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Warm bytes held now.
+    /// Warm bytes held now, sets being loaded counted at their size on disk.
     fn held(sets: &HashMap<String, Entry>) -> u64 {
         sets.values()
             .map(|e| match &e.slot {
                 Slot::Ready(set) => set.bytes,
-                Slot::Loading(_) => 0,
+                Slot::Loading(_) => e.expected,
             })
             .sum()
     }
@@ -159,6 +161,40 @@ impl Inner {
             Tier::Hot
         } else {
             Tier::Warm
+        }
+    }
+
+    /// Evicts idle sets, least recently used first and only those idle for `min_idle`, until
+    /// `needed` more bytes fit the budget; `Fits` when they do, else how long to wait.
+    fn evict_idle(&self, sets: &mut HashMap<String, Entry>, needed: u64, for_whom: &str) -> Room {
+        loop {
+            if Self::held(sets) + needed <= self.budget {
+                return Room::Fits;
+            }
+            let now = Instant::now();
+            let idle = sets
+                .iter()
+                .filter(|(_, e)| e.users == 0 && matches!(e.slot, Slot::Ready(_)))
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(name, e)| (name.clone(), now.duration_since(e.last_used)));
+            match idle {
+                Some((name, idle)) if idle >= self.min_idle => {
+                    if let Some(Entry {
+                        slot: Slot::Ready(set),
+                        ..
+                    }) = sets.remove(&name)
+                    {
+                        let freed = self.evict_entry(&set);
+                        tracing::info!(
+                            circuit = %name,
+                            freed,
+                            "parameter set evicted to make room for {for_whom}"
+                        );
+                    }
+                }
+                Some((_, idle)) => return Room::Wait(Some(self.min_idle - idle)),
+                None => return Room::Wait(None),
+            }
         }
     }
 
@@ -399,7 +435,8 @@ impl SrsManager {
         }
     }
 
-    /// Evicts idle sets, least recently used first, until `circuit`'s set fits the budget.
+    /// Evicts idle sets, least recently used first, until `circuit`'s set (its size on disk,
+    /// when known) fits the budget.
     fn make_room(
         &self,
         sets: &mut HashMap<String, Entry>,
@@ -412,39 +449,11 @@ impl SrsManager {
                 circuit: circuit.to_owned(),
                 reason: format!(
                     "its {needed} bytes exceed the parameter budget of {budget} bytes \
-                     ([memory] total_budget less the partitions' share)"
+                     ([memory] srs_budget)"
                 ),
             });
         }
-        loop {
-            if Inner::held(sets) + needed <= budget {
-                return Ok(Room::Fits);
-            }
-            let now = Instant::now();
-            let idle = sets
-                .iter()
-                .filter(|(_, e)| e.users == 0 && matches!(e.slot, Slot::Ready(_)))
-                .min_by_key(|(_, e)| e.last_used)
-                .map(|(name, e)| (name.clone(), now.duration_since(e.last_used)));
-            match idle {
-                Some((name, idle)) if idle >= self.inner.min_idle => {
-                    if let Some(Entry {
-                        slot: Slot::Ready(set),
-                        ..
-                    }) = sets.remove(&name)
-                    {
-                        let freed = self.inner.evict_entry(&set);
-                        tracing::info!(
-                            circuit = %name,
-                            freed,
-                            "parameter set evicted to make room for {circuit}"
-                        );
-                    }
-                }
-                Some((_, idle)) => return Ok(Room::Wait(Some(self.inner.min_idle - idle))),
-                None => return Ok(Room::Wait(None)),
-            }
-        }
+        Ok(self.inner.evict_idle(sets, needed, circuit))
     }
 
     /// Starts loading a set nobody else is loading, counting the caller as its first user. The
@@ -460,6 +469,7 @@ impl SrsManager {
             circuit.to_owned(),
             Entry {
                 slot: Slot::Loading(receiver.clone()),
+                expected: self.cold_bytes(circuit),
                 users: 1,
                 last_used: Instant::now(),
             },
@@ -484,6 +494,15 @@ impl SrsManager {
                     if let Some(entry) = sets.get_mut(&circuit) {
                         entry.slot = Slot::Ready(Arc::clone(set));
                     }
+                    // Its size may not have been known before it loaded.
+                    if let Room::Wait(_) = inner.evict_idle(&mut sets, 0, &circuit) {
+                        tracing::warn!(
+                            %circuit,
+                            held = Inner::held(&sets),
+                            budget = inner.budget,
+                            "parameter sets over budget until the ones in use are idle"
+                        );
+                    }
                     drop(sets);
                     inner.metrics.srs_loaded(&circuit, seconds);
                     tracing::info!(%circuit, bytes = set.bytes, seconds, "parameter set loaded");
@@ -498,5 +517,216 @@ impl SrsManager {
             inner.released.notify_waiters();
         });
         receiver
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use cuzk_groth16::Parameters;
+    use rand::SeedableRng;
+
+    use super::*;
+    use crate::circuits::{CircuitFiles, Work};
+    use crate::kinds::Kind;
+    use crate::proto::SubmitProofRequest;
+
+    /// Circuits "a" … of 100 bytes each (one small real parameter set behind them all); "bad"
+    /// fails its first load.
+    struct Fake {
+        params: Arc<Parameters>,
+        loads: AtomicUsize,
+        bad_failed: std::sync::atomic::AtomicBool,
+    }
+
+    impl Fake {
+        fn new() -> Arc<Self> {
+            let circuit = cuzk_synth::circuits::SyntheticCircuit {
+                constraints: 16,
+                boolean_fraction: 0.5,
+                public_inputs: 1,
+                seed: 1,
+            };
+            let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+            let params =
+                cuzk_groth16::setup::generate_random_parameters(circuit, &mut rng).unwrap();
+            Arc::new(Fake {
+                params: Arc::new(params),
+                loads: AtomicUsize::new(0),
+                bad_failed: std::sync::atomic::AtomicBool::new(false),
+            })
+        }
+    }
+
+    impl Circuits for Fake {
+        fn check(&self, _: SubmitProofRequest, _: Kind) -> Result<Work, DaemonError> {
+            Ok(Work::Unsupported("fake".into()))
+        }
+
+        fn on_disk(&self) -> Vec<String> {
+            vec!["a".into()]
+        }
+
+        fn describe(&self, circuit: &str) -> Result<CircuitFiles, DaemonError> {
+            Ok(CircuitFiles {
+                location: circuit.into(),
+                bytes: Some(100),
+            })
+        }
+
+        fn load(&self, circuit: &str) -> Result<ParamSet, String> {
+            self.loads.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(20));
+            if circuit == "bad" && !self.bad_failed.swap(true, Ordering::SeqCst) {
+                return Err("the disk said no".into());
+            }
+            Ok(ParamSet {
+                params: Arc::clone(&self.params),
+                compiled: None,
+                bytes: 100,
+            })
+        }
+    }
+
+    fn manager(fake: &Arc<Fake>, budget: u64, min_idle: Duration) -> SrsManager {
+        SrsManager::new(
+            Arc::clone(fake) as Arc<dyn Circuits>,
+            vec![Arc::new(cuzk_groth16::backend::CpuBackend)],
+            budget,
+            min_idle,
+            Arc::new(Metrics::new().unwrap()),
+        )
+    }
+
+    fn loaded(srs: &SrsManager) -> Vec<(String, Tier, usize)> {
+        srs.status()
+            .into_iter()
+            .filter(|s| s.tier != Tier::Cold)
+            .map(|s| (s.circuit, s.tier, s.users))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn one_load_however_many_ask_and_errors_are_not_kept() {
+        let fake = Fake::new();
+        let srs = manager(&fake, 1000, Duration::ZERO);
+        let leases = futures_join(&srs, "a", 5).await;
+        assert_eq!(fake.loads.load(Ordering::SeqCst), 1);
+        assert_eq!(loaded(&srs), vec![("a".into(), Tier::Hot, 5)]);
+        drop(leases);
+        assert_eq!(loaded(&srs), vec![("a".into(), Tier::Hot, 0)]);
+
+        let failed = srs.acquire("bad").await.unwrap_err();
+        assert!(failed.to_string().contains("the disk said no"), "{failed}");
+        let (_lease, waited) = srs.acquire("bad").await.unwrap();
+        assert!(waited > 0);
+        assert_eq!(fake.loads.load(Ordering::SeqCst), 3);
+    }
+
+    async fn futures_join(srs: &SrsManager, circuit: &str, n: usize) -> Vec<Lease> {
+        let tasks: Vec<_> = (0..n)
+            .map(|_| {
+                let srs = srs.clone();
+                let circuit = circuit.to_owned();
+                tokio::spawn(async move { srs.acquire(&circuit).await.unwrap().0 })
+            })
+            .collect();
+        let mut leases = Vec::new();
+        for task in tasks {
+            leases.push(task.await.unwrap());
+        }
+        leases
+    }
+
+    #[tokio::test]
+    async fn the_least_recently_used_idle_set_makes_room() {
+        let fake = Fake::new();
+        let srs = manager(&fake, 250, Duration::ZERO);
+        drop(srs.acquire("a").await.unwrap());
+        drop(srs.acquire("b").await.unwrap());
+        drop(srs.acquire("a").await.unwrap());
+        drop(srs.acquire("c").await.unwrap());
+        let names: Vec<String> = loaded(&srs).into_iter().map(|s| s.0).collect();
+        assert_eq!(names, ["a", "c"], "b was the least recently used");
+        assert_eq!(srs.warm_bytes(), 200);
+        // Cold: on disk, not loaded.
+        assert!(srs.status().iter().all(|s| s.circuit != "b"));
+        let big = manager(&fake, 50, Duration::ZERO)
+            .acquire("a")
+            .await
+            .unwrap_err();
+        assert!(big.to_string().contains("budget"), "{big}");
+    }
+
+    #[tokio::test]
+    async fn a_set_in_use_is_never_evicted_and_a_load_waits_for_room() {
+        let fake = Fake::new();
+        let srs = manager(&fake, 150, Duration::ZERO);
+        let (held, _) = srs.acquire("a").await.unwrap();
+        let waiting = {
+            let srs = srs.clone();
+            tokio::spawn(async move { srs.acquire("b").await.unwrap() })
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!waiting.is_finished(), "b must wait while a is in use");
+        assert!(matches!(srs.evict("a"), Err(DaemonError::InUse { .. })));
+        drop(held);
+        let (_b, waited) = tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(waited >= 100, "{waited}");
+        let names: Vec<String> = loaded(&srs).into_iter().map(|s| s.0).collect();
+        assert_eq!(names, ["b"]);
+        assert_eq!(
+            srs.evict("a").unwrap(),
+            Evicted {
+                was_loaded: false,
+                freed_bytes: 0
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn a_set_goes_only_after_eviction_min_idle() {
+        let fake = Fake::new();
+        let srs = manager(&fake, 150, Duration::from_millis(300));
+        drop(srs.acquire("a").await.unwrap());
+        let start = Instant::now();
+        let (_b, _) = srs.acquire("b").await.unwrap();
+        assert!(
+            start.elapsed() >= Duration::from_millis(250),
+            "{:?}",
+            start.elapsed()
+        );
+        let names: Vec<String> = loaded(&srs).into_iter().map(|s| s.0).collect();
+        assert_eq!(names, ["b"]);
+    }
+
+    #[tokio::test]
+    async fn preload_and_evict_report_what_they_did() {
+        let fake = Fake::new();
+        let srs = manager(&fake, 1000, Duration::ZERO);
+        let first = srs.preload("a").await.unwrap();
+        assert!(!first.already_loaded);
+        let again = srs.preload("a").await.unwrap();
+        assert_eq!(
+            again,
+            Preloaded {
+                already_loaded: true,
+                load_ms: 0
+            }
+        );
+        assert_eq!(
+            srs.evict("a").unwrap(),
+            Evicted {
+                was_loaded: true,
+                freed_bytes: 100
+            }
+        );
+        assert_eq!(srs.status()[0].tier, Tier::Cold);
     }
 }
