@@ -222,17 +222,23 @@ struct RawLogging {
     timeline: Option<String>,
 }
 
-/// Parses `2048`, `"64GiB"`, `"512MiB"`, `"4G"`, `"1.5TiB"` (binary units either way).
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
+/// Splits `"64GiB"` into 64 and `"GiB"`; `example` says what was expected.
+fn number_and_unit<'a>(text: &'a str, example: &str) -> Result<(f64, &'a str), String> {
     let text = text.trim();
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let number: f64 = number
+    let number = number
         .parse()
-        .map_err(|_| format!("{text:?} is not a size (such as 64GiB or 512MiB)"))?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        .map_err(|_| format!("{text:?} is not {example}"))?;
+    Ok((number, unit.trim()))
+}
+
+/// Parses `2048`, `"64GiB"`, `"512MiB"`, `"4G"`, `"1.5TiB"` (binary units either way).
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let (number, unit) = number_and_unit(text, "a size (such as 64GiB or 512MiB)")?;
+    let shift = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 0,
         "k" | "kb" | "kib" => 10,
         "m" | "mb" | "mib" => 20,
@@ -249,15 +255,8 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
 
 /// Parses `30` (seconds), `"500ms"`, `"30s"`, `"5m"`, `"1h"`.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration (such as 30s, 5m or 1h)"))?;
-    let seconds = match unit.trim() {
+    let (number, unit) = number_and_unit(text, "a duration (such as 30s, 5m or 1h)")?;
+    let seconds = match unit {
         "ms" => number / 1e3,
         "" | "s" => number,
         "m" | "min" => number * 60.0,

@@ -385,20 +385,23 @@ impl Daemon {
         self.draining.load(Ordering::SeqCst)
     }
 
-    /// Jobs not finished yet.
+    /// The jobs not finished yet.
+    fn pending(&self) -> Vec<Arc<Job>> {
+        self.jobs()
+            .values()
+            .filter(|j| !j.done())
+            .cloned()
+            .collect()
+    }
+
+    /// How many jobs are not finished yet.
     pub fn unfinished(&self) -> usize {
-        self.jobs().values().filter(|j| !j.done()).count()
+        self.pending().len()
     }
 
     /// Cancels every unfinished job with `reason`.
     pub fn cancel_all(&self, reason: &str) {
-        let unfinished: Vec<Arc<Job>> = self
-            .jobs()
-            .values()
-            .filter(|j| !j.done())
-            .cloned()
-            .collect();
-        for job in unfinished {
+        for job in self.pending() {
             self.cancel_job(&job, reason);
         }
     }
@@ -406,13 +409,7 @@ impl Daemon {
     /// Waits until no job is unfinished.
     pub async fn idle(&self) {
         loop {
-            let pending: Vec<Arc<Job>> = self
-                .jobs()
-                .values()
-                .filter(|j| !j.done())
-                .cloned()
-                .collect();
-            let Some(job) = pending.into_iter().next() else {
+            let Some(job) = self.pending().into_iter().next() else {
                 return;
             };
             let mut state = job.state.subscribe();

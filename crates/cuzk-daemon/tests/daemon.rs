@@ -15,9 +15,7 @@ use cuzk_daemon::proto::await_proof_response::Status;
 use cuzk_daemon::proto::{self, SubmitProofRequest};
 use cuzk_daemon::{serve, Bound, Serving};
 use cuzk_groth16::backend::CpuBackend;
-use cuzk_groth16::{
-    DeviceLock, DeviceStatus, Parameters, ProveError, ProverBackend, QuerySums, Started,
-};
+use cuzk_groth16::{DeviceStatus, Parameters, ProveError, ProverBackend, QuerySums};
 use cuzk_synth::ProvingAssignment;
 use tokio::sync::oneshot;
 use tonic::Code;
@@ -147,6 +145,56 @@ async fn prove(client: &mut Client, submit: SubmitProofRequest) -> proto::AwaitP
         .unwrap()
 }
 
+/// The rpcs a test calls often, their replies unwrapped (or the status they failed with).
+async fn get_status(client: &mut Client) -> proto::GetStatusResponse {
+    client
+        .get_status(proto::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+async fn cancel(client: &mut Client, id: &str) -> Result<bool, tonic::Status> {
+    let request = proto::CancelProofRequest {
+        job_id: id.to_owned(),
+    };
+    Ok(client.cancel_proof(request).await?.into_inner().was_running)
+}
+
+async fn preload(
+    client: &mut Client,
+    circuit: &str,
+) -> Result<proto::PreloadSrsResponse, tonic::Status> {
+    let request = proto::PreloadSrsRequest {
+        circuit_id: circuit.to_owned(),
+    };
+    Ok(client.preload_srs(request).await?.into_inner())
+}
+
+async fn evict(
+    client: &mut Client,
+    circuit: &str,
+) -> Result<proto::EvictSrsResponse, tonic::Status> {
+    let request = proto::EvictSrsRequest {
+        circuit_id: circuit.to_owned(),
+    };
+    Ok(client.evict_srs(request).await?.into_inner())
+}
+
+/// One `Prove` per request, all at once, each on a clone of `client`.
+fn prove_all(
+    client: &Client,
+    requests: Vec<SubmitProofRequest>,
+) -> Vec<tokio::task::JoinHandle<proto::AwaitProofResponse>> {
+    requests
+        .into_iter()
+        .map(|request| {
+            let mut client = client.clone();
+            tokio::spawn(async move { prove(&mut client, request).await })
+        })
+        .collect()
+}
+
 async fn await_job(client: &mut Client, id: &str, timeout_ms: u64) -> proto::AwaitProofResponse {
     client
         .await_proof(proto::AwaitProofRequest {
@@ -248,14 +296,8 @@ async fn every_rpc_over_a_unix_socket() {
     // A finished job's result stays retrievable; a cancel of it changes nothing.
     let kept = await_job(&mut client, "first", 0).await;
     assert_eq!(kept.proof, done.proof);
-    let cancel = client
-        .cancel_proof(proto::CancelProofRequest {
-            job_id: "first".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(!cancel.was_running);
+    let was_running = cancel(&mut client, "first").await.unwrap();
+    assert!(!was_running);
 
     // Unknown jobs.
     let unknown = client
@@ -266,37 +308,16 @@ async fn every_rpc_over_a_unix_socket() {
         .await
         .unwrap_err();
     assert_eq!(unknown.code(), Code::NotFound);
-    let unknown = client
-        .cancel_proof(proto::CancelProofRequest {
-            job_id: "nope".into(),
-        })
-        .await
-        .unwrap_err();
+    let unknown = cancel(&mut client, "nope").await.unwrap_err();
     assert_eq!(unknown.code(), Code::NotFound);
 
     // Parameter tiers.
-    let preload = client
-        .preload_srs(proto::PreloadSrsRequest {
-            circuit_id: "synthetic-512".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(!preload.already_loaded);
-    let preload = client
-        .preload_srs(proto::PreloadSrsRequest {
-            circuit_id: "synthetic-512".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(preload.already_loaded);
-    assert_eq!(preload.load_time_ms, 0);
-    let status = client
-        .get_status(proto::GetStatusRequest {})
-        .await
-        .unwrap()
-        .into_inner();
+    let preloaded = preload(&mut client, "synthetic-512").await.unwrap();
+    assert!(!preloaded.already_loaded);
+    let preloaded = preload(&mut client, "synthetic-512").await.unwrap();
+    assert!(preloaded.already_loaded);
+    assert_eq!(preloaded.load_time_ms, 0);
+    let status = get_status(&mut client).await;
     assert_eq!(status.total_proofs_completed, 2);
     assert_eq!(status.total_proofs_failed, 0);
     assert!(status.gpus.is_empty(), "the CPU backend has no GPU");
@@ -320,29 +341,12 @@ async fn every_rpc_over_a_unix_socket() {
         queue_names,
         ["porep-c2", "snap-update", "window-post", "winning-post"]
     );
-    let evicted = client
-        .evict_srs(proto::EvictSrsRequest {
-            circuit_id: "synthetic-512".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let evicted = evict(&mut client, "synthetic-512").await.unwrap();
     assert!(evicted.was_loaded);
     assert!(evicted.freed_bytes > 0);
-    let evicted = client
-        .evict_srs(proto::EvictSrsRequest {
-            circuit_id: "synthetic-512".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let evicted = evict(&mut client, "synthetic-512").await.unwrap();
     assert!(!evicted.was_loaded);
-    let unknown = client
-        .preload_srs(proto::PreloadSrsRequest {
-            circuit_id: "porep-1t".into(),
-        })
-        .await
-        .unwrap_err();
+    let unknown = preload(&mut client, "porep-1t").await.unwrap_err();
     assert_eq!(unknown.code(), Code::InvalidArgument);
     assert!(
         unknown.message().contains("circuit_id"),
@@ -504,24 +508,14 @@ async fn await_times_out_and_cancel_in_synthesis_ends_the_job() {
     eventually(Duration::from_secs(30), || {
         let mut client = client.clone();
         async move {
-            let status = client
-                .get_status(proto::GetStatusRequest {})
-                .await
-                .unwrap()
-                .into_inner();
+            let status = get_status(&mut client).await;
             status.queues[0].in_progress == 1
         }
     })
     .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let cancel = client
-        .cancel_proof(proto::CancelProofRequest {
-            job_id: "slow".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(cancel.was_running, "a partition was in synthesis");
+    let was_running = cancel(&mut client, "slow").await.unwrap();
+    assert!(was_running, "a partition was in synthesis");
     let ended = await_job(&mut client, "slow", 5_000).await;
     assert_eq!(ended.status(), Status::Cancelled);
     assert!(
@@ -576,19 +570,6 @@ impl ProverBackend for GatedGpu {
         self.inner.prove_start(params, assignment)
     }
 
-    fn prove_start_shared(
-        &self,
-        params: &Parameters,
-        assignment: ProvingAssignment,
-        device: &dyn DeviceLock,
-    ) -> Result<Started, ProveError> {
-        let _held = device.acquire();
-        Ok(Started {
-            sums: self.prove_start(params, assignment)?,
-            stages: Vec::new(),
-        })
-    }
-
     fn device(&self) -> Result<Option<DeviceStatus>, ProveError> {
         Ok(Some(DeviceStatus {
             ordinal: 7,
@@ -611,20 +592,12 @@ async fn cancel_on_the_gpu_and_the_daemon_goes_on() {
     eventually(Duration::from_secs(30), || {
         let mut client = client.clone();
         async move {
-            let status = client
-                .get_status(proto::GetStatusRequest {})
-                .await
-                .unwrap()
-                .into_inner();
+            let status = get_status(&mut client).await;
             status.gpus[0].current_job_id == "on-gpu"
         }
     })
     .await;
-    let status = client
-        .get_status(proto::GetStatusRequest {})
-        .await
-        .unwrap()
-        .into_inner();
+    let status = get_status(&mut client).await;
     let gpu_status = &status.gpus[0];
     assert_eq!(
         (
@@ -635,14 +608,8 @@ async fn cancel_on_the_gpu_and_the_daemon_goes_on() {
         (7, "Test GPU", "porep-c2")
     );
     assert_eq!(gpu_status.vram_total_bytes, 1 << 30);
-    let cancel = client
-        .cancel_proof(proto::CancelProofRequest {
-            job_id: "on-gpu".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(cancel.was_running, "its partition was on the GPU");
+    let was_running = cancel(&mut client, "on-gpu").await.unwrap();
+    assert!(was_running, "its partition was on the GPU");
     let ended = await_job(&mut client, "on-gpu", 5_000).await;
     assert_eq!(ended.status(), Status::Cancelled);
     gpu.open();
@@ -660,13 +627,7 @@ async fn one_request_id_five_times_at_once_is_one_proof() {
         synthesis_delay_ms: 300,
         ..SyntheticRequest::new(200)
     };
-    let calls: Vec<_> = (0..5)
-        .map(|_| {
-            let mut client = client.clone();
-            let request = synthetic("porep-1000-7", &spec);
-            tokio::spawn(async move { prove(&mut client, request).await })
-        })
-        .collect();
+    let calls = prove_all(&client, vec![synthetic("porep-1000-7", &spec); 5]);
     let mut proofs = Vec::new();
     for call in calls {
         let done = call.await.unwrap();
@@ -677,11 +638,7 @@ async fn one_request_id_five_times_at_once_is_one_proof() {
     // One proof, handed to all five (a second would have fresh randomness).
     assert!(proofs.windows(2).all(|w| w[0] == w[1]));
     let mut client = client;
-    let status = client
-        .get_status(proto::GetStatusRequest {})
-        .await
-        .unwrap()
-        .into_inner();
+    let status = get_status(&mut client).await;
     assert_eq!(status.total_proofs_completed, 1);
     daemon.stop().await.unwrap();
 }
@@ -803,11 +760,7 @@ async fn malformed_and_oversized_requests_are_refused_and_the_daemon_goes_on() {
 
     let fine = prove(&mut client, synthetic("fine", &SyntheticRequest::new(64))).await;
     assert_eq!(fine.status(), Status::Completed);
-    let status = client
-        .get_status(proto::GetStatusRequest {})
-        .await
-        .unwrap()
-        .into_inner();
+    let status = get_status(&mut client).await;
     assert_eq!(
         (status.total_proofs_completed, status.total_proofs_failed),
         (1, 2)
@@ -847,13 +800,12 @@ async fn shutdown_lets_running_jobs_finish_then_cancels_what_outlasts_the_drain(
         synthesis_delay_ms: 700,
         ..SyntheticRequest::new(128)
     };
-    let calls: Vec<_> = (0..2)
-        .map(|i| {
-            let mut client = client.clone();
-            let request = synthetic(&format!("drain-{i}"), &spec);
-            tokio::spawn(async move { prove(&mut client, request).await })
-        })
-        .collect();
+    let calls = prove_all(
+        &client,
+        (0..2)
+            .map(|i| synthetic(&format!("drain-{i}"), &spec))
+            .collect(),
+    );
     tokio::time::sleep(Duration::from_millis(300)).await;
     let path = match &daemon.bound.grpc {
         Listen::Unix(path) => path.clone(),
