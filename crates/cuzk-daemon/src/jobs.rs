@@ -181,6 +181,24 @@ impl std::fmt::Debug for Daemon {
     }
 }
 
+/// A job's own host work (checking the request, building its circuits, its last step) on a
+/// blocking thread, its time logged at debug level: the daemon's cost beside the engine's.
+async fn host_step<T: Send + 'static>(
+    job: &str,
+    step: &'static str,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, tokio::task::JoinError> {
+    let start = Instant::now();
+    let done = tokio::task::spawn_blocking(work).await;
+    tracing::debug!(
+        job,
+        step,
+        ms = start.elapsed().as_secs_f64() * 1e3,
+        "host step"
+    );
+    done
+}
+
 /// A fresh job id for a request without one.
 fn fresh_id() -> String {
     let mut bytes = [0u8; 12];
@@ -257,7 +275,7 @@ impl Daemon {
             return Ok(self.submitted(&job, true));
         }
         let circuits = Arc::clone(&self.parts.circuits);
-        let work = tokio::task::spawn_blocking(move || circuits.check(request, kind))
+        let work = host_step(&id, "check", move || circuits.check(request, kind))
             .await
             .map_err(|e| DaemonError::Internal(format!("checking the request: {e}")))??;
         let job = {
@@ -499,7 +517,7 @@ impl Daemon {
         timings.srs_load_ms = srs_load_ms;
         let set = Arc::clone(&lease.set);
         let id = job.id.clone();
-        let built = tokio::task::spawn_blocking(move || build.build(&id, &set)).await;
+        let built = host_step(&job.id, "build", move || build.build(&id, &set)).await;
         let prepared = match built {
             Ok(Ok(prepared)) => prepared,
             Ok(Err(e)) => return failed(timings, e),
@@ -525,7 +543,7 @@ impl Daemon {
         timings.synthesis_ms = output.timings.synthesis_ms as u64;
         timings.gpu_compute_ms = output.timings.gpu_ms as u64;
         let finish = prepared.finish;
-        let finished = tokio::task::spawn_blocking(move || finish(&output)).await;
+        let finished = host_step(&job.id, "finish", move || finish(&output)).await;
         drop(lease);
         match finished {
             Ok(Ok(proof)) => self.ended(job, Status::Completed, proof, String::new(), timings),

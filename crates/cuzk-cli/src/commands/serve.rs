@@ -40,6 +40,7 @@ pub fn run(global: &GlobalArgs, args: ServeArgs) -> Result<Outcome> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&config.log_level)),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     // Before the runtime's threads exist: filecoin-proofs reads its parameter directory once,
     // from the environment.
