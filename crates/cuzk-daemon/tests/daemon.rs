@@ -644,20 +644,27 @@ async fn one_request_id_five_times_at_once_is_one_proof() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_critical_job_submitted_last_passes_the_normal_queue() {
+async fn a_critical_job_submitted_last_passes_the_queue_of_mixed_priorities() {
     let daemon = Running::start("", None).await;
     let client = daemon.client().await;
-    let normal = SyntheticRequest {
+    let queued = SyntheticRequest {
         partitions: 2,
         synthesis_delay_ms: 150,
         ..SyntheticRequest::new(128)
     };
+    // 19 clients of LOW, NORMAL and HIGH jobs, then one CRITICAL: 20 at once.
+    let priorities = [
+        proto::Priority::Normal,
+        proto::Priority::Low,
+        proto::Priority::High,
+    ];
     let finished = Arc::new(Mutex::new(Vec::new()));
     let mut calls = Vec::new();
     for i in 0..19 {
         let mut client = client.clone();
-        let mut request = synthetic(&format!("normal-{i}"), &normal);
-        request.priority = proto::Priority::Normal.into();
+        let priority = priorities[i % 3];
+        let mut request = synthetic(&format!("{}-{i}", priority.as_str_name()), &queued);
+        request.priority = priority.into();
         // Submitted in order, each before the next.
         let id = client
             .submit_proof(request)
@@ -673,23 +680,25 @@ async fn a_critical_job_submitted_last_passes_the_normal_queue() {
         }));
     }
     let mut client_c = client.clone();
-    let mut critical = synthetic("critical", &SyntheticRequest::new(128));
+    let mut critical = synthetic("CRITICAL", &SyntheticRequest::new(128));
     // Unspecified for WinningPoSt would be CRITICAL too; here it is explicit.
     critical.priority = proto::Priority::Critical.into();
     let finished_c = Arc::clone(&finished);
     calls.push(tokio::spawn(async move {
         let done = prove(&mut client_c, critical).await;
         assert_eq!(done.status(), Status::Completed);
-        finished_c.lock().unwrap().push("critical".to_owned());
+        finished_c.lock().unwrap().push("CRITICAL".to_owned());
     }));
     for call in calls {
         call.await.unwrap();
     }
     let order = finished.lock().unwrap().clone();
-    let place = order.iter().position(|id| id == "critical").unwrap();
+    let place = order.iter().position(|id| id == "CRITICAL").unwrap();
     // Ahead of it only what was already in synthesis or on the GPU when it came (one partition
     // worker, two GPU workers, two jobs synthesizing at once).
     assert!(place <= 3, "the critical job finished {place}th: {order:?}");
+    // A LOW job queued behind the others ends last.
+    assert!(order.last().unwrap().starts_with("LOW"), "{order:?}");
     daemon.stop().await.unwrap();
 }
 
