@@ -2,11 +2,13 @@
 //!
 //! Per proof: the witness goes up first and the L, A and B queries' scalars are gathered from it on
 //! the device by index lists made on the host; their four MSMs start at once, each on a stream of
-//! its own, while a, b and c are staged and uploaded one after another (each copy overlapping the
-//! previous upload) and become H's coefficients (three inverse NTTs, three coset NTTs, (a∘b − c)/Z
-//! on the coset, one coset inverse NTT, in orders that chain with no permutation pass); then H's
-//! MSM. That chain runs on a stream the device schedules first, the other MSMs filling the SMs it
-//! leaves; the copies and NTTs thus hide behind the other MSMs instead of preceding them.
+//! its own, while a, b and c are uploaded and become H's coefficients (three inverse NTTs, three
+//! coset NTTs, (a∘b − c)/Z on the coset, one coset inverse NTT, in orders that chain with no
+//! permutation pass); then H's MSM. That chain runs on a stream the device schedules first, the
+//! other MSMs filling the SMs it leaves; the uploads and NTTs thus hide behind the other MSMs
+//! instead of preceding them. a, b and c are copied into page-locked memory before the device is
+//! taken, with the witness: on a busy host that copy (400 MB at 2^22, memory-bound) took 30–40 ms
+//! inside the device region, while the worker that is not on the device has the time.
 //!
 //! Scalars equal to 0 add nothing (their digits are all zero, so they reach no bucket) and scalars
 //! equal to 1 cost one addition each in a single bucket summed in parallel chunks: the 0/1 split of
@@ -329,11 +331,8 @@ struct Prepared {
     log_n: u32,
     /// 1/Z on the coset: Z(gX) = g^n − 1 there.
     z_inv: Scalar,
-    /// Room for a, b, c (n values each, zero-padded), then inputs ++ aux, already staged: one
-    /// upload source.
+    /// a, b, c (n values each, zero-padded), then inputs ++ aux, all staged: one upload source.
     staging: Pinned<Scalar>,
-    /// a, b and c, staged on the device's time (their uploads overlap the first MSMs).
-    abc: [Vec<Scalar>; 3],
     inputs: usize,
     witness: usize,
 }
@@ -459,14 +458,18 @@ impl GpuBackend {
         let mut staging = self.take_staging(3 * n + witness)?;
         {
             let values = staging.as_mut_slice()?;
-            let (input_part, aux_part) = values[3 * n..].split_at_mut(inputs.len());
+            let (abc, witness_part) = values.split_at_mut(3 * n);
+            let (input_part, aux_part) = witness_part.split_at_mut(inputs.len());
             rayon::join(
                 || stage(input_part, &inputs),
                 || stage(&mut aux_part[..aux.len()], &aux),
             );
+            for (part, values) in abc.chunks_mut(n).zip([&a, &b, &c]) {
+                stage(part, values);
+            }
         }
         stages.push("prep_copy_ms", start.elapsed().as_secs_f64() * 1e3);
-        release_in_background(aux);
+        release_in_background((aux, a, b, c));
         let densities = Densities {
             inputs: inputs.len(),
             a_aux: a_aux_density,
@@ -494,7 +497,6 @@ impl GpuBackend {
             log_n: n.trailing_zeros(),
             z_inv,
             staging,
-            abc: [a, b, c],
             inputs: inputs.len(),
             witness,
         };
@@ -708,28 +710,18 @@ impl GpuBackend {
     fn h_coefficients(
         gpu: &Gpu,
         tables: &NttTables,
-        p: &mut Prepared,
+        p: &Prepared,
         stages: &mut Stages,
     ) -> Result<DeviceScalars, GpuError> {
         let n = 1usize << p.log_n;
-        let abc = std::mem::take(&mut p.abc);
-        let start = std::time::Instant::now();
-        let staging = &mut p.staging;
-        let mut stage_and_upload = |k: usize| {
-            let (from, to) = (k * n, (k + 1) * n);
-            // The uploads in flight read the parts before `from`; this copy writes after them.
-            stage(&mut staging.as_mut_slice()?[from..to], &abc[k]);
-            DeviceScalars::upload_pinned_range(gpu, staging, from, to)
-        };
+        let staging = &p.staging;
         let [mut h, mut db, mut dc] = stages.time(gpu, "h2d_abc_ms", || {
             Ok([
-                stage_and_upload(0)?,
-                stage_and_upload(1)?,
-                stage_and_upload(2)?,
+                DeviceScalars::upload_pinned_range(gpu, staging, 0, n)?,
+                DeviceScalars::upload_pinned_range(gpu, staging, n, 2 * n)?,
+                DeviceScalars::upload_pinned_range(gpu, staging, 2 * n, 3 * n)?,
             ])
         })?;
-        stages.push("stage_abc_ms", start.elapsed().as_secs_f64() * 1e3);
-        release_in_background(abc);
         stages.time(gpu, "ntt_ms", || {
             for values in [&mut h, &mut db, &mut dc] {
                 ntt(
