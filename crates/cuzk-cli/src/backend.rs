@@ -1,34 +1,31 @@
-//! Choosing the prover backend.
+//! Choosing the prover backend (`cuzk_groth16::backend::select`, from `--backend`).
 
 use std::sync::Arc;
 
-use anyhow::{anyhow, bail, Context, Result};
-use cuzk_groth16::backend::{CpuBackend, GpuBackend};
+use anyhow::{anyhow, Context, Result};
+use cuzk_groth16::backend::{self as backends, BackendChoice as Choice};
 use cuzk_groth16::ProverBackend;
 
 use crate::args::BackendChoice;
 
+impl From<BackendChoice> for Choice {
+    fn from(choice: BackendChoice) -> Self {
+        match choice {
+            BackendChoice::Auto => Choice::Auto,
+            BackendChoice::Cpu => Choice::Cpu,
+            BackendChoice::Gpu => Choice::Gpu,
+        }
+    }
+}
+
 /// One backend per device to prove with (one CPU backend when there is no GPU). `Auto` falls back
 /// to the CPU and says why, once.
 pub fn select_all(choice: BackendChoice, quiet: bool) -> Result<Vec<Arc<dyn ProverBackend>>> {
-    let cpu = || -> Vec<Arc<dyn ProverBackend>> { vec![Arc::new(CpuBackend)] };
-    match (choice, cuzk_gpu::probe()) {
-        (BackendChoice::Cpu, _) => Ok(cpu()),
-        (BackendChoice::Gpu, Err(why)) => bail!("--backend gpu: no usable GPU: {why}"),
-        (BackendChoice::Auto, Err(why)) => {
-            if !quiet {
-                eprintln!("cuzk: no usable GPU ({why}); proving on the CPU");
-            }
-            Ok(cpu())
-        }
-        (BackendChoice::Gpu | BackendChoice::Auto, Ok(_)) => {
-            let backends = GpuBackend::all().context("opening the GPUs")?;
-            Ok(backends
-                .into_iter()
-                .map(|b| Arc::new(b) as Arc<dyn ProverBackend>)
-                .collect())
-        }
+    let selection = backends::select(choice.into(), None).context("--backend")?;
+    if let (Some(why), false) = (&selection.fallback, quiet) {
+        eprintln!("cuzk: no usable GPU ({why}); proving on the CPU");
     }
+    Ok(selection.backends)
 }
 
 /// The backend of the first device (or the CPU), for single proofs.

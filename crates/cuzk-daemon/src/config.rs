@@ -13,6 +13,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use cuzk_groth16::backend::BackendChoice;
 use serde::Deserialize;
 
 /// The example file, every key at its default.
@@ -58,15 +59,6 @@ impl Listen {
             _ => Err(format!("{text:?} is neither unix:///PATH nor HOST:PORT")),
         }
     }
-}
-
-/// Which prover backend the engine uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BackendChoice {
-    /// The GPUs when usable, the CPU otherwise.
-    Auto,
-    Gpu,
-    Cpu,
 }
 
 /// Where TIMELINE lines go.

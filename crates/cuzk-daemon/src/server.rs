@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuzk_groth16::backend::{CpuBackend, GpuBackend};
+use cuzk_groth16::backend::select;
 use cuzk_groth16::ProverBackend;
 use cuzk_pipeline::engine::machine_memory;
 use cuzk_pipeline::sink::{StderrSink, TimelineSink, WriterSink};
@@ -22,7 +22,7 @@ use tonic::transport::Server;
 use crate::circuits::filecoin::FilecoinCircuits;
 use crate::circuits::synthetic::SyntheticCircuits;
 use crate::circuits::Circuits;
-use crate::config::{BackendChoice, Budget, CircuitSet, Config, Listen, TimelineTarget};
+use crate::config::{Budget, CircuitSet, Config, Listen, TimelineTarget};
 use crate::jobs::{Daemon, Parts};
 use crate::metrics::{Metrics, MetricsSink};
 use crate::service::Service;
@@ -81,37 +81,12 @@ pub fn circuits(config: &Config) -> Result<Arc<dyn Circuits>, ServeError> {
 
 /// The backends the configuration asks for.
 fn backends(config: &Config) -> Result<Vec<Arc<dyn ProverBackend>>, ServeError> {
-    let cpu = || -> Vec<Arc<dyn ProverBackend>> { vec![Arc::new(CpuBackend)] };
-    let gpus = |devices: Vec<usize>| -> Result<Vec<Arc<dyn ProverBackend>>, ServeError> {
-        devices
-            .into_iter()
-            .map(|ordinal| {
-                GpuBackend::new(ordinal)
-                    .map(|b| Arc::new(b) as Arc<dyn ProverBackend>)
-                    .map_err(|e| ServeError::Setup(format!("gpus.devices: device {ordinal}: {e}")))
-            })
-            .collect()
-    };
-    match (config.backend, cuzk_gpu::probe()) {
-        (BackendChoice::Cpu, _) => Ok(cpu()),
-        (BackendChoice::Gpu, Err(why)) => Err(ServeError::Setup(format!(
-            "gpus.backend = \"gpu\": no usable GPU: {why}"
-        ))),
-        (BackendChoice::Auto, Err(why)) => {
-            tracing::warn!("no usable GPU ({why}); proving on the CPU");
-            Ok(cpu())
-        }
-        (_, Ok(found)) => {
-            let all: Vec<usize> = found.iter().map(|d| d.ordinal).collect();
-            let chosen = config.devices.clone().unwrap_or_else(|| all.clone());
-            if let Some(missing) = chosen.iter().find(|o| !all.contains(o)) {
-                return Err(ServeError::Setup(format!(
-                    "gpus.devices: no device {missing} (the driver reports {all:?})"
-                )));
-            }
-            gpus(chosen)
-        }
+    let selection = select(config.backend, config.devices.as_deref())
+        .map_err(|e| ServeError::Setup(format!("gpus: {e}")))?;
+    if let Some(why) = selection.fallback {
+        tracing::warn!("no usable GPU ({why}); proving on the CPU");
     }
+    Ok(selection.backends)
 }
 
 fn timeline(target: &TimelineTarget) -> Result<Option<Arc<dyn TimelineSink>>, ServeError> {

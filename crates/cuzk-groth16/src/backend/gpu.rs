@@ -380,12 +380,6 @@ impl GpuBackend {
         Ok(Self::with_gpu(Gpu::new(ordinal)?))
     }
 
-    /// One backend per usable device, for spreading partitions over them.
-    pub fn all() -> Result<Vec<Self>, GpuError> {
-        let devices = cuzk_gpu::probe()?;
-        (0..devices.len()).map(Self::new).collect()
-    }
-
     /// A backend on an opened device (whose memory limit, if any, it plans with).
     pub fn with_gpu(gpu: Arc<Gpu>) -> Self {
         let name = format!("cuda:{} ({})", gpu.ordinal(), gpu.name());

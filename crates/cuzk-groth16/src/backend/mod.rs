@@ -1,7 +1,89 @@
-//! Implementations of [`crate::ProverBackend`].
+//! Implementations of [`crate::ProverBackend`], and the choice between them.
 
 mod cpu;
 mod gpu;
 
+use std::sync::Arc;
+
 pub use cpu::CpuBackend;
+use cuzk_gpu::{GpuError, GpuUnavailable};
 pub use gpu::GpuBackend;
+
+use crate::ProverBackend;
+
+/// Which backend to prove with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// The GPUs when usable, the CPU otherwise.
+    Auto,
+    Gpu,
+    Cpu,
+}
+
+/// The backends chosen: one per device (one CPU backend when there is no GPU).
+pub struct Selection {
+    pub backends: Vec<Arc<dyn ProverBackend>>,
+    /// Why `Auto` fell back to the CPU, for the caller to say once.
+    pub fallback: Option<GpuUnavailable>,
+}
+
+impl std::fmt::Debug for Selection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.backends.iter().map(|b| b.name()).collect();
+        f.debug_struct("Selection")
+            .field("backends", &names)
+            .field("fallback", &self.fallback)
+            .finish()
+    }
+}
+
+/// Why no backend could be chosen.
+#[derive(Debug, thiserror::Error)]
+pub enum SelectError {
+    #[error("no usable GPU: {0}")]
+    NoGpu(GpuUnavailable),
+    #[error("no device {missing} (the driver reports {found:?})")]
+    NoSuchDevice { missing: usize, found: Vec<usize> },
+    #[error("opening device {ordinal}: {source}")]
+    Open {
+        ordinal: usize,
+        #[source]
+        source: GpuError,
+    },
+}
+
+/// The backends of `choice`: with a GPU, one per device (`devices`, or every device the driver
+/// reports); `Auto` without a usable GPU falls back to the CPU and says why.
+pub fn select(choice: BackendChoice, devices: Option<&[usize]>) -> Result<Selection, SelectError> {
+    let cpu = |fallback| Selection {
+        backends: vec![Arc::new(CpuBackend)],
+        fallback,
+    };
+    match (choice, cuzk_gpu::probe()) {
+        (BackendChoice::Cpu, _) => Ok(cpu(None)),
+        (BackendChoice::Gpu, Err(why)) => Err(SelectError::NoGpu(why)),
+        (BackendChoice::Auto, Err(why)) => Ok(cpu(Some(why))),
+        (BackendChoice::Gpu | BackendChoice::Auto, Ok(found)) => {
+            let found: Vec<usize> = found.iter().map(|d| d.ordinal).collect();
+            let chosen = devices.map_or_else(|| found.clone(), <[usize]>::to_vec);
+            let backends = chosen
+                .into_iter()
+                .map(|ordinal| {
+                    if !found.contains(&ordinal) {
+                        return Err(SelectError::NoSuchDevice {
+                            missing: ordinal,
+                            found: found.clone(),
+                        });
+                    }
+                    GpuBackend::new(ordinal)
+                        .map(|b| Arc::new(b) as Arc<dyn ProverBackend>)
+                        .map_err(|source| SelectError::Open { ordinal, source })
+                })
+                .collect::<Result<_, _>>()?;
+            Ok(Selection {
+                backends,
+                fallback: None,
+            })
+        }
+    }
+}
