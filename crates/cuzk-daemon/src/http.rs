@@ -14,8 +14,9 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
-use crate::jobs::{Daemon, StatusReport};
-use crate::srs::Tier;
+use crate::jobs::Daemon;
+use crate::proto;
+use crate::service::status_reply;
 
 /// The router: GET only.
 pub fn router(daemon: Arc<Daemon>) -> Router {
@@ -53,35 +54,35 @@ async fn health(State(daemon): State<Arc<Daemon>>) -> impl IntoResponse {
 }
 
 async fn status(State(daemon): State<Arc<Daemon>>) -> Json<Value> {
-    Json(status_json(&daemon.status()))
+    Json(status_json(&status_reply(daemon.status())))
 }
 
-/// The status as JSON, in the API's field names.
-pub fn status_json(report: &StatusReport) -> Value {
+/// The status reply as JSON, in the API's field names (tiers by name).
+pub fn status_json(status: &proto::GetStatusResponse) -> Value {
     json!({
-        "gpus": report.gpus.iter().map(|gpu| json!({
+        "gpus": status.gpus.iter().map(|gpu| json!({
             "ordinal": gpu.ordinal,
             "name": gpu.name,
-            "vram_total_bytes": gpu.total_bytes,
-            "vram_free_bytes": gpu.free_bytes,
-            "current_job_id": gpu.job.as_ref().map(|(id, _)| id.as_str()),
-            "current_proof_kind": gpu.job.as_ref().map(|(_, kind)| kind.queue_name()),
+            "vram_total_bytes": gpu.vram_total_bytes,
+            "vram_free_bytes": gpu.vram_free_bytes,
+            "current_job_id": gpu.current_job_id,
+            "current_proof_kind": gpu.current_proof_kind,
         })).collect::<Vec<_>>(),
-        "loaded_srs": report.sets.iter().map(|set| json!({
-            "circuit_id": set.circuit,
-            "tier": match set.tier { Tier::Hot => "HOT", Tier::Warm => "WARM", Tier::Cold => "COLD" },
-            "size_bytes": set.bytes,
-            "ref_count": set.users,
+        "loaded_srs": status.loaded_srs.iter().map(|set| json!({
+            "circuit_id": set.circuit_id,
+            "tier": set.tier().as_str_name(),
+            "size_bytes": set.size_bytes,
+            "ref_count": set.ref_count,
         })).collect::<Vec<_>>(),
-        "queues": report.queues.iter().map(|queue| json!({
-            "proof_kind": queue.kind.queue_name(),
+        "queues": status.queues.iter().map(|queue| json!({
+            "proof_kind": queue.proof_kind,
             "pending": queue.pending,
             "in_progress": queue.in_progress,
         })).collect::<Vec<_>>(),
-        "total_proofs_completed": report.completed,
-        "total_proofs_failed": report.failed,
-        "uptime_seconds": report.uptime_seconds,
-        "pinned_memory_bytes": report.pinned_bytes,
-        "pinned_memory_limit_bytes": report.pinned_limit_bytes,
+        "total_proofs_completed": status.total_proofs_completed,
+        "total_proofs_failed": status.total_proofs_failed,
+        "uptime_seconds": status.uptime_seconds,
+        "pinned_memory_bytes": status.pinned_memory_bytes,
+        "pinned_memory_limit_bytes": status.pinned_memory_limit_bytes,
     })
 }

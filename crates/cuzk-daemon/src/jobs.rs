@@ -6,8 +6,8 @@
 //! its own: parameters, circuits, the engine, the last step. So it goes on when the client that
 //! asked for it disconnects, and its result waits for an `AwaitProof` for the retention time.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -170,7 +170,7 @@ impl std::fmt::Debug for Parts {
 pub struct Daemon {
     parts: Parts,
     jobs: Mutex<HashMap<String, Arc<Job>>>,
-    next_seq: Mutex<u64>,
+    next_seq: AtomicU64,
     started: Instant,
     draining: AtomicBool,
 }
@@ -213,7 +213,7 @@ impl Daemon {
         let daemon = Arc::new(Daemon {
             parts,
             jobs: Mutex::new(HashMap::new()),
-            next_seq: Mutex::new(0),
+            next_seq: AtomicU64::new(0),
             started: Instant::now(),
             draining: AtomicBool::new(false),
         });
@@ -285,11 +285,7 @@ impl Daemon {
                 drop(jobs);
                 return Ok(self.submitted(&job, true));
             }
-            let seq = {
-                let mut next = self.next_seq.lock().unwrap_or_else(PoisonError::into_inner);
-                *next += 1;
-                *next
-            };
+            let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
             let job = Arc::new(Job {
                 id: id.clone(),
                 kind,
@@ -587,32 +583,7 @@ impl Daemon {
                 })
             })
             .collect();
-        let queues = KINDS
-            .into_iter()
-            .map(|kind| {
-                let mut queue = QueueReport {
-                    kind,
-                    pending: 0,
-                    in_progress: 0,
-                };
-                for job in jobs.iter().filter(|j| j.kind == kind && !j.done()) {
-                    let running = match *job.state.borrow() {
-                        State::Preparing => true,
-                        _ => self
-                            .parts
-                            .engine
-                            .progress(&job.id)
-                            .is_some_and(|p| p.running()),
-                    };
-                    if running {
-                        queue.in_progress += 1;
-                    } else {
-                        queue.pending += 1;
-                    }
-                }
-                queue
-            })
-            .collect();
+        let queues = self.queues(&jobs);
         let (completed, failed) = self.parts.metrics.totals();
         StatusReport {
             gpus,
@@ -626,10 +597,42 @@ impl Daemon {
         }
     }
 
+    /// Each kind's unfinished jobs: in progress (preparing, or with a partition in synthesis, on
+    /// a GPU or finalizing) or pending. The engine's progress is read once, under one lock.
+    fn queues(&self, jobs: &[Arc<Job>]) -> Vec<QueueReport> {
+        let running: HashSet<String> = self
+            .parts
+            .engine
+            .jobs()
+            .into_iter()
+            .filter(|(_, progress)| progress.running())
+            .map(|(id, _)| id)
+            .collect();
+        KINDS
+            .into_iter()
+            .map(|kind| {
+                let mut queue = QueueReport {
+                    kind,
+                    pending: 0,
+                    in_progress: 0,
+                };
+                for job in jobs.iter().filter(|j| j.kind == kind && !j.done()) {
+                    let preparing = matches!(*job.state.borrow(), State::Preparing);
+                    if preparing || running.contains(&job.id) {
+                        queue.in_progress += 1;
+                    } else {
+                        queue.pending += 1;
+                    }
+                }
+                queue
+            })
+            .collect()
+    }
+
     /// The Prometheus text, gauges read now.
     pub fn metrics_text(&self) -> String {
-        let status = self.status();
-        let (pending, running) = status.queues.iter().fold((0, 0), |(p, r), q| {
+        let jobs: Vec<Arc<Job>> = self.jobs().values().cloned().collect();
+        let (pending, running) = self.queues(&jobs).iter().fold((0, 0), |(p, r), q| {
             (p + u64::from(q.pending), r + u64::from(q.in_progress))
         });
         let budget = self.parts.engine.memory();
@@ -642,7 +645,7 @@ impl Daemon {
             budget_bytes: budget.bytes(),
             budget_in_use: budget.in_use(),
             warm_bytes: self.parts.srs.warm_bytes(),
-            pinned_bytes: status.pinned_bytes,
+            pinned_bytes: cuzk_gpu::pinned_bytes(),
         })
     }
 }

@@ -156,7 +156,7 @@ impl Inner {
         if self
             .devices
             .iter()
-            .all(|d| matches!(d.device(), Ok(None)) || d.resident(&set.params).is_some())
+            .all(|d| d.resident(&set.params).is_some() || matches!(d.device(), Ok(None)))
         {
             Tier::Hot
         } else {
@@ -248,25 +248,22 @@ impl SrsManager {
             self.inner.sets().get(circuit).map(|e| &e.slot),
             Some(Slot::Ready(_))
         );
-        let start = Instant::now();
-        let (lease, _) = self.acquire(circuit).await?;
-        // A ready set may have been pushed off a device since (by the backend's own eviction).
-        let inner = Arc::clone(&self.inner);
-        let set = Arc::clone(&lease.set);
-        let placed = tokio::task::spawn_blocking(move || inner.place(&set))
-            .await
-            .map_err(|e| DaemonError::Internal(e.to_string()))?;
-        placed.map_err(|reason| DaemonError::Parameters {
-            circuit: circuit.to_owned(),
-            reason,
-        })?;
+        let (lease, load_ms) = self.acquire(circuit).await?;
+        if already_loaded {
+            // Placed when it loaded, but the backend may have pushed it off a device since.
+            let inner = Arc::clone(&self.inner);
+            let set = Arc::clone(&lease.set);
+            let placed = tokio::task::spawn_blocking(move || inner.place(&set))
+                .await
+                .map_err(|e| DaemonError::Internal(e.to_string()))?;
+            placed.map_err(|reason| DaemonError::Parameters {
+                circuit: circuit.to_owned(),
+                reason,
+            })?;
+        }
         Ok(Preloaded {
             already_loaded,
-            load_ms: if already_loaded {
-                0
-            } else {
-                start.elapsed().as_millis() as u64
-            },
+            load_ms: if already_loaded { 0 } else { load_ms },
         })
     }
 
@@ -385,13 +382,16 @@ impl SrsManager {
                             Slot::Loading(receiver) => Ok((counted, receiver.clone())),
                         }
                     }
-                    None => match self.make_room(&mut sets, circuit)? {
-                        Room::Fits => {
-                            let receiver = self.start_load(&mut sets, circuit);
-                            Ok((self.counted(circuit), receiver))
+                    None => {
+                        let needed = self.cold_bytes(circuit);
+                        match self.make_room(&mut sets, circuit, needed)? {
+                            Room::Fits => {
+                                let receiver = self.start_load(&mut sets, circuit, needed);
+                                Ok((self.counted(circuit), receiver))
+                            }
+                            Room::Wait(until) => Err(until),
                         }
-                        Room::Wait(until) => Err(until),
-                    },
+                    }
                 }
             };
             match waiting {
@@ -435,14 +435,14 @@ impl SrsManager {
         }
     }
 
-    /// Evicts idle sets, least recently used first, until `circuit`'s set (its size on disk,
-    /// when known) fits the budget.
+    /// Evicts idle sets, least recently used first, until `circuit`'s set (`needed`: its size on
+    /// disk, when known) fits the budget.
     fn make_room(
         &self,
         sets: &mut HashMap<String, Entry>,
         circuit: &str,
+        needed: u64,
     ) -> Result<Room, DaemonError> {
-        let needed = self.cold_bytes(circuit);
         let budget = self.inner.budget;
         if needed > budget {
             return Err(DaemonError::Parameters {
@@ -463,13 +463,14 @@ impl SrsManager {
         &self,
         sets: &mut HashMap<String, Entry>,
         circuit: &str,
+        expected: u64,
     ) -> watch::Receiver<Loaded> {
         let (sender, receiver) = watch::channel(None);
         sets.insert(
             circuit.to_owned(),
             Entry {
                 slot: Slot::Loading(receiver.clone()),
-                expected: self.cold_bytes(circuit),
+                expected,
                 users: 1,
                 last_used: Instant::now(),
             },

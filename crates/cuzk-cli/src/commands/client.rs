@@ -32,7 +32,7 @@ pub fn run(global: &GlobalArgs, args: ClientArgs) -> Result<Outcome> {
         match args.call {
             ClientCall::Status => {
                 let status = client.get_status(proto::GetStatusRequest {}).await?.into_inner();
-                println!("{}", serde_json::to_string_pretty(&status_to_json(&status))?);
+                println!("{}", serde_json::to_string_pretty(&status_json(&status))?);
             }
             ClientCall::Metrics => {
                 let text = client.get_metrics(proto::GetMetricsRequest {}).await?.into_inner();
@@ -69,58 +69,6 @@ pub fn run(global: &GlobalArgs, args: ClientArgs) -> Result<Outcome> {
         }
         Ok(Outcome::Success)
     })
-}
-
-/// The status reply as the daemon's `/status` JSON shows it.
-fn status_to_json(status: &proto::GetStatusResponse) -> serde_json::Value {
-    use cuzk_daemon::jobs::{GpuReport, QueueReport, StatusReport};
-    use cuzk_daemon::kinds::{Kind, KINDS};
-    use cuzk_daemon::srs::{SetStatus, Tier};
-    let kind = |name: &str| KINDS.into_iter().find(|k| k.queue_name() == name);
-    let report = StatusReport {
-        gpus: status
-            .gpus
-            .iter()
-            .map(|g| GpuReport {
-                ordinal: g.ordinal,
-                name: g.name.clone(),
-                total_bytes: g.vram_total_bytes,
-                free_bytes: g.vram_free_bytes,
-                job: kind(&g.current_proof_kind).map(|k: Kind| (g.current_job_id.clone(), k)),
-            })
-            .collect(),
-        sets: status
-            .loaded_srs
-            .iter()
-            .map(|s| SetStatus {
-                circuit: s.circuit_id.clone(),
-                tier: match s.tier() {
-                    proto::srs_status::Tier::Hot => Tier::Hot,
-                    proto::srs_status::Tier::Warm => Tier::Warm,
-                    proto::srs_status::Tier::Cold => Tier::Cold,
-                },
-                bytes: s.size_bytes,
-                users: s.ref_count as usize,
-            })
-            .collect(),
-        queues: status
-            .queues
-            .iter()
-            .filter_map(|q| {
-                Some(QueueReport {
-                    kind: kind(&q.proof_kind)?,
-                    pending: q.pending,
-                    in_progress: q.in_progress,
-                })
-            })
-            .collect(),
-        completed: status.total_proofs_completed,
-        failed: status.total_proofs_failed,
-        uptime_seconds: status.uptime_seconds,
-        pinned_bytes: status.pinned_memory_bytes,
-        pinned_limit_bytes: status.pinned_memory_limit_bytes,
-    };
-    status_json(&report)
 }
 
 async fn prove_load(
