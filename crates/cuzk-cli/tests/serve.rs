@@ -14,15 +14,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cuzk_daemon::client::Client;
 use cuzk_daemon::proto::await_proof_response::Status;
-use cuzk_daemon::proto::proving_engine_client::ProvingEngineClient;
 use cuzk_daemon::proto::{
     AwaitProofRequest, GetMetricsRequest, GetStatusRequest, ProofKind, ProveRequest, ProveResponse,
     SubmitProofRequest,
 };
 use cuzk_filecoin::{ParamFiles, SealProof};
 use serde_json::{json, Value};
-use tonic::transport::{Channel, Endpoint, Uri};
 
 const BIN: &str = env!("CARGO_BIN_EXE_cuzk");
 
@@ -176,24 +175,11 @@ impl Drop for Daemon {
     }
 }
 
-/// A client over the unix socket, with Curio's 256 MiB message limits.
-async fn connect(socket: &Path) -> ProvingEngineClient<Channel> {
-    let path = socket.to_path_buf();
-    let channel = Endpoint::try_from("http://[::]:50051")
-        .unwrap()
-        .connect_with_connector(tower::service_fn(move |_: Uri| {
-            let path = path.clone();
-            async move {
-                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(
-                    tokio::net::UnixStream::connect(path).await?,
-                ))
-            }
-        }))
+/// A client over the unix socket, as Curio connects (`cuzk_daemon::client`).
+async fn connect(socket: &Path) -> Client {
+    cuzk_daemon::client::connect(&format!("unix://{}", socket.display()), None)
         .await
-        .expect("connect to the daemon's socket");
-    ProvingEngineClient::new(channel)
-        .max_decoding_message_size(256 << 20)
-        .max_encoding_message_size(256 << 20)
+        .expect("connect to the daemon's socket")
 }
 
 /// A synthetic PoRep request (see crates/cuzk-daemon/src/circuits/synthetic.rs).
@@ -212,10 +198,7 @@ fn synthetic(id: &str, constraints: usize, partitions: usize, delay_ms: u64) -> 
     }
 }
 
-async fn prove(
-    client: &mut ProvingEngineClient<Channel>,
-    request: SubmitProofRequest,
-) -> ProveResponse {
+async fn prove(client: &mut Client, request: SubmitProofRequest) -> ProveResponse {
     client
         .prove(ProveRequest {
             submit: Some(request),
@@ -226,7 +209,7 @@ async fn prove(
 }
 
 /// Waits until GetStatus counts `jobs` unfinished PoRep jobs of which `running` are running.
-async fn wait_jobs(client: &mut ProvingEngineClient<Channel>, jobs: u32, running: u32) {
+async fn wait_jobs(client: &mut Client, jobs: u32, running: u32) {
     let start = Instant::now();
     loop {
         let status = client
