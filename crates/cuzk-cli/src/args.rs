@@ -38,7 +38,10 @@ pub enum Command {
     /// Verify a proof (exit 0 valid, 1 invalid, 2 unusable input); `verify porep` asks filecoin-proofs.
     Verify(VerifyCommand),
     /// Seal a sector of random data with filecoin-proofs and write its C1 output (tests, benches).
-    SealTestSector(SealTestSectorArgs),
+    SealTestSector(TestSectorArgs),
+    /// Write a committed-capacity sector's C1 output without sealing it (any size, in seconds:
+    /// sparse trees; interactive PoRep revisions only).
+    SampleSector(TestSectorArgs),
     /// Read a TIMELINE log (ours or the public engine's): GPU idle windows, busy fraction, throughput.
     Analyze(AnalyzeArgs),
     /// Time the GPU kernels (MSM in G1 and G2, NTT) on the first device and print a table.
@@ -282,12 +285,12 @@ pub struct PorepVerifyArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct SealTestSectorArgs {
+pub struct TestSectorArgs {
     /// Sector size (2KiB … 64GiB) or registered seal proof.
     #[arg(long, default_value = "2KiB")]
     pub size: String,
-    /// Directory for the sealed sector's files, its C1 output (c1.json, the FFI's form) and
-    /// sector.json (registered proof, prover id, sector id).
+    /// Directory for the C1 output (c1.json, the FFI's form), sector.json (registered proof,
+    /// prover id, sector id) and, when sealing, the sector's files (sector/).
     #[arg(long)]
     pub out: PathBuf,
     /// Seal as miner f0<ID> (its prover id is the ID address payload, as Curio forms it);

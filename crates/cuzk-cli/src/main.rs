@@ -47,6 +47,7 @@ fn main() -> ExitCode {
         Command::BenchProver(args) => commands::bench_prover::run(&cli.global, args),
         Command::Bench(args) => commands::bench::run(&cli.global, args),
         Command::SealTestSector(args) => commands::porep::seal_test_sector(&cli.global, args),
+        Command::SampleSector(args) => commands::porep::sample_sector(&cli.global, args),
         Command::Serve(args) => commands::serve::run(&cli.global, args),
         Command::Client(args) => commands::client::run(&cli.global, args),
     };

@@ -122,6 +122,19 @@ impl C1Output {
         })
     }
 
+    /// The C1 output commit 1 returned (or a sample sector's); `source` names it in errors.
+    pub(crate) fn from_output<Tree: MerkleTreeTrait>(
+        output: &SealCommitPhase1Output<Tree>,
+        proof: SealProof,
+        source: &str,
+    ) -> Result<Self, FilecoinError> {
+        let json = serde_json::to_vec(output).map_err(|e| FilecoinError::Filecoin {
+            what: format!("serialising {source}"),
+            reason: e.to_string(),
+        })?;
+        Self::from_json(&json, source, Some(proof))
+    }
+
     /// Decodes one field.
     fn field<T: DeserializeOwned>(&self, name: &str) -> Result<T, FilecoinError> {
         let value = self.raw.get(name).ok_or_else(|| FilecoinError::C1Field {

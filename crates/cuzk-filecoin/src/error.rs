@@ -70,6 +70,11 @@ pub enum FilecoinError {
          FIL_PROOFS_PARAMETER_CACHE={wanted} before the first Filecoin call"
     )]
     ParameterCacheElsewhere { settings: String, wanted: String },
+    #[error(
+        "{proof} has no sample sector: its challenges are derived from comm_r, which sparse \
+         trees would have to contain already; seal one instead (`cuzk seal-test-sector`)"
+    )]
+    NoSample { proof: String },
     #[error("filecoin-proofs: {what}: {reason}")]
     Filecoin { what: String, reason: String },
 }

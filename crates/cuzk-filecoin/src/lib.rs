@@ -10,6 +10,8 @@
 //!   synthesis.
 //! - [`verify`]: `filecoin_proofs::verify_seal` on a proof.
 //! - [`sealer`]: random sectors sealed by filecoin-proofs, for tests and benches.
+//! - [`sample`]: committed-capacity sectors' C1 outputs made without sealing (any size, in
+//!   seconds), from sparse trees.
 //!
 //! The circuits are filecoin's own (`storage-proofs-porep`, over `bellpepper-core` 0.2 like
 //! cuzk-synth), called, never copied. This crate glues them to the prover; it must not
@@ -21,6 +23,7 @@ pub mod c2;
 mod error;
 pub mod params;
 pub mod r1cs;
+pub mod sample;
 pub mod seal_proof;
 pub mod sealer;
 mod shapes;
@@ -31,6 +34,7 @@ pub use c2::{SectorCircuits, SectorFinish, SectorJob};
 pub use error::FilecoinError;
 pub use params::{check_parameter_dir, parameter_dir, use_parameter_dir, ParamFiles};
 pub use r1cs::{compiled_r1cs, R1csOrigin};
+pub use sample::sample_sector;
 pub use seal_proof::{Revision, SealProof, SectorSize, SECTOR_SIZES};
 pub use sealer::{prover_id_of_miner, seal_random_sector, SealedSector};
 pub use verify::{verify_seal, SectorIdentity};

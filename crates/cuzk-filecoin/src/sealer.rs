@@ -54,7 +54,7 @@ pub fn prover_id_of_miner(miner_id: u64) -> [u8; 32] {
     id
 }
 
-fn random_bytes(rng: &mut impl RngCore) -> [u8; 32] {
+pub(crate) fn random_bytes(rng: &mut impl RngCore) -> [u8; 32] {
     let mut bytes = [0u8; 32];
     rng.fill_bytes(&mut bytes);
     bytes
@@ -127,16 +127,12 @@ fn seal<Tree: 'static + MerkleTreeTrait>(
         &pieces,
     )
     .map_err(filecoin("seal_commit_phase1"))?;
-    let json = serde_json::to_vec(&output).map_err(|e| FilecoinError::Filecoin {
-        what: "serialising the C1 output".into(),
-        reason: e.to_string(),
-    })?;
     let source = format!(
         "the C1 output of sealed {proof} sector {}",
         identity.sector_id
     );
     Ok(SealedSector {
-        c1: C1Output::from_json(&json, &source, Some(proof))?,
+        c1: C1Output::from_output(&output, proof, &source)?,
         identity,
     })
 }

@@ -1,4 +1,5 @@
-//! Filecoin PoRep: `setup --porep`, `prove porep`, `verify porep` and `seal-test-sector`.
+//! Filecoin PoRep: `setup --porep`, `prove porep`, `verify porep`, `seal-test-sector` and
+//! `sample-sector`.
 //!
 //! Every command that touches filecoin-proofs' parameter directory settles it first
 //! ([`cuzk_filecoin::parameter_dir`]), because filecoin-proofs reads its settings only once.
@@ -8,8 +9,8 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use cuzk_filecoin::{
-    compiled_r1cs, parameter_dir, seal_random_sector, verify_seal, C1Output, ParamFiles,
-    R1csOrigin, SealProof, SectorIdentity, SectorJob,
+    compiled_r1cs, parameter_dir, seal_random_sector, verify_seal, C1Output, FilecoinError,
+    ParamFiles, R1csOrigin, SealProof, SealedSector, SectorIdentity, SectorJob,
 };
 use cuzk_groth16::params_file::PointCheck;
 use cuzk_pipeline::engine::auto_memory_budget;
@@ -18,7 +19,7 @@ use cuzk_pipeline::{Engine, EngineConfig};
 use serde_json::json;
 
 use crate::args::{
-    GlobalArgs, MemoryArg, PorepInputArgs, PorepProveArgs, PorepVerifyArgs, SealTestSectorArgs,
+    GlobalArgs, MemoryArg, PorepInputArgs, PorepProveArgs, PorepVerifyArgs, TestSectorArgs,
 };
 use crate::progress::Progress;
 use crate::{backend, Outcome};
@@ -208,42 +209,57 @@ pub fn verify(global: &GlobalArgs, args: PorepVerifyArgs) -> Result<Outcome> {
     ))
 }
 
-pub fn seal_test_sector(global: &GlobalArgs, args: SealTestSectorArgs) -> Result<Outcome> {
+pub fn seal_test_sector(global: &GlobalArgs, args: TestSectorArgs) -> Result<Outcome> {
+    let sector_dir = args.out.join("sector");
+    write_test_sector(global, &args, "sealing a random", |proof| {
+        seal_random_sector(proof, &sector_dir, args.miner_id, &mut rand::rngs::OsRng)
+    })
+}
+
+pub fn sample_sector(global: &GlobalArgs, args: TestSectorArgs) -> Result<Outcome> {
+    write_test_sector(global, &args, "sampling a committed-capacity", |proof| {
+        cuzk_filecoin::sample_sector(proof, args.miner_id, &mut rand::rngs::OsRng)
+    })
+}
+
+/// Makes a sector for `args` with `make` and writes its C1 output (c1.json) and sector.json.
+fn write_test_sector(
+    global: &GlobalArgs,
+    args: &TestSectorArgs,
+    doing: &str,
+    make: impl FnOnce(SealProof) -> Result<SealedSector, FilecoinError>,
+) -> Result<Outcome> {
     let proof = SealProof::from_size_or_name(&args.size)?;
-    if args.out.join("c1.json").exists() {
-        bail!(
-            "{} already holds a sealed sector (c1.json)",
-            args.out.display()
-        );
+    let c1_path = args.out.join("c1.json");
+    if c1_path.exists() {
+        bail!("{} already holds a sector (c1.json)", args.out.display());
     }
     let progress = Progress::new(global.json);
-    let (sealed, elapsed) = progress.stage(&format!("sealing a random {proof} sector"), || {
-        seal_random_sector(
-            proof,
-            &args.out.join("sector"),
-            args.miner_id,
-            &mut rand::rngs::OsRng,
-        )
-    });
-    let sealed = sealed?;
-    let c1_path = args.out.join("c1.json");
-    super::write_output(&c1_path, &sealed.c1.to_ffi_json())?;
-    let prover_id = format!("0x{}", hex::encode(sealed.identity.prover_id));
-    let sector = json!({
+    let (sector, elapsed) = progress.stage(&format!("{doing} {proof} sector"), || make(proof));
+    let sector = sector?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    super::write_output(&c1_path, &sector.c1.to_ffi_json())?;
+    let prover_id = format!("0x{}", hex::encode(sector.identity.prover_id));
+    let description = json!({
         "seal_proof": proof.name(),
         "prover_id": prover_id,
-        "sector_id": sealed.identity.sector_id,
+        "sector_id": sector.identity.sector_id,
         "c1": c1_path,
-        "seal_s": elapsed.as_secs_f64(),
+        "made_s": elapsed.as_secs_f64(),
     });
-    super::write_output(&args.out.join("sector.json"), sector.to_string().as_bytes())?;
+    super::write_output(
+        &args.out.join("sector.json"),
+        description.to_string().as_bytes(),
+    )?;
     if global.json {
-        println!("{sector}");
+        println!("{description}");
     } else {
         println!(
-            "wrote {} (prover id {prover_id}, sector id {})",
+            "wrote {} (prover id {prover_id}, sector id {}) in {:.1} s",
             c1_path.display(),
-            sealed.identity.sector_id
+            sector.identity.sector_id,
+            elapsed.as_secs_f64()
         );
     }
     Ok(Outcome::Success)
