@@ -27,17 +27,20 @@ const DEFAULT_BENCH: [&str; 10] = [
     "1G",
 ];
 
-/// The summary keys that become CSV columns, after the three grid columns.
-const COLUMNS: [&str; 9] = [
-    "steady_state_s_per_proof",
-    "wall_s",
-    "gpu_busy_fraction",
-    "gpu_ms_mean",
-    "prove_start_ms_mean",
-    "max_synth_in_flight",
-    "gpu_idle_windows",
-    "peak_memory_bytes",
-    "backend",
+/// The CSV columns after the three grid columns, each a summary value by its JSON pointer.
+const COLUMNS: [(&str, &str); 9] = [
+    ("steady_state_s_per_proof", "/steady_state_s_per_proof"),
+    ("wall_s", "/wall_s"),
+    ("gpu_busy_fraction", "/gpu_busy_fraction"),
+    ("gpu_ms_median", "/per_partition/gpu_ms/median"),
+    (
+        "prove_start_ms_median",
+        "/per_partition/prove_start_ms/median",
+    ),
+    ("max_synth_in_flight", "/max_synth_in_flight"),
+    ("gpu_idle_windows", "/gpu_idle_windows"),
+    ("peak_memory_bytes", "/peak_memory_bytes"),
+    ("backend", "/backend"),
 ];
 
 struct Grid {
@@ -164,7 +167,7 @@ fn bench(grid: &Grid, (pw, gw, c): (usize, usize, usize)) -> Result<Point> {
 fn csv(points: &[Point]) -> String {
     let mut out = format!(
         "partition_workers,gpu_workers,concurrency,{}\n",
-        COLUMNS.join(",")
+        COLUMNS.map(|(name, _)| name).join(",")
     );
     for p in points {
         let _ = write!(
@@ -172,8 +175,8 @@ fn csv(points: &[Point]) -> String {
             "{},{},{}",
             p.partition_workers, p.gpu_workers, p.concurrency
         );
-        for key in COLUMNS {
-            let cell = match &p.summary[key] {
+        for (_, pointer) in COLUMNS {
+            let cell = match p.summary.pointer(pointer).unwrap_or(&Value::Null) {
                 Value::Null => String::new(),
                 Value::String(s) => s.clone(),
                 other => other.to_string(),

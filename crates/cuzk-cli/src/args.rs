@@ -422,6 +422,11 @@ pub struct BenchArgs {
     pub memory_budget: MemoryArg,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
+    /// Jobs left out of the steady state: the first to finish, whose time holds the pipeline
+    /// filling up and the SRS placement. Seconds per proof, GPU busy and the per-partition figures
+    /// cover the run from the last of them to the end.
+    #[arg(long, value_name = "JOBS", default_value_t = cuzk_pipeline::analysis::DEFAULT_WARMUP_JOBS)]
+    pub warmup: usize,
     /// Write the TIMELINE here (for `cuzk analyze`).
     #[arg(long)]
     pub timeline: Option<PathBuf>,

@@ -7,6 +7,7 @@ mod circuit;
 mod commands;
 mod inputs;
 mod progress;
+mod report;
 
 use std::process::ExitCode;
 

@@ -342,7 +342,7 @@ fn analyze_reports_each_device() {
                 number("device"),
                 number("partitions"),
                 number("gpu_idle_windows"),
-                number("gpu_ms_mean"),
+                d["gpu_ms"]["median"].as_f64().expect("median"),
             )
         })
         .collect();
@@ -354,10 +354,74 @@ fn analyze_reports_each_device() {
     assert!(output.status.success(), "{}", stderr(&output));
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(
-        text.contains("device 0: 2 partitions, busy 100.0%")
-            && text.contains("device 1: 2 partitions, busy 80.0% of its own span (1 idle windows)"),
+        text.contains("device 0       2 partitions, busy 100.0%")
+            && text.contains(
+                "device 1       2 partitions, busy 80.0% of its own span (1 idle windows)"
+            ),
         "{text}"
     );
+}
+
+/// `cuzk analyze` on a hand-built log whose first partition placed the SRS in a 900 ms device
+/// region while the others took 70 to 90 ms: the placement on a line of its own, the medians of
+/// the steady partitions (after the first job) alone, the same figures in JSON and text.
+#[test]
+fn analyze_sets_the_srs_placement_apart() {
+    let files = Files::new();
+    let mut log = String::new();
+    let mut start = 0;
+    for (k, region) in [900, 70, 80, 70, 90, 70].into_iter().enumerate() {
+        let (job, partition) = (k / 2, k % 2);
+        let end = start + region;
+        let srs = if k == 0 { ",srs_place_ms=830" } else { "" };
+        log += &format!(
+            "TIMELINE,{start},GPU_START,job{job},partition={partition},device=0\n\
+             TIMELINE,{end},GPU_END,job{job},partition={partition},device=0\n\
+             TIMELINE,{end},PARTITION_STATS,job{job},partition={partition},prove_start_ms={}{srs}\n",
+            region + 5
+        );
+        start = end;
+    }
+    let path = files.path("srs.log");
+    std::fs::write(&path, log).expect("write");
+    let output = cuzk(&["--json", "analyze", &path]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    let placements = summary["srs_placements"].as_array().expect("placements");
+    assert_eq!(placements.len(), 1, "{summary}");
+    assert_eq!(
+        (
+            &placements[0]["job"],
+            &placements[0]["gpu_ms"],
+            &placements[0]["srs_place_ms"]
+        ),
+        (&"job0".into(), &900.0.into(), &830.0.into())
+    );
+    // Final GPU_ENDs 970, 1120, 1280: the steady state runs from the first job's end, 310 ms
+    // for the other two.
+    assert_eq!(summary["warmup_jobs"], 1);
+    assert_eq!(summary["steady_state"]["jobs"], 2);
+    assert_eq!(summary["steady_state_s_per_job"], 0.155);
+    let per_partition = &summary["per_partition"];
+    assert_eq!(per_partition["over"], "steady_state");
+    assert_eq!(per_partition["gpu_ms"]["count"], 4);
+    assert_eq!(per_partition["gpu_ms"]["median"], 75.0);
+    assert_eq!(per_partition["prove_start_ms"]["median"], 80.0);
+    // The device's own figure covers the whole run, its placement still apart.
+    assert_eq!(summary["devices"][0]["gpu_ms"]["median"], 70.0);
+
+    let output = cuzk(&["analyze", &path]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    for line in [
+        "  steady state   0.155 s per proof over 2 jobs, 0.970–1.280 s, after a warm-up of 1 job; GPU busy 100.0%",
+        "  SRS placement  job0 partition 0 on device 0: 830.0 ms of a 900.0 ms device region",
+        "  partitions     4 whose device region began in the steady state, SRS placements apart:",
+        "  device region  75.0 ms median, p10 70.0, p90 87.0, 4 partitions",
+        "  prove_start    80.0 ms median, p10 75.0, p90 92.0, 4 partitions",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");
+    }
 }
 
 /// `cuzk bench` runs 4 jobs of 4 partitions through the engine on the CPU, and `cuzk analyze` on
@@ -393,7 +457,8 @@ fn bench_runs_jobs_and_analyze_agrees_with_its_summary() {
     ]);
     assert!(output.status.success(), "bench: {}", stderr(&output));
     let text = String::from_utf8_lossy(&output.stdout);
-    assert!(text.contains("s per proof"), "{text}");
+    assert!(text.contains("s per proof over 3 jobs"), "{text}");
+    assert!(text.contains("after a warm-up of 1 job"), "{text}");
     // One device: the header names it alone, and no line per device.
     assert!(text.contains(" at once, on cpu: "), "{text}");
     assert!(!text.contains("device 0"), "{text}");
@@ -449,6 +514,22 @@ fn bench_runs_jobs_and_analyze_agrees_with_its_summary() {
     for (ours, theirs) in figures {
         assert!((ours - theirs.as_f64().expect("number")).abs() < 1e-9);
     }
+    // The shared figures are the same numbers: the warm-up, the steady window, per partition.
+    for key in [
+        "warmup_jobs",
+        "steady_state",
+        "srs_placements",
+        "per_partition",
+        "synthesis",
+    ] {
+        assert_eq!(bench[key], analyzed[key], "{key}");
+    }
+    let per_partition = &bench["per_partition"];
+    assert_eq!(per_partition["over"], "steady_state");
+    let median = |key: &str| per_partition[key]["median"].as_f64();
+    assert!(median("gpu_ms") > Some(0.0), "{per_partition}");
+    assert!(median("synth_ms") > Some(0.0), "{per_partition}");
+    assert!(median("prove_start_ms") > Some(0.0), "{per_partition}");
 }
 
 /// `cuzk bench --direct-synthesis` records nothing and compiles nothing.

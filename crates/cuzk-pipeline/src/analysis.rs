@@ -1,10 +1,71 @@
 //! What a TIMELINE says about the GPU: its busy intervals merged over all workers, the idle
-//! windows between them, the busy fraction and the steady-state time per job; the same per device
-//! for multi-GPU runs, where the merged view would hide one device idling behind another.
+//! windows between them, the busy fraction and the steady state after a warm-up; the partitions
+//! that placed a parameter set on the device, apart; each partition's stage times as median and
+//! spread; the same per device for multi-GPU runs, where the merged view would hide one device
+//! idling behind another.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::timeline::{Record, Timeline};
+
+/// Jobs left out of the steady state unless told otherwise: the first to finish, whose time holds
+/// the pipeline filling up and, on a GPU, the SRS placement. One is also the window the steady
+/// state covered before it had a warm-up setting, so earlier figures compare.
+pub const DEFAULT_WARMUP_JOBS: usize = 1;
+
+/// PARTITION_STATS keys reported per partition, when a log has them: `prove_start` (host
+/// preparation, device wait and device region); the host copy of a, b, c and the witness into
+/// page-locked memory before the device region; the copy of a, b, c inside the region, as logs
+/// before that change recorded it (their `prep_copy_ms` is the witness alone).
+pub const STAGE_KEYS: [&str; 3] = ["prove_start_ms", "prep_copy_ms", "stage_abc_ms"];
+
+/// The `qs` quantiles (each in [0, 1]) of `values`, interpolated linearly between the nearest
+/// ranks (so the median of an even count is the mean of the middle two); `None` for no values.
+pub fn percentiles<const N: usize>(values: &[f64], qs: [f64; N]) -> Option<[f64; N]> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let last = sorted.len().checked_sub(1)?;
+    Some(qs.map(|q| {
+        let rank = q.clamp(0.0, 1.0) * last as f64;
+        let (below, above) = (rank.floor() as usize, rank.ceil() as usize);
+        sorted[below] + (sorted[above] - sorted[below]) * (rank - below as f64)
+    }))
+}
+
+/// A sample's median and spread, the form every per-partition figure takes: a mean alone lets one
+/// slow partition (an SRS placement, a cold start) stand for all.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spread {
+    pub count: usize,
+    pub p10: f64,
+    pub median: f64,
+    pub p90: f64,
+    /// Kept beside the median for totals (mean × count).
+    pub mean: f64,
+}
+
+impl Spread {
+    /// `None` for no values.
+    pub fn of(values: &[f64]) -> Option<Self> {
+        let [p10, median, p90] = percentiles(values, [0.1, 0.5, 0.9])?;
+        Some(Spread {
+            count: values.len(),
+            p10,
+            median,
+            p90,
+            mean: values.iter().sum::<f64>() / values.len() as f64,
+        })
+    }
+}
+
+/// Detail `key` of `record` as a finite number.
+fn number(record: &Record, key: &str) -> Option<f64> {
+    record
+        .get(key)?
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
+}
 
 /// One partition's time in a stage: on the GPU (GPU_START, or GPU_PICKUP when the log has no
 /// GPU_START, to GPU_END) or in synthesis (SYNTH_START to SYNTH_END).
@@ -44,9 +105,51 @@ pub struct GpuSummary {
     pub idle_windows: Vec<IdleWindow>,
     /// Busy time over [first GPU start, last GPU end]; 1.0 for a single instant.
     pub busy_fraction: f64,
-    /// (last job's final GPU_END − first job's final GPU_END) / (jobs − 1), in seconds.
-    pub steady_state_s_per_job: Option<f64>,
+    /// Jobs left out of the steady state, the first to finish.
+    pub warmup_jobs: usize,
+    /// The run after the warm-up; `None` when no job finished after it.
+    pub steady: Option<SteadyState>,
+    /// Partitions whose device region placed a parameter set on the device, in time order.
+    pub srs_placements: Vec<SrsPlacement>,
     pub jobs: usize,
+}
+
+/// The run after its warm-up (the first jobs to finish): from the last warm-up job's final
+/// GPU_END (the first GPU start with no warm-up) to the last job's final GPU_END.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SteadyState {
+    pub start_ms: f64,
+    pub end_ms: f64,
+    /// Jobs whose final GPU_END falls in the window (all but the warm-up).
+    pub jobs: usize,
+    /// The window over its jobs, in seconds.
+    pub s_per_job: f64,
+    /// GPU busy time inside the window over its length; 1.0 for a single instant.
+    pub busy_fraction: f64,
+}
+
+/// A partition whose device region placed its parameter set on the device (its PARTITION_STATS
+/// carries `srs_place_ms`, which the GPU backend records when it uploads a set): a one-off cost,
+/// reported apart and left out of the device-region figures.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SrsPlacement {
+    pub job_id: String,
+    pub partition: Option<u32>,
+    pub device: Option<u32>,
+    /// Its whole device region; `None` when the log has no GPU interval for it.
+    pub gpu_ms: Option<f64>,
+    /// The placement's part of that region.
+    pub place_ms: f64,
+}
+
+impl GpuSummary {
+    /// The partitions that placed a parameter set, as (job, partition).
+    fn placed(&self) -> HashSet<PartitionKey<'_>> {
+        self.srs_placements
+            .iter()
+            .map(|p| (p.job_id.as_str(), p.partition))
+            .collect()
+    }
 }
 
 /// Pairs each `closing` record with the latest earlier unmatched `opening` record of the same job
@@ -94,8 +197,7 @@ pub fn synth_intervals(timeline: &Timeline) -> Vec<Span> {
     pair(timeline, "SYNTH_START", "SYNTH_END")
 }
 
-/// Busy stretches of intervals sorted by start: the gaps between stretches and the busy fraction
-/// over [first start, last end] (1.0 for a single instant or none).
+/// Busy stretches of intervals sorted by start: the gaps between stretches and the busy time.
 fn merge(intervals: &[Span]) -> (Vec<IdleWindow>, f64) {
     let mut idle_windows = Vec::new();
     let mut busy_ms = 0.0;
@@ -126,25 +228,37 @@ fn merge(intervals: &[Span]) -> (Vec<IdleWindow>, f64) {
     if let Some((start, end, _)) = stretch {
         busy_ms += end - start;
     }
-    let span_ms = match (
+    (idle_windows, busy_ms)
+}
+
+/// Busy time over a window's length; 1.0 for a window of no length.
+fn fraction(busy_ms: f64, window_ms: f64) -> f64 {
+    if window_ms > 0.0 {
+        busy_ms / window_ms
+    } else {
+        1.0
+    }
+}
+
+/// Intervals sorted by start, merged: the gaps and the busy fraction over [first start, last end]
+/// (1.0 for a single instant or none).
+fn busy_over_extent(intervals: &[Span]) -> (Vec<IdleWindow>, f64) {
+    let (idle_windows, busy_ms) = merge(intervals);
+    let extent_ms = match (
         intervals.first(),
         intervals.iter().map(|i| i.end_ms).reduce(f64::max),
     ) {
         (Some(first), Some(last)) => last - first.start_ms,
         _ => 0.0,
     };
-    let busy_fraction = if span_ms > 0.0 {
-        busy_ms / span_ms
-    } else {
-        1.0
-    };
-    (idle_windows, busy_fraction)
+    (idle_windows, fraction(busy_ms, extent_ms))
 }
 
-/// Merges the intervals of all workers, of all devices, and measures the gaps.
-pub fn summarize(timeline: &Timeline) -> GpuSummary {
+/// Merges the intervals of all workers, of all devices, and measures the gaps; the steady state
+/// leaves out the first `warmup_jobs` jobs to finish.
+pub fn summarize(timeline: &Timeline, warmup_jobs: usize) -> GpuSummary {
     let intervals = gpu_intervals(timeline);
-    let (idle_windows, busy_fraction) = merge(&intervals);
+    let (idle_windows, busy_fraction) = busy_over_extent(&intervals);
 
     let mut final_end: HashMap<&str, f64> = HashMap::new();
     for iv in &intervals {
@@ -153,17 +267,95 @@ pub fn summarize(timeline: &Timeline) -> GpuSummary {
     }
     let mut finals: Vec<f64> = final_end.values().copied().collect();
     finals.sort_by(f64::total_cmp);
-    let steady_state_s_per_job = match finals.as_slice() {
-        [first, .., last] => Some((last - first) / (finals.len() - 1) as f64 / 1000.0),
-        _ => None,
-    };
+    let steady = steady_state(&intervals, &finals, warmup_jobs);
+    let srs_placements = srs_placements(timeline, &regions(&intervals));
     GpuSummary {
         jobs: finals.len(),
         intervals,
         idle_windows,
         busy_fraction,
-        steady_state_s_per_job,
+        warmup_jobs,
+        steady,
+        srs_placements,
     }
+}
+
+/// The window after the first `warmup_jobs` of the jobs' final GPU_ENDs (`finals`, sorted).
+fn steady_state(intervals: &[Span], finals: &[f64], warmup_jobs: usize) -> Option<SteadyState> {
+    let jobs = finals.len().checked_sub(warmup_jobs).filter(|&n| n > 0)?;
+    let end_ms = *finals.last()?;
+    let start_ms = match warmup_jobs.checked_sub(1) {
+        Some(last_warmup) => *finals.get(last_warmup)?,
+        None => intervals.first()?.start_ms,
+    };
+    let inside: Vec<Span> = intervals
+        .iter()
+        .filter(|iv| iv.end_ms > start_ms && iv.start_ms < end_ms)
+        .map(|iv| Span {
+            start_ms: iv.start_ms.max(start_ms),
+            end_ms: iv.end_ms.min(end_ms),
+            ..iv.clone()
+        })
+        .collect();
+    let (_, busy_ms) = merge(&inside);
+    Some(SteadyState {
+        start_ms,
+        end_ms,
+        jobs,
+        s_per_job: (end_ms - start_ms) / jobs as f64 / 1000.0,
+        busy_fraction: fraction(busy_ms, end_ms - start_ms),
+    })
+}
+
+/// A partition of a job, as TIMELINE records name it.
+type PartitionKey<'a> = (&'a str, Option<u32>);
+
+/// One partition's device region: all its GPU intervals (a backend may take the device more than
+/// once), from the first one's start.
+#[derive(Clone, Copy, Debug)]
+struct Region {
+    device: Option<u32>,
+    start_ms: f64,
+    gpu_ms: f64,
+}
+
+fn regions(intervals: &[Span]) -> BTreeMap<PartitionKey<'_>, Region> {
+    let mut regions: BTreeMap<PartitionKey<'_>, Region> = BTreeMap::new();
+    for iv in intervals {
+        let region = regions
+            .entry((iv.job_id.as_str(), iv.partition))
+            .or_insert(Region {
+                device: iv.device,
+                start_ms: iv.start_ms,
+                gpu_ms: 0.0,
+            });
+        region.start_ms = region.start_ms.min(iv.start_ms);
+        region.gpu_ms += iv.end_ms - iv.start_ms;
+    }
+    regions
+}
+
+/// The partitions whose PARTITION_STATS say they placed the SRS, with their device regions.
+fn srs_placements(
+    timeline: &Timeline,
+    regions: &BTreeMap<PartitionKey<'_>, Region>,
+) -> Vec<SrsPlacement> {
+    timeline
+        .records
+        .iter()
+        .filter(|r| r.event == "PARTITION_STATS")
+        .filter_map(|r| {
+            let place_ms = number(r, "srs_place_ms")?;
+            let region = regions.get(&(r.job_id.as_str(), r.partition()));
+            Some(SrsPlacement {
+                job_id: r.job_id.clone(),
+                partition: r.partition(),
+                device: region.and_then(|g| g.device),
+                gpu_ms: region.map(|g| g.gpu_ms),
+                place_ms,
+            })
+        })
+        .collect()
 }
 
 /// One device's share of the GPU side, measured over its own [first start, last end] so a device
@@ -174,39 +366,34 @@ pub struct DeviceSummary {
     pub device: u32,
     /// Distinct (job, partition) pairs it ran.
     pub partitions: usize,
-    /// Total time in its device regions.
-    pub gpu_ms: f64,
+    /// Device region per partition, its SRS placements left out.
+    pub gpu_ms: Option<Spread>,
     pub busy_fraction: f64,
     pub idle_windows: Vec<IdleWindow>,
 }
 
-impl DeviceSummary {
-    /// Device-region time per partition (a backend may take the device more than once each).
-    pub fn gpu_ms_per_partition(&self) -> Option<f64> {
-        (self.partitions > 0).then(|| self.gpu_ms / self.partitions as f64)
-    }
-}
-
-/// Every device seen in `intervals` (as [`gpu_intervals`] returns them), by device number.
-pub fn per_device(intervals: &[Span]) -> Vec<DeviceSummary> {
+/// Every device seen in the summary's intervals, by device number.
+pub fn per_device(gpu: &GpuSummary) -> Vec<DeviceSummary> {
+    let placed = gpu.placed();
     let mut devices: BTreeMap<u32, Vec<Span>> = BTreeMap::new();
-    for iv in intervals {
+    for iv in &gpu.intervals {
         let device = devices.entry(iv.device.unwrap_or(0)).or_default();
         device.push(iv.clone());
     }
     devices
         .into_iter()
-        .map(|(device, mut spans)| {
-            spans.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
-            let (idle_windows, busy_fraction) = merge(&spans);
-            let partitions: HashSet<(&str, Option<u32>)> = spans
+        .map(|(device, spans)| {
+            let (idle_windows, busy_fraction) = busy_over_extent(&spans);
+            let regions = regions(&spans);
+            let gpu_ms: Vec<f64> = regions
                 .iter()
-                .map(|s| (s.job_id.as_str(), s.partition))
+                .filter(|(key, _)| !placed.contains(*key))
+                .map(|(_, region)| region.gpu_ms)
                 .collect();
             DeviceSummary {
                 device,
-                partitions: partitions.len(),
-                gpu_ms: spans.iter().map(|s| s.end_ms - s.start_ms).sum(),
+                partitions: regions.len(),
+                gpu_ms: Spread::of(&gpu_ms),
                 busy_fraction,
                 idle_windows,
             }
@@ -266,57 +453,82 @@ pub fn transitions(intervals: &[Span]) -> Vec<Transition> {
         .collect()
 }
 
-/// Synthesis durations (SYNTH_START to SYNTH_END of the same job and partition), in ms.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct SynthStats {
-    pub count: usize,
-    pub min_ms: f64,
-    pub mean_ms: f64,
-    pub max_ms: f64,
-}
-
-impl SynthStats {
-    fn of(durations: &[f64]) -> Self {
-        if durations.is_empty() {
-            return SynthStats::default();
-        }
-        SynthStats {
-            count: durations.len(),
-            min_ms: durations.iter().copied().fold(f64::INFINITY, f64::min),
-            mean_ms: durations.iter().sum::<f64>() / durations.len() as f64,
-            max_ms: durations.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-        }
-    }
-}
-
-pub fn synth_stats(timeline: &Timeline) -> SynthStats {
-    let durations: Vec<f64> = synth_intervals(timeline)
-        .iter()
-        .map(|s| s.end_ms - s.start_ms)
-        .collect();
-    SynthStats::of(&durations)
-}
-
 /// Synthesis durations of finished partitions (their PARTITION_STATS' synth_ms) by how they were
-/// synthesized (`synthesis=`: direct, recorded, compiled); empty for logs that do not say.
-pub fn synth_stats_by_path(timeline: &Timeline) -> BTreeMap<String, SynthStats> {
+/// synthesized (`synthesis=`: direct, recorded, compiled), over the whole run; empty for logs that
+/// do not say.
+pub fn synth_stats_by_path(timeline: &Timeline) -> BTreeMap<String, Spread> {
     let mut durations: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for record in timeline
         .records
         .iter()
         .filter(|r| r.event == "PARTITION_STATS")
     {
-        let (Some(path), Some(ms)) = (record.get("synthesis"), record.get("synth_ms")) else {
+        let (Some(path), Some(ms)) = (record.get("synthesis"), number(record, "synth_ms")) else {
             continue;
         };
-        if let Ok(ms) = ms.parse() {
-            durations.entry(path.to_owned()).or_default().push(ms);
-        }
+        durations.entry(path.to_owned()).or_default().push(ms);
     }
     durations
         .into_iter()
-        .map(|(path, ms)| (path, SynthStats::of(&ms)))
+        .filter_map(|(path, ms)| Some((path, Spread::of(&ms)?)))
         .collect()
+}
+
+/// Per-partition figures of the partitions measured: those whose device region began in the
+/// steady state (every one when the run has none), the SRS placements left out, so a slow first
+/// partition or a cold start does not stand for the rest.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PartitionFigures {
+    /// Whether they cover the steady state; else the whole run.
+    pub steady: bool,
+    pub partitions: usize,
+    /// SYNTH_START to SYNTH_END.
+    pub synth_ms: Option<Spread>,
+    /// The device region (all of a partition's GPU intervals).
+    pub gpu_ms: Option<Spread>,
+    /// The [`STAGE_KEYS`] the log has, in that order.
+    pub stages: Vec<(&'static str, Spread)>,
+}
+
+pub fn partition_figures(timeline: &Timeline, gpu: &GpuSummary) -> PartitionFigures {
+    let from_ms = gpu
+        .steady
+        .as_ref()
+        .map_or(f64::NEG_INFINITY, |s| s.start_ms);
+    let placed = gpu.placed();
+    let measured: BTreeMap<PartitionKey<'_>, f64> = regions(&gpu.intervals)
+        .into_iter()
+        .filter(|(key, region)| region.start_ms >= from_ms && !placed.contains(key))
+        .map(|(key, region)| (key, region.gpu_ms))
+        .collect();
+    let gpu_ms: Vec<f64> = measured.values().copied().collect();
+    let synth_ms: Vec<f64> = synth_intervals(timeline)
+        .iter()
+        .filter(|s| measured.contains_key(&(s.job_id.as_str(), s.partition)))
+        .map(|s| s.end_ms - s.start_ms)
+        .collect();
+    let stats: Vec<&Record> = timeline
+        .records
+        .iter()
+        .filter(|r| {
+            r.event == "PARTITION_STATS"
+                && measured.contains_key(&(r.job_id.as_str(), r.partition()))
+        })
+        .collect();
+    let stages = STAGE_KEYS
+        .into_iter()
+        .filter_map(|key| {
+            let values: Vec<f64> = stats.iter().filter_map(|r| number(r, key)).collect();
+            Some((key, Spread::of(&values)?))
+        })
+        .collect();
+    PartitionFigures {
+        steady: gpu.steady.is_some(),
+        partitions: measured.len(),
+        synth_ms: Spread::of(&synth_ms),
+        gpu_ms: Spread::of(&gpu_ms),
+        stages,
+    }
 }
 
 /// Per job, its partitions' total synthesis time against their total GPU time: with P syntheses in
@@ -406,7 +618,135 @@ mod tests {
     use super::*;
 
     fn summary(log: &str) -> GpuSummary {
-        summarize(&Timeline::parse(log))
+        summarize(&Timeline::parse(log), DEFAULT_WARMUP_JOBS)
+    }
+
+    fn s_per_job(s: &GpuSummary) -> Option<f64> {
+        s.steady.as_ref().map(|s| s.s_per_job)
+    }
+
+    #[test]
+    fn percentiles_interpolate_between_ranks() {
+        assert_eq!(percentiles(&[], [0.5]), None);
+        assert_eq!(percentiles(&[5.0], [0.1, 0.5, 0.9]), Some([5.0; 3]));
+        assert_eq!(percentiles(&[3.0, 1.0, 2.0], [0.5]), Some([2.0]));
+        // Ranks 0.3, 1.5 and 2.7 of 1, 2, 3, 4.
+        let [p10, median, p90] =
+            percentiles(&[4.0, 1.0, 3.0, 2.0], [0.1, 0.5, 0.9]).unwrap_or([f64::NAN; 3]);
+        assert!((p10 - 1.3).abs() < 1e-12 && (p90 - 3.7).abs() < 1e-12);
+        assert_eq!(median, 2.5);
+        assert_eq!(percentiles(&[1.0, 2.0], [-1.0, 2.0]), Some([1.0, 2.0]));
+        assert_eq!(Spread::of(&[]), None);
+        let spread = Spread::of(&[10.0, 70.0, 70.0, 70.0, 1000.0]);
+        assert_eq!(
+            spread.map(|s| (s.count, s.median, s.mean)),
+            Some((5, 70.0, 244.0))
+        );
+    }
+
+    /// Four jobs of two partitions on one device, one after another: a's partition 0 places the
+    /// SRS (400 ms, 330 of them placing), every other device region takes 70 ms, synthesis 20 ms
+    /// (30 for a0), the staging copy 7 ms. Final GPU_ENDs: a 470, b 610, c 750, d 890.
+    fn slow_first_partition() -> Timeline {
+        let mut log = String::new();
+        let mut gpu_start = 0;
+        for (j, job) in ["a", "b", "c", "d"].into_iter().enumerate() {
+            for partition in 0..2 {
+                let first = j == 0 && partition == 0;
+                let (region, synth) = if first { (400, 30) } else { (70, 20) };
+                let gpu_end = gpu_start + region;
+                let synth_start = gpu_start - synth;
+                let srs = if first { ",srs_place_ms=330" } else { "" };
+                log += &format!(
+                    "TIMELINE,{synth_start},SYNTH_START,{job},partition={partition}\n\
+                     TIMELINE,{gpu_start},SYNTH_END,{job},partition={partition},synth_ms={synth}\n\
+                     TIMELINE,{gpu_start},GPU_START,{job},partition={partition},device=0\n\
+                     TIMELINE,{gpu_end},GPU_END,{job},partition={partition},device=0\n\
+                     TIMELINE,{gpu_end},PARTITION_STATS,{job},partition={partition},\
+                     synth_ms={synth},prove_start_ms={},gpu_ms={region},prep_copy_ms=7{srs}\n",
+                    region + 10
+                );
+                gpu_start = gpu_end;
+            }
+        }
+        Timeline::parse(&log)
+    }
+
+    #[test]
+    fn the_srs_placement_is_apart_and_the_steady_state_follows_the_warm_up() {
+        let timeline = slow_first_partition();
+        let gpu = summarize(&timeline, 1);
+        assert_eq!(
+            gpu.srs_placements,
+            [SrsPlacement {
+                job_id: "a".into(),
+                partition: Some(0),
+                device: Some(0),
+                gpu_ms: Some(400.0),
+                place_ms: 330.0,
+            }]
+        );
+        let steady = gpu.steady.clone();
+        assert_eq!(
+            steady.map(|s| (s.start_ms, s.end_ms, s.jobs, s.busy_fraction)),
+            Some((470.0, 890.0, 3, 1.0))
+        );
+        assert_eq!(s_per_job(&gpu), Some(0.14));
+        // b0 to d1 began after a ended.
+        let figures = partition_figures(&timeline, &gpu);
+        assert!(figures.steady);
+        assert_eq!(figures.partitions, 6);
+        let median = |s: Option<Spread>| s.map(|s| (s.count, s.median));
+        assert_eq!(median(figures.gpu_ms), Some((6, 70.0)));
+        assert_eq!(median(figures.synth_ms), Some((6, 20.0)));
+        let stages: Vec<_> = figures
+            .stages
+            .iter()
+            .map(|(key, s)| (*key, s.count, s.median))
+            .collect();
+        assert_eq!(
+            stages,
+            [("prove_start_ms", 6, 80.0), ("prep_copy_ms", 6, 7.0)]
+        );
+        let devices = per_device(&gpu);
+        assert_eq!(devices.len(), 1);
+        // The device's own figure covers the whole run, the placement still apart.
+        assert_eq!(median(devices[0].gpu_ms), Some((7, 70.0)));
+        assert_eq!(devices[0].partitions, 8);
+
+        // No warm-up: from the first GPU start, every partition but the placement.
+        let gpu = summarize(&timeline, 0);
+        assert_eq!(s_per_job(&gpu), Some(0.2225));
+        let figures = partition_figures(&timeline, &gpu);
+        assert_eq!(median(figures.gpu_ms), Some((7, 70.0)));
+        assert_eq!(median(figures.synth_ms), Some((7, 20.0)));
+
+        // A warm-up of every job leaves no steady state: the whole run is measured instead.
+        let gpu = summarize(&timeline, 4);
+        assert_eq!(gpu.steady, None);
+        let figures = partition_figures(&timeline, &gpu);
+        assert!(!figures.steady);
+        assert_eq!(median(figures.gpu_ms), Some((7, 70.0)));
+    }
+
+    /// A log without PARTITION_STATS (the public engine's, or before them) has no placements to
+    /// set apart and no stage figures; its device regions and syntheses still count.
+    #[test]
+    fn logs_without_partition_stats_still_give_regions() {
+        let timeline = Timeline::parse(
+            &slow_first_partition()
+                .records
+                .iter()
+                .filter(|r| r.event != "PARTITION_STATS")
+                .map(|r| format!("{r}\n"))
+                .collect::<String>(),
+        );
+        let gpu = summarize(&timeline, 0);
+        assert!(gpu.srs_placements.is_empty());
+        let figures = partition_figures(&timeline, &gpu);
+        assert_eq!(figures.partitions, 8);
+        assert_eq!(figures.gpu_ms.map(|s| s.median), Some(70.0));
+        assert!(figures.stages.is_empty());
     }
 
     /// Two workers, overlapping intervals, lines out of order, noise: GPU busy 0–100 and 120–300
@@ -438,8 +778,9 @@ mod tests {
             }]
         );
         assert!((s.busy_fraction - 280.0 / 300.0).abs() < 1e-12);
-        // Final GPU_ENDs: a at 100, b at 300.
-        assert_eq!(s.steady_state_s_per_job, Some(0.2));
+        // Final GPU_ENDs: a at 100, b at 300; in 100–300 the GPU is busy from 120.
+        assert_eq!(s_per_job(&s), Some(0.2));
+        assert_eq!(s.steady.map(|s| s.busy_fraction), Some(0.9));
     }
 
     /// Two devices of two workers each. Device 0: a0 0–50, a2 50–100, b0 130–180 (idle 100–130).
@@ -465,12 +806,15 @@ mod tests {
     fn each_device_is_measured_over_its_own_span() {
         let s = summary(TWO_DEVICES);
         assert_eq!((s.busy_fraction, s.idle_windows.len()), (1.0, 0));
-        let devices = per_device(&s.intervals);
+        let devices = per_device(&s);
         let figures: Vec<_> = devices
             .iter()
-            .map(|d| (d.device, d.partitions, d.gpu_ms, d.idle_windows.len()))
+            .map(|d| {
+                let total = d.gpu_ms.map(|g| g.mean * g.count as f64);
+                (d.device, d.partitions, total, d.idle_windows.len())
+            })
             .collect();
-        assert_eq!(figures, [(0, 3, 150.0, 1), (1, 3, 140.0, 2)]);
+        assert_eq!(figures, [(0, 3, Some(150.0), 1), (1, 3, Some(140.0), 2)]);
         assert!((devices[0].busy_fraction - 150.0 / 180.0).abs() < 1e-12);
         assert!((devices[1].busy_fraction - 140.0 / 160.0).abs() < 1e-12);
         assert_eq!(
@@ -488,21 +832,24 @@ mod tests {
             .map(|w| (w.start_ms, w.end_ms))
             .collect();
         assert_eq!(windows, [(60.0, 70.0), (140.0, 150.0)]);
-        assert_eq!(devices[0].gpu_ms_per_partition(), Some(50.0));
+        // b1 took the device twice: one region of 40 ms.
+        let medians: Vec<_> = devices.iter().map(|d| d.gpu_ms.map(|g| g.median)).collect();
+        assert_eq!(medians, [Some(50.0), Some(50.0)]);
     }
 
     #[test]
     fn records_without_a_device_are_device_zero() {
         let s = summary(TWO_WORKERS);
-        let devices = per_device(&s.intervals);
+        let devices = per_device(&s);
         assert_eq!(devices.len(), 1);
         let d = &devices[0];
-        assert_eq!((d.device, d.partitions, d.gpu_ms), (0, 4, 350.0));
+        let total = d.gpu_ms.map(|g| g.mean * g.count as f64);
+        assert_eq!((d.device, d.partitions, total), (0, 4, Some(350.0)));
         assert_eq!(
             (d.busy_fraction, &d.idle_windows),
             (s.busy_fraction, &s.idle_windows)
         );
-        assert!(per_device(&[]).is_empty());
+        assert!(per_device(&summary("")).is_empty());
     }
 
     #[test]
@@ -517,7 +864,7 @@ mod tests {
         );
         assert_eq!(s.idle_windows.len(), 2);
         assert!((s.busy_fraction - 60.0 / 75.0).abs() < 1e-12);
-        assert_eq!(s.steady_state_s_per_job, Some(0.0275));
+        assert_eq!(s_per_job(&s), Some(0.0275));
     }
 
     #[test]
@@ -533,8 +880,6 @@ mod tests {
         assert_eq!(max_synth_in_flight(&t), 3);
         // 0–5: 1, 5–7: 2, 7–10: 3, 10–20: 3 (a0 ended and b1 started at 10; b's never end).
         assert_eq!(synth_in_flight_histogram(&t), vec![0.0, 5.0, 2.0, 13.0]);
-        let stats = synth_stats(&t);
-        assert_eq!((stats.count, stats.min_ms, stats.max_ms), (2, 10.0, 15.0));
     }
 
     #[test]
@@ -548,7 +893,7 @@ mod tests {
         let by_path = synth_stats_by_path(&t);
         let summary: Vec<_> = by_path
             .iter()
-            .map(|(path, s)| (path.as_str(), s.count, s.mean_ms))
+            .map(|(path, s)| (path.as_str(), s.count, s.median))
             .collect();
         assert_eq!(summary, [("compiled", 2, 10.0), ("recorded", 1, 30.0)]);
     }
@@ -587,14 +932,8 @@ mod tests {
     #[test]
     fn empty_and_single_job_timelines() {
         let s = summary("nothing here\n");
-        assert_eq!(
-            (s.jobs, s.busy_fraction, s.steady_state_s_per_job),
-            (0, 1.0, None)
-        );
+        assert_eq!((s.jobs, s.busy_fraction, s.steady), (0, 1.0, None));
         let s = summary("TIMELINE,1,GPU_START,a,partition=0\nTIMELINE,2,GPU_END,a,partition=0\n");
-        assert_eq!(
-            (s.jobs, s.busy_fraction, s.steady_state_s_per_job),
-            (1, 1.0, None)
-        );
+        assert_eq!((s.jobs, s.busy_fraction, s.steady), (1, 1.0, None));
     }
 }

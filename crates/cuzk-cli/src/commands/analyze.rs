@@ -1,53 +1,48 @@
-//! `cuzk analyze`: what a TIMELINE log (ours or the public engine's) says about the GPU.
+//! `cuzk analyze`: what a TIMELINE log (ours or the public engine's) says about the GPU, with the
+//! figures `cuzk bench` reports (the steady state after its default warm-up of one job).
 
 use anyhow::{Context, Result};
 use cuzk_pipeline::analysis::{
-    balance, max_synth_in_flight, per_device, summarize, synth_in_flight_histogram, synth_stats,
-    transitions,
+    balance, max_synth_in_flight, per_device, summarize, synth_in_flight_histogram, transitions,
+    DEFAULT_WARMUP_JOBS,
 };
 use cuzk_pipeline::timeline::Timeline;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::args::{AnalyzeArgs, GlobalArgs};
-use crate::Outcome;
+use crate::{report, Outcome};
 
 pub fn run(global: &GlobalArgs, args: AnalyzeArgs) -> Result<Outcome> {
     let log = std::fs::read_to_string(&args.timeline)
         .with_context(|| format!("reading {}", args.timeline.display()))?;
     let timeline = Timeline::parse(&log);
-    let gpu = summarize(&timeline);
+    let gpu = summarize(&timeline, DEFAULT_WARMUP_JOBS);
     let in_flight = max_synth_in_flight(&timeline);
     let histogram = synth_in_flight_histogram(&timeline);
-    let synth = synth_stats(&timeline);
     let handoffs = transitions(&gpu.intervals);
     let per_job = balance(&timeline);
-    let devices = per_device(&gpu.intervals);
     if let Some(path) = &args.svg {
         super::write_output(path, cuzk_pipeline::gantt::svg(&timeline).as_bytes())?;
     }
-    if global.json {
-        let windows: Vec<_> = gpu
-            .idle_windows
-            .iter()
-            .map(|w| {
-                json!({
-                    "start_ms": w.start_ms,
-                    "end_ms": w.end_ms,
-                    "length_ms": w.length_ms(),
-                    "job_before": w.job_before,
-                    "job_after": w.job_after,
-                })
-            })
-            .collect();
-        println!(
-            "{}",
+    let windows: Vec<_> = gpu
+        .idle_windows
+        .iter()
+        .map(|w| {
             json!({
+                "start_ms": w.start_ms,
+                "end_ms": w.end_ms,
+                "length_ms": w.length_ms(),
+                "job_before": w.job_before,
+                "job_after": w.job_after,
+            })
+        })
+        .collect();
+    let mut summary = json!({
                 "gpu_busy_fraction": gpu.busy_fraction,
                 "gpu_idle_windows": windows,
-                "steady_state_s_per_job": gpu.steady_state_s_per_job,
+                "steady_state_s_per_job": gpu.steady.as_ref().map(|s| s.s_per_job),
                 "max_synth_in_flight": in_flight,
                 "synth_in_flight_ms": histogram,
-                "synth_ms": {"count": synth.count, "min": synth.min_ms, "mean": synth.mean_ms, "max": synth.max_ms},
                 "balance": per_job.iter().map(|j| json!({
                     "job": j.job_id, "synth_ms": j.synth_ms, "gpu_ms": j.gpu_ms,
                 })).collect::<Vec<_>>(),
@@ -59,18 +54,16 @@ pub fn run(global: &GlobalArgs, args: AnalyzeArgs) -> Result<Outcome> {
                     "delta_ms": t.delta_ms,
                     "overlap_ms": t.overlap_ms,
                 })).collect::<Vec<_>>(),
-                "devices": devices.iter().map(|d| json!({
-                    "device": d.device,
-                    "partitions": d.partitions,
-                    "gpu_ms_mean": d.gpu_ms_per_partition(),
-                    "gpu_busy_fraction": d.busy_fraction,
-                    "gpu_idle_windows": d.idle_windows.len(),
-                })).collect::<Vec<_>>(),
+                "devices": per_device(&gpu).iter().map(report::device).collect::<Vec<_>>(),
                 "jobs": gpu.jobs,
                 "partitions": gpu.intervals.len(),
                 "malformed_lines": timeline.malformed,
-            })
-        );
+    });
+    if let Value::Object(fields) = &mut summary {
+        fields.extend(report::figures(&timeline, &gpu));
+    }
+    if global.json {
+        println!("{summary}");
         return Ok(Outcome::Success);
     }
     println!(
@@ -90,31 +83,15 @@ pub fn run(global: &GlobalArgs, args: AnalyzeArgs) -> Result<Outcome> {
         "  GPU busy {:.1}% of [first GPU start, last GPU end]",
         gpu.busy_fraction * 100.0
     );
-    if devices.len() > 1 {
-        for d in &devices {
-            println!(
-                "    device {}: {} partitions, busy {:.1}% of its own span ({} idle windows), {:.1} ms per partition",
-                d.device,
-                d.partitions,
-                d.busy_fraction * 100.0,
-                d.idle_windows.len(),
-                d.gpu_ms_per_partition().unwrap_or(f64::NAN),
-            );
-        }
-    }
-    match gpu.steady_state_s_per_job {
-        Some(s) => println!("  steady state {s:.3} s per job"),
-        None => println!("  steady state: needs two or more jobs"),
+    for line in report::device_lines(&summary)
+        .into_iter()
+        .chain(report::lines(&summary))
+    {
+        println!("{line}");
     }
     println!("  syntheses in flight: at most {in_flight}");
     for (k, ms) in histogram.iter().enumerate().filter(|(_, ms)| **ms > 0.0) {
         println!("    {k:>3} in flight for {ms:>10.1} ms");
-    }
-    if synth.count > 0 {
-        println!(
-            "  synthesis: {} partitions, min {:.1} / mean {:.1} / max {:.1} ms",
-            synth.count, synth.min_ms, synth.mean_ms, synth.max_ms
-        );
     }
     for j in &per_job {
         println!(

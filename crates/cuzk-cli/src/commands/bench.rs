@@ -14,21 +14,19 @@ use cuzk_filecoin::{compiled_r1cs, parameter_dir, C1Output, ParamFiles, SectorJo
 use cuzk_groth16::params_file::PointCheck;
 use cuzk_groth16::setup::generate_random_parameters;
 use cuzk_groth16::{Parameters, ProverBackend};
-use cuzk_pipeline::analysis::{
-    max_synth_in_flight, per_device, summarize, synth_stats, synth_stats_by_path, GpuSummary,
-};
+use cuzk_pipeline::analysis::{max_synth_in_flight, per_device, summarize, GpuSummary};
 use cuzk_pipeline::engine::auto_memory_budget;
 use cuzk_pipeline::sink::MemorySink;
 use cuzk_pipeline::timeline::Timeline;
 use cuzk_pipeline::{Engine, EngineConfig, JobError, JobRequest, Partition};
 use cuzk_synth::CompiledR1cs;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use tokio::sync::Semaphore;
 
 use crate::args::{BenchArgs, GlobalArgs, MemoryArg};
 use crate::circuit::CircuitSpec;
 use crate::progress::Progress;
-use crate::{backend, Outcome};
+use crate::{backend, report, Outcome};
 
 /// What every job proves.
 enum Workload {
@@ -115,6 +113,7 @@ struct Plan {
     jobs: usize,
     concurrency: usize,
     partitions: usize,
+    warmup_jobs: usize,
     config: EngineConfig,
 }
 
@@ -137,6 +136,7 @@ impl Plan {
             jobs: args.jobs,
             concurrency: args.concurrency,
             partitions,
+            warmup_jobs: args.warmup,
             config: EngineConfig {
                 partition_workers: args
                     .partition_workers
@@ -205,47 +205,23 @@ async fn run_jobs(engine: &Engine, plan: &Plan, params: &Arc<Parameters>) -> Res
     Ok(())
 }
 
-/// Mean of a detail value over the records of `event`.
-fn mean_of(timeline: &Timeline, event: &str, key: &str) -> Option<f64> {
-    let values: Vec<f64> = timeline
-        .records
-        .iter()
-        .filter(|r| r.event == event)
-        .filter_map(|r| r.get(key)?.parse().ok())
-        .collect();
-    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
-}
-
-/// Partitions and their mean synthesis time by how they were synthesized (direct, recorded,
-/// compiled).
-fn synthesis_paths(timeline: &Timeline) -> Value {
-    synth_stats_by_path(timeline)
-        .into_iter()
-        .map(|(path, stats)| {
-            let figures = json!({"partitions": stats.count, "synth_ms_mean": stats.mean_ms});
-            (path, figures)
-        })
-        .collect::<serde_json::Map<_, _>>()
-        .into()
-}
-
 /// Each backend's share of the run, in the engine's order (a TIMELINE's `device=`); a device that
 /// ran nothing is listed with no figures.
 fn devices(backends: &[Arc<dyn ProverBackend>], gpu: &GpuSummary) -> Value {
-    let seen = per_device(&gpu.intervals);
+    let seen = per_device(gpu);
     backends
         .iter()
         .enumerate()
         .map(|(index, backend)| {
-            let ran = seen.iter().find(|d| d.device as usize == index);
-            json!({
-                "device": index,
-                "backend": backend.name(),
-                "partitions": ran.map_or(0, |d| d.partitions),
-                "gpu_ms_mean": ran.and_then(|d| d.gpu_ms_per_partition()),
-                "gpu_busy_fraction": ran.map(|d| d.busy_fraction),
-                "gpu_idle_windows": ran.map(|d| d.idle_windows.len()),
-            })
+            let mut entry = match seen.iter().find(|d| d.device as usize == index) {
+                Some(ran) => report::device(ran),
+                None => Map::from_iter([
+                    ("device".into(), index.into()),
+                    ("partitions".into(), 0.into()),
+                ]),
+            };
+            entry.insert("backend".into(), backend.name().into());
+            Value::Object(entry)
         })
         .collect()
 }
@@ -258,13 +234,7 @@ fn summary(
     wall_s: f64,
     peak: u64,
 ) -> Value {
-    let gpu = summarize(timeline);
-    let synth = synth_stats(timeline);
-    let gpu_ms: Vec<f64> = gpu
-        .intervals
-        .iter()
-        .map(|i| i.end_ms - i.start_ms)
-        .collect();
+    let gpu = summarize(timeline, plan.warmup_jobs);
     let mut summary = plan.workload.summary();
     let run = json!({
         "backend": backends.first().map(|b| b.name()),
@@ -277,12 +247,8 @@ fn summary(
         "synthesis_concurrency": plan.config.synthesis_concurrency,
         "memory_budget_bytes": plan.config.memory_budget,
         "wall_s": wall_s,
-        "steady_state_s_per_proof": gpu.steady_state_s_per_job,
-        "synth_ms": {"mean": synth.mean_ms, "min": synth.min_ms, "max": synth.max_ms},
+        "steady_state_s_per_proof": gpu.steady.as_ref().map(|s| s.s_per_job),
         "compiled_synthesis": plan.config.compiled_synthesis,
-        "synthesis": synthesis_paths(timeline),
-        "gpu_ms_mean": (!gpu_ms.is_empty()).then(|| gpu_ms.iter().sum::<f64>() / gpu_ms.len() as f64),
-        "prove_start_ms_mean": mean_of(timeline, "PARTITION_STATS", "prove_start_ms"),
         "gpu_busy_fraction": gpu.busy_fraction,
         "gpu_idle_windows": gpu.idle_windows.len(),
         "max_synth_in_flight": max_synth_in_flight(timeline),
@@ -290,6 +256,7 @@ fn summary(
     });
     if let (Value::Object(summary), Value::Object(run)) = (&mut summary, run) {
         summary.extend(run);
+        summary.extend(report::figures(timeline, &gpu));
     }
     summary
 }
@@ -309,32 +276,6 @@ fn device_names(summary: &Value) -> String {
     }
 }
 
-/// One line per device when there are several, so one device idling behind another shows.
-fn device_lines(summary: &Value) -> Vec<String> {
-    let devices = summary["devices"].as_array().map_or(&[][..], Vec::as_slice);
-    if devices.len() < 2 {
-        return Vec::new();
-    }
-    devices
-        .iter()
-        .map(|device| {
-            let figure = |key: &str| device[key].as_f64().unwrap_or(f64::NAN);
-            let label = format!("device {}", device["device"]);
-            let name = device["backend"].as_str().unwrap_or("?");
-            if device["partitions"].as_u64().unwrap_or(0) == 0 {
-                return format!("  {label:<15}{name}: no partitions");
-            }
-            format!(
-                "  {label:<15}{name}: {} partitions, busy {:.1}% ({} idle windows), {:.1} ms per partition",
-                device["partitions"],
-                figure("gpu_busy_fraction") * 100.0,
-                device["gpu_idle_windows"],
-                figure("gpu_ms_mean"),
-            )
-        })
-        .collect()
-}
-
 fn print_text(summary: &Value, plan: &Plan) {
     let number = |key: &str| summary[key].as_f64().unwrap_or(f64::NAN);
     let mib = |key: &str| number(key) / f64::from(1u32 << 20);
@@ -346,38 +287,16 @@ fn print_text(summary: &Value, plan: &Plan) {
         device_names(summary),
         plan.workload.describe()
     );
-    match summary["steady_state_s_per_proof"].as_f64() {
-        Some(s) => println!("  steady state   {s:.3} s per proof"),
-        None => println!("  steady state   needs two or more jobs"),
-    }
     println!("  wall           {:.3} s", number("wall_s"));
-    println!(
-        "  synthesis      {:.1} ms per partition (min {:.1}, max {:.1})",
-        summary["synth_ms"]["mean"].as_f64().unwrap_or(f64::NAN),
-        summary["synth_ms"]["min"].as_f64().unwrap_or(f64::NAN),
-        summary["synth_ms"]["max"].as_f64().unwrap_or(f64::NAN),
-    );
-    if let Some(paths) = summary["synthesis"].as_object() {
-        let each: Vec<String> = paths
-            .iter()
-            .map(|(path, figures)| {
-                let mean = figures["synth_ms_mean"].as_f64().unwrap_or(f64::NAN);
-                format!("{} {path} ({mean:.1} ms)", figures["partitions"])
-            })
-            .collect();
-        println!("  synthesized    {}", each.join(", "));
+    for line in report::lines(summary) {
+        println!("{line}");
     }
     println!(
-        "  GPU            {:.1} ms per partition in the device region, prove_start {:.1} ms",
-        number("gpu_ms_mean"),
-        number("prove_start_ms_mean")
-    );
-    println!(
-        "  GPU busy       {:.1}% ({} idle windows)",
+        "  GPU busy       {:.1}% over the whole run ({} idle windows)",
         number("gpu_busy_fraction") * 100.0,
         summary["gpu_idle_windows"]
     );
-    for line in device_lines(summary) {
+    for line in report::device_lines(summary) {
         println!("{line}");
     }
     println!(
@@ -432,44 +351,17 @@ pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
 mod tests {
     use super::*;
 
-    fn device(index: usize, busy: f64, windows: usize, gpu_ms: f64) -> Value {
-        json!({
-            "device": index,
-            "backend": format!("cuda:{index} (NVIDIA H200)"),
-            "partitions": 20,
-            "gpu_ms_mean": gpu_ms,
-            "gpu_busy_fraction": busy,
-            "gpu_idle_windows": windows,
-        })
-    }
-
     #[test]
-    fn one_device_prints_as_before_and_several_get_a_line_each() {
+    fn one_device_is_named_alone_and_several_are_listed() {
         let one = json!({"backend": "cpu", "devices": [{"device": 0, "backend": "cpu"}]});
         assert_eq!(device_names(&one), "cpu");
-        assert!(device_lines(&one).is_empty());
-
-        let two = json!({
-            "backend": "cuda:0 (NVIDIA H200)",
-            "devices": [device(0, 0.951, 1, 812.34), device(1, 0.94, 0, 815.0)],
-        });
+        let device = |i: usize| json!({"device": i, "backend": format!("cuda:{i} (NVIDIA H200)")});
+        let two = json!({"devices": [device(0), device(1)]});
         assert_eq!(
             device_names(&two),
             "2 devices, cuda:0 (NVIDIA H200) and cuda:1 (NVIDIA H200)"
         );
-        assert_eq!(
-            device_lines(&two),
-            [
-                "  device 0       cuda:0 (NVIDIA H200): 20 partitions, busy 95.1% (1 idle windows), 812.3 ms per partition",
-                "  device 1       cuda:1 (NVIDIA H200): 20 partitions, busy 94.0% (0 idle windows), 815.0 ms per partition",
-            ]
-        );
-        let idle = json!({"device": 2, "backend": "cuda:2 (NVIDIA H200)", "partitions": 0});
-        let three = json!({"devices": [device(0, 1.0, 0, 1.0), device(1, 1.0, 0, 1.0), idle]});
-        assert_eq!(
-            device_lines(&three)[2],
-            "  device 2       cuda:2 (NVIDIA H200): no partitions"
-        );
+        let three = json!({"devices": [device(0), device(1), device(2)]});
         assert!(device_names(&three)
             .starts_with("3 devices, cuda:0 (NVIDIA H200), cuda:1 (NVIDIA H200) and cuda:2"));
     }
