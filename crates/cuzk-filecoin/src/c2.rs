@@ -17,6 +17,7 @@ use filecoin_proofs::{
     MerkleTreeTrait, SealCommitOutput,
 };
 use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::merkle::MerkleProofTrait;
 use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked;
 
@@ -200,7 +201,15 @@ impl<Tree: 'static + MerkleTreeTrait> SectorCircuits<Tree> {
             &output.vanilla_proofs,
         )
         .map_err(filecoin("verifying the vanilla proofs"))?;
-        if !valid {
+        // That check compares each comm_d path's stored root with comm_d without hashing the
+        // path (commit 1 validates the paths when it makes them); hash them here, so a corrupted
+        // path is named now, not found as a proof that does not verify.
+        let comm_d_paths_hold = output
+            .vanilla_proofs
+            .iter()
+            .flatten()
+            .all(|proof| proof.comm_d_proofs.verify());
+        if !valid || !comm_d_paths_hold {
             return Err(FilecoinError::VanillaProofsInvalid {
                 file: c1.source.clone(),
             });

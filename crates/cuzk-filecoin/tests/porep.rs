@@ -5,13 +5,14 @@
 //! The parameters (2.7M constraints, ~1.1 GB) are made once per target directory and reused;
 //! the one full prove runs once per test run.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use cuzk_filecoin::{
-    compiled_r1cs, seal_random_sector, use_parameter_dir, verify_seal, C1Output, FilecoinError,
-    ParamFiles, R1csOrigin, SealProof, SealedSector, SectorCircuits, SectorJob, SectorSize,
+    compiled_r1cs, sample_sector, seal_random_sector, use_parameter_dir, verify_seal, C1Output,
+    FilecoinError, ParamFiles, R1csOrigin, Revision, SealProof, SealedSector, SectorCircuits,
+    SectorJob, SectorSize,
 };
 use cuzk_groth16::backend::CpuBackend;
 use cuzk_groth16::params_file::PointCheck;
@@ -21,7 +22,7 @@ use cuzk_pipeline::sink::MemorySink;
 use cuzk_pipeline::{Engine, EngineConfig};
 use cuzk_synth::circuits::SyntheticCircuit;
 use cuzk_synth::{CompiledR1cs, ProvingAssignment};
-use filecoin_proofs::SectorShape2KiB;
+use filecoin_proofs::{with_shape, MerkleTreeTrait, SealCommitPhase1Output, SectorShape2KiB};
 
 const PROOF: SealProof = SealProof {
     size: SectorSize::S2KiB,
@@ -48,20 +49,7 @@ fn fixture() -> &'static Fixture {
         // Before any other Filecoin call: filecoin-proofs reads its settings once.
         use_parameter_dir(&dir).unwrap();
         let mut rng = cuzk_testkit::rng("porep fixture");
-        let files = ParamFiles::new(&dir, PROOF).unwrap();
-        let params = if files.params.is_file() && files.vk.is_file() {
-            files.load(PointCheck::Unchecked).unwrap()
-        } else {
-            let start = Instant::now();
-            let (_, params) = ParamFiles::generate(&dir, PROOF, &mut rng).unwrap();
-            eprintln!(
-                "setup of {PROOF}: {:.1} s (domain {}, {} aux)",
-                start.elapsed().as_secs_f64(),
-                params.h.len() + 1,
-                params.l.len()
-            );
-            params
-        };
+        let (files, params) = parameters(&dir, PROOF, &mut rng);
         let start = Instant::now();
         let (compiled, origin) = compiled_r1cs(&files).unwrap();
         assert!(
@@ -94,8 +82,45 @@ fn fixture() -> &'static Fixture {
     })
 }
 
+/// `proof`'s parameters in `dir`: read, or made and written on first use.
+fn parameters(
+    dir: &Path,
+    proof: SealProof,
+    rng: &mut impl rand::RngCore,
+) -> (ParamFiles, Parameters) {
+    let files = ParamFiles::new(dir, proof).unwrap();
+    if files.params.is_file() && files.vk.is_file() {
+        let params = files.load(PointCheck::Unchecked).unwrap();
+        return (files, params);
+    }
+    let start = Instant::now();
+    let (files, params) = ParamFiles::generate(dir, proof, rng).unwrap();
+    eprintln!(
+        "setup of {proof}: {:.1} s (domain {}, {} aux)",
+        start.elapsed().as_secs_f64(),
+        params.h.len() + 1,
+        params.l.len()
+    );
+    (files, params)
+}
+
 fn prove(c1: &C1Output) -> Result<Vec<u8>, FilecoinError> {
     let fixture = fixture();
+    prove_with(
+        c1,
+        Arc::clone(&fixture.params),
+        &fixture.files,
+        Some(Arc::clone(&fixture.compiled)),
+    )
+}
+
+/// cuzk's C2 of `c1` on the CPU through the engine.
+fn prove_with(
+    c1: &C1Output,
+    params: Arc<Parameters>,
+    files: &ParamFiles,
+    compiled: Option<Arc<CompiledR1cs>>,
+) -> Result<Vec<u8>, FilecoinError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -107,13 +132,7 @@ fn prove(c1: &C1Output) -> Result<Vec<u8>, FilecoinError> {
             Arc::new(MemorySink::default()),
         )
         .unwrap();
-        let job = SectorJob::new(
-            "sector",
-            c1,
-            Arc::clone(&fixture.params),
-            &fixture.files,
-            Some(Arc::clone(&fixture.compiled)),
-        )?;
+        let job = SectorJob::new("sector", c1, params, files, compiled)?;
         job.prove(&engine).await
     })
 }
@@ -345,4 +364,133 @@ fn a_non_interactive_2kib_sector_is_aggregated_and_accepted() {
     let mut stranger = sector.identity;
     stranger.sector_id ^= 1;
     assert!(!verify_seal(proof, &commitments, stranger, &aggregate, &fixture.dir).unwrap());
+}
+
+/// filecoin-proofs' own commit 2 (bellperson, with cuzk's test parameters) of `c1`.
+fn filecoin_c2(c1: &C1Output, sector: &SealedSector) -> Vec<u8> {
+    fn c2<Tree: 'static + MerkleTreeTrait>(c1: &C1Output, sector: &SealedSector) -> Vec<u8> {
+        let output: SealCommitPhase1Output<Tree> =
+            serde_json::from_slice(&c1.to_raw_json()).unwrap();
+        filecoin_proofs::seal_commit_phase2(
+            &c1.proof.porep_config().unwrap(),
+            output,
+            sector.identity.prover_id,
+            sector.identity.sector_id.into(),
+        )
+        .unwrap()
+        .proof
+    }
+    with_shape!(c1.proof.size.bytes(), c2, c1, sector)
+}
+
+/// A sample (unsealed, committed-capacity) sector of `proof` is proven by filecoin-proofs' own
+/// commit 2 and by cuzk, and `verify_seal` accepts both proofs, for its sector only.
+fn a_sample_sector_is_proven_and_accepted(proof: SealProof, compiled: Option<Arc<CompiledR1cs>>) {
+    let fixture = fixture();
+    let mut rng = cuzk_testkit::rng(&format!("sample {proof}"));
+    let (files, params) = parameters(&fixture.dir, proof, &mut rng);
+    let sector = sample_sector(proof, Some(1000), &mut rng).unwrap();
+    let c1 = ffi_c1(&sector);
+    assert_eq!(c1.proof, proof);
+    let commitments = c1.commitments().unwrap();
+
+    let start = Instant::now();
+    let theirs = filecoin_c2(&c1, &sector);
+    eprintln!(
+        "filecoin-proofs' C2 of a sample {proof} sector: {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    assert!(verify_seal(proof, &commitments, sector.identity, &theirs, &fixture.dir).unwrap());
+
+    let start = Instant::now();
+    let ours = prove_with(&c1, Arc::new(params), &files, compiled).unwrap();
+    eprintln!(
+        "cuzk's C2 of a sample {proof} sector: {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    assert!(verify_seal(proof, &commitments, sector.identity, &ours, &fixture.dir).unwrap());
+
+    let mut stranger = sector.identity;
+    stranger.sector_id ^= 1;
+    assert!(!verify_seal(proof, &commitments, stranger, &ours, &fixture.dir).unwrap());
+}
+
+#[test]
+fn a_sample_2kib_sector_is_proven_by_filecoin_and_by_cuzk() {
+    a_sample_sector_is_proven_and_accepted(PROOF, Some(Arc::clone(&fixture().compiled)));
+}
+
+#[test]
+fn a_sample_8mib_sector_is_proven_by_filecoin_and_by_cuzk() {
+    a_sample_sector_is_proven_and_accepted(SealProof::current(SectorSize::S8MiB), None);
+}
+
+/// One flipped byte anywhere a vanilla proof's checks reach (a parent's label, a Merkle path
+/// sibling, the replica leaf) and commit 2 refuses the C1 output before proving.
+#[test]
+fn a_flipped_byte_in_a_sample_vanilla_proof_is_rejected() {
+    let fixture = fixture();
+    let sector = sample_sector(PROOF, None, &mut cuzk_testkit::rng("flipped")).unwrap();
+    let clean: serde_json::Value = serde_json::from_slice(&sector.c1.to_ffi_json()).unwrap();
+    let proof = "/vanilla_proofs/StackedDrg2KiBV1/0/1";
+    for field in [
+        "/labeling_proofs/1/parents/3/0",
+        "/replica_column_proofs/drg_parents/2/column/rows/0/5",
+        "/replica_column_proofs/c_x/inclusion_proof/data/Single/path/path/0/hashes/1/9",
+        "/comm_r_last_proof/data/Single/leaf/0",
+        "/comm_d_proofs/data/Single/path/path/3/hashes/0/7",
+    ] {
+        let mut json = clean.clone();
+        let byte = json
+            .pointer_mut(&format!("{proof}{field}"))
+            .unwrap_or_else(|| panic!("no {field} in {}", clean.pointer(proof).unwrap()));
+        *byte = (byte.as_u64().unwrap() ^ 1).into();
+        let flipped =
+            C1Output::from_json(&serde_json::to_vec(&json).unwrap(), "flipped.json", None).unwrap();
+        let error = SectorJob::new(
+            "f",
+            &flipped,
+            Arc::clone(&fixture.params),
+            &fixture.files,
+            None,
+        )
+        .err()
+        .unwrap_or_else(|| panic!("{field} flipped was accepted"));
+        assert!(
+            matches!(&error, FilecoinError::VanillaProofsInvalid { .. }),
+            "{field}: {error}"
+        );
+    }
+}
+
+/// Every size samples in seconds with consistent vanilla proofs (checked as commit 1 checks
+/// them), as many as the circuit takes; the revisions whose challenges come from comm_r cannot
+/// be sampled and say so.
+#[test]
+fn every_interactive_proof_samples_and_the_others_say_why_not() {
+    let mut rng = cuzk_testkit::rng("sizes");
+    for size in cuzk_filecoin::SECTOR_SIZES {
+        for revision in [Revision::V1, Revision::V1_1] {
+            let proof = SealProof { size, revision };
+            let start = Instant::now();
+            let sector = sample_sector(proof, None, &mut rng).unwrap();
+            sector.c1.validate().unwrap();
+            let json: serde_json::Value = serde_json::from_slice(&sector.c1.to_raw_json()).unwrap();
+            let partitions = json["vanilla_proofs"].as_array().unwrap();
+            let config = proof.porep_config().unwrap();
+            assert_eq!(partitions.len(), usize::from(config.partitions), "{proof}");
+            eprintln!(
+                "sample {proof}: {:.2} s, {} partitions of {} challenges, {} bytes",
+                start.elapsed().as_secs_f64(),
+                partitions.len(),
+                partitions[0].as_array().unwrap().len(),
+                sector.c1.to_raw_json().len()
+            );
+        }
+        for revision in [Revision::Synthetic, Revision::NonInteractive] {
+            let error = sample_sector(SealProof { size, revision }, None, &mut rng).unwrap_err();
+            assert!(matches!(error, FilecoinError::NoSample { .. }), "{error}");
+            assert!(error.to_string().contains("derived from comm_r"), "{error}");
+        }
+    }
 }
