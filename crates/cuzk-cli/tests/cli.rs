@@ -688,6 +688,69 @@ fn porep_commands_name_what_is_unusable() {
     assert!(stderr(&output).contains("\"3KiB\""), "{}", stderr(&output));
 }
 
+/// `sample-sector` writes a 32 GiB sector's C1 output (10 partitions) and its sector.json in
+/// seconds; it refuses a directory that already holds a sector and a revision it cannot sample.
+#[test]
+fn sample_sector_writes_a_32gib_c1_output() {
+    let files = Files::new();
+    let out = files.path("s32");
+    let output = cuzk(&[
+        "--json",
+        "sample-sector",
+        "--size",
+        "32GiB",
+        "--out",
+        &out,
+        "--miner-id",
+        "1000",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let sector: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(files.path("s32/sector.json")).unwrap()).unwrap();
+    assert_eq!(sector["seal_proof"], "StackedDrg32GiBV1_1");
+    assert!(
+        sector["prover_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("0xe807000"),
+        "{sector}"
+    );
+    let c1: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(files.path("s32/c1.json")).unwrap()).unwrap();
+    assert_eq!(c1["registered_proof"], "StackedDrg32GiBV1_1");
+    assert_eq!(
+        c1["vanilla_proofs"]["StackedDrg32GiBV1"]
+            .as_array()
+            .unwrap()
+            .len(),
+        10
+    );
+
+    let again = cuzk(&["sample-sector", "--size", "32GiB", "--out", &out]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        stderr(&again).contains("already holds a sector"),
+        "{}",
+        stderr(&again)
+    );
+
+    let synthetic = files.path("synthetic");
+    let output = cuzk(&[
+        "sample-sector",
+        "--size",
+        "StackedDrg2KiBV1_1_Feat_SyntheticPoRep",
+        "--out",
+        &synthetic,
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("derived from comm_r"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!Path::new(&synthetic).join("c1.json").exists());
+}
+
 #[test]
 fn a_kernels_file_that_cannot_be_read_is_named() {
     let files = Files::new();
