@@ -18,6 +18,7 @@ const STAGES: [(&str, &str); 5] = [
     ("prove_start_ms", "prove_start"),
 ];
 
+/// A [`Spread`] as JSON; null for no values.
 fn spread(spread: Option<Spread>) -> Value {
     spread.map_or(Value::Null, |s| {
         json!({"count": s.count, "median": s.median, "p10": s.p10, "p90": s.p90, "mean": s.mean})
@@ -186,12 +187,15 @@ pub fn device_lines(summary: &Value) -> Vec<String> {
             if device["partitions"].as_u64().unwrap_or(0) == 0 {
                 return format!("  {label:<15}{name}no partitions");
             }
+            // None when its only partitions placed the SRS.
+            let region = device["gpu_ms"]["median"]
+                .as_f64()
+                .map_or(String::new(), |ms| format!(", {ms:.1} ms median device region"));
             format!(
-                "  {label:<15}{name}{} partitions, busy {:.1}% of its own span ({} idle windows), {:.1} ms median device region",
+                "  {label:<15}{name}{} partitions, busy {:.1}% of its own span ({} idle windows){region}",
                 device["partitions"],
                 device["gpu_busy_fraction"].as_f64().unwrap_or(f64::NAN) * 100.0,
                 device["gpu_idle_windows"],
-                device["gpu_ms"]["median"].as_f64().unwrap_or(f64::NAN),
             )
         })
         .collect()

@@ -155,7 +155,7 @@ impl GpuSummary {
 /// Pairs each `closing` record with the latest earlier unmatched `opening` record of the same job
 /// and partition; closings without an opening are dropped. Sorted by start.
 fn pair(timeline: &Timeline, opening: &str, closing: &str) -> Vec<Span> {
-    let mut open: HashMap<(&str, Option<u32>), Vec<f64>> = HashMap::new();
+    let mut open: HashMap<PartitionKey<'_>, Vec<f64>> = HashMap::new();
     let mut spans = Vec::new();
     for record in &timeline.records {
         let key = (record.job_id.as_str(), record.partition());
