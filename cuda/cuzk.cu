@@ -6,5 +6,6 @@
 #include "msm/batch_add.cuh"
 #include "msm/window_multiples.cuh"
 #include "ntt/ntt.cuh"
+#include "setup/fixed_base.cuh"
 #include "test/arith.cuh"
 #include "bench/product_rate.cuh"

@@ -186,6 +186,13 @@ pub struct SetupArgs {
     /// that gets the .params and .vk files under filecoin-proofs' names.
     #[arg(long)]
     pub out: PathBuf,
+    /// Where the query points are multiplied out (the same points either way).
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    /// Draw the toxic waste from this seed instead of the OS: the same seed gives the same files
+    /// (to compare setups); anyone who knows it can forge proofs.
+    #[arg(long)]
+    pub toxic_seed: Option<u64>,
 }
 
 /// `prove` of a built-in circuit, or `prove porep`.

@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
+use cuzk_gpu::Gpu;
 use cuzk_groth16::backend::{self as backends, BackendChoice as Choice};
+use cuzk_groth16::setup::Multiplier;
 use cuzk_groth16::ProverBackend;
 
 use crate::args::BackendChoice;
@@ -34,4 +36,21 @@ pub fn select(choice: BackendChoice, quiet: bool) -> Result<Arc<dyn ProverBacken
         .into_iter()
         .next()
         .ok_or_else(|| anyhow!("no prover backend"))
+}
+
+/// Where setup multiplies its points: the first GPU, or the CPU (`Auto` falls back and says why).
+pub fn multiplier(choice: BackendChoice, quiet: bool) -> Result<Multiplier> {
+    match choice {
+        BackendChoice::Cpu => Ok(Multiplier::Cpu),
+        BackendChoice::Gpu => Ok(Multiplier::Gpu(Gpu::first().context("--backend gpu")?)),
+        BackendChoice::Auto => Ok(match Gpu::first() {
+            Ok(gpu) => Multiplier::Gpu(gpu),
+            Err(why) => {
+                if !quiet {
+                    eprintln!("cuzk: no usable GPU ({why}); setting up on the CPU");
+                }
+                Multiplier::Cpu
+            }
+        }),
+    }
 }

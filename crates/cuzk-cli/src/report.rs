@@ -142,7 +142,7 @@ pub fn lines(summary: &Value) -> Vec<String> {
         ", SRS placements apart"
     };
     lines.push(if per_partition["over"] == "steady_state" {
-        format!("  partitions     {measured} whose device region began in the steady state{apart}:")
+        format!("  partitions     {measured} picked up for the GPU in the steady state{apart}:")
     } else {
         format!("  partitions     all {measured} (no steady state){apart}:")
     });
@@ -251,7 +251,7 @@ mod tests {
             [
                 "  steady state   0.140 s per proof over 2 jobs, 0.570–0.850 s, after a warm-up of 1 job; GPU busy 100.0%",
                 "  SRS placement  job0 partition 0 on device 0: 420.0 ms of a 500.0 ms device region",
-                "  partitions     4 whose device region began in the steady state, SRS placements apart:",
+                "  partitions     4 picked up for the GPU in the steady state, SRS placements apart:",
                 "  staging        7.0 ms median, p10 7.0, p90 7.7, 4 partitions",
                 "  device region  70.0 ms median, p10 70.0, p90 70.0, 4 partitions",
                 "  synthesized    5 compiled (20.0 ms median), 1 recorded (40.0 ms median)",

@@ -416,7 +416,7 @@ fn analyze_sets_the_srs_placement_apart() {
     for line in [
         "  steady state   0.155 s per proof over 2 jobs, 0.970–1.280 s, after a warm-up of 1 job; GPU busy 100.0%",
         "  SRS placement  job0 partition 0 on device 0: 830.0 ms of a 900.0 ms device region",
-        "  partitions     4 whose device region began in the steady state, SRS placements apart:",
+        "  partitions     4 picked up for the GPU in the steady state, SRS placements apart:",
         "  device region  75.0 ms median, p10 70.0, p90 87.0, 4 partitions",
         "  prove_start    80.0 ms median, p10 75.0, p90 92.0, 4 partitions",
     ] {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use bellperson::groth16::aggregate::setup_fake_srs;
 use blstrs::Bls12;
 use cuzk_groth16::params_file::{write_atomically, PointCheck};
-use cuzk_groth16::setup::generate_random_parameters;
+use cuzk_groth16::setup::{generate_parameters_on, Multiplier, ToxicWaste};
 use cuzk_groth16::Parameters;
 use cuzk_synth::FORMAT_VERSION;
 use filecoin_proofs::{with_shape, MerkleTreeTrait};
@@ -108,10 +108,11 @@ impl ParamFiles {
         dir: &Path,
         proof: SealProof,
         rng: &mut impl RngCore,
+        multiplier: &Multiplier,
     ) -> Result<(Self, Parameters), FilecoinError> {
         let files = Self::new(dir, proof)?;
         std::fs::create_dir_all(dir).map_err(io(dir))?;
-        let params = with_shape!(proof.size.bytes(), setup, proof, rng,)?;
+        let params = with_shape!(proof.size.bytes(), setup, proof, rng, multiplier,)?;
         params.write_file(&files.params)?;
         write_atomically(&files.vk, |out| params.vk.write(out)).map_err(io(&files.vk))?;
         if proof.revision == Revision::NonInteractive {
@@ -131,10 +132,12 @@ fn identifier<Tree: 'static + MerkleTreeTrait>(proof: SealProof) -> Result<Strin
 fn setup<Tree: 'static + MerkleTreeTrait>(
     proof: SealProof,
     rng: &mut impl RngCore,
+    multiplier: &Multiplier,
 ) -> Result<Parameters, FilecoinError> {
-    Ok(generate_random_parameters(
+    Ok(generate_parameters_on(
         blank_circuit::<Tree>(proof)?,
-        rng,
+        &ToxicWaste::random(rng),
+        multiplier,
     )?)
 }
 

@@ -16,7 +16,7 @@ use cuzk_filecoin::{
 };
 use cuzk_groth16::backend::CpuBackend;
 use cuzk_groth16::params_file::PointCheck;
-use cuzk_groth16::setup::generate_random_parameters;
+use cuzk_groth16::setup::{generate_random_parameters, Multiplier};
 use cuzk_groth16::Parameters;
 use cuzk_pipeline::sink::MemorySink;
 use cuzk_pipeline::{Engine, EngineConfig};
@@ -94,7 +94,7 @@ fn parameters(
         return (files, params);
     }
     let start = Instant::now();
-    let (files, params) = ParamFiles::generate(dir, proof, rng).unwrap();
+    let (files, params) = ParamFiles::generate(dir, proof, rng, &Multiplier::Cpu).unwrap();
     eprintln!(
         "setup of {proof}: {:.1} s (domain {}, {} aux)",
         start.elapsed().as_secs_f64(),

@@ -60,16 +60,24 @@ pub fn as_words<T: DeviceWords>(values: &[T]) -> &[u32] {
     unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u32>(), values.len() * T::WORDS) }
 }
 
+/// Writable words over values, for results the device computed in the same layout.
+///
+/// # Safety
+/// Every word pattern written through them must leave valid values of `T`: reduced Montgomery
+/// elements, and for points the coordinates of a point of the group or (0, 0).
+pub unsafe fn as_words_mut<T: DeviceWords>(values: &mut [T]) -> &mut [u32] {
+    // SAFETY: as in `as_words` (padding-free u64 limbs, alignment ≥ 4); the caller keeps the
+    // values valid.
+    unsafe {
+        std::slice::from_raw_parts_mut(values.as_mut_ptr().cast::<u32>(), values.len() * T::WORDS)
+    }
+}
+
 /// Writable words over scalars, for results the device computed in the same layout.
 pub fn scalars_as_words_mut(values: &mut [Scalar]) -> &mut [u32] {
-    // SAFETY: as in `as_words`; every word pattern the kernels write is a reduced Montgomery
-    // element (< r), which is exactly the invariant blstrs keeps for `Scalar`.
-    unsafe {
-        std::slice::from_raw_parts_mut(
-            values.as_mut_ptr().cast::<u32>(),
-            values.len() * SCALAR_WORDS,
-        )
-    }
+    // SAFETY: every word pattern the kernels write is a reduced Montgomery element (< r), which
+    // is exactly the invariant blstrs keeps for `Scalar`.
+    unsafe { as_words_mut(values) }
 }
 
 /// 32-bit words of a fixed factor for `mont::mul_shoup` (cuda/field/mont.cuh).

@@ -7,6 +7,7 @@
 //! - [`Pinned`]: page-locked host buffers, for copies that overlap kernels.
 //! - [`msm`]: multi-scalar multiplication in G1 and G2, bases resident or streamed from the host.
 //! - [`ntt`]: forward/inverse NTTs over Fr, on the subgroup or its coset, in chainable orders.
+//! - [`fixed_base`]: many multiples of one generator (what parameter generation makes).
 //! - [`rate`]: the field product rate the device reaches, the ceiling kernels are read against.
 //!
 //! It knows BLS12-381 arithmetic and nothing of Groth16: it must not know what a proof, a query or
@@ -15,6 +16,7 @@
 
 mod device;
 mod error;
+pub mod fixed_base;
 pub mod layout;
 pub mod msm;
 pub mod ntt;

@@ -63,6 +63,8 @@ pub enum SetupError {
         "aux variable {0} occurs in no constraint, so its L query point would be the identity"
     )]
     UnconstrainedVariable(usize),
+    #[error("the GPU's fixed-base multiplication failed: {0}")]
+    Gpu(#[from] cuzk_gpu::GpuError),
 }
 
 /// Why a proof could not be made.

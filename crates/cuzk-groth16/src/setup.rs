@@ -4,13 +4,19 @@
 //! it can forge proofs. Use it to exercise and measure the prover, never for real proofs.
 //!
 //! Faster than bellperson's generator because every query point is a fixed-base multiplication of
-//! the generator by a window table, and the QAP evaluations at τ are one sparse pass over the
-//! recorded R1CS instead of per-variable lists.
+//! the generator by a window table (on the CPU, or many at once on a GPU: [`Multiplier`]), and the
+//! QAP evaluations at τ are one sparse pass over the recorded R1CS instead of per-variable lists.
+
+use std::sync::Arc;
 
 use bellpepper_core::Circuit;
+use cuzk_gpu::fixed_base::{fixed_base_multiply, FixedBaseAffine};
+use cuzk_gpu::Gpu;
+use cuzk_math::msm::AffineCoordinates;
 use cuzk_math::{EvaluationDomain, FixedBaseTable, G1Projective, G2Projective, Scalar};
 use cuzk_synth::{Column, R1csShape, Term};
 use ff::Field;
+use group::prime::PrimeCurve;
 use group::{Curve, Group};
 use rand_core::RngCore;
 use rayon::prelude::*;
@@ -58,7 +64,49 @@ pub fn generate_parameters<C: Circuit<Scalar>>(
     circuit: C,
     toxic: &ToxicWaste,
 ) -> Result<Parameters, SetupError> {
-    parameters_for_shape(&R1csShape::record(circuit)?, toxic)
+    generate_parameters_on(circuit, toxic, &Multiplier::Cpu)
+}
+
+/// Parameters for `circuit` from the given toxic waste, multiplied out by `multiplier`.
+pub fn generate_parameters_on<C: Circuit<Scalar>>(
+    circuit: C,
+    toxic: &ToxicWaste,
+    multiplier: &Multiplier,
+) -> Result<Parameters, SetupError> {
+    parameters_for_shape(&R1csShape::record(circuit)?, toxic, multiplier)
+}
+
+/// Where the query points (millions of multiples of the two generators) are multiplied out. The
+/// points are the same either way.
+#[derive(Clone, Debug, Default)]
+pub enum Multiplier {
+    #[default]
+    Cpu,
+    Gpu(Arc<Gpu>),
+}
+
+impl Multiplier {
+    /// `s · base` for every scalar, in order, as affine points.
+    fn many<G>(
+        &self,
+        table: &FixedBaseTable<G>,
+        scalars: &[Scalar],
+    ) -> Result<Vec<G::AffineRepr>, SetupError>
+    where
+        G: PrimeCurve<Scalar = Scalar>,
+        G::Affine: AffineCoordinates + FixedBaseAffine,
+    {
+        match self {
+            Multiplier::Cpu => Ok(table.mul_many(scalars)),
+            Multiplier::Gpu(gpu) => Ok(fixed_base_multiply(
+                gpu,
+                &table.entries(),
+                table.window_bits() as u32,
+                table.windows() as u32,
+                scalars,
+            )?),
+        }
+    }
 }
 
 /// Window size of a fixed-base table that will serve `count` multiplications: larger tables cost
@@ -106,10 +154,11 @@ fn inverse(x: Scalar, name: &'static str) -> Result<Scalar, SetupError> {
     Option::from(x.invert()).ok_or(SetupError::ZeroSecret(name))
 }
 
-/// Parameters for a recorded R1CS.
+/// Parameters for a recorded R1CS, their points multiplied out by `multiplier`.
 pub fn parameters_for_shape(
     shape: &R1csShape,
     toxic: &ToxicWaste,
+    multiplier: &Multiplier,
 ) -> Result<Parameters, SetupError> {
     let &ToxicWaste {
         tau,
@@ -169,10 +218,10 @@ pub fn parameters_for_shape(
     };
     Ok(Parameters {
         vk,
-        h: g1.mul_many(&h),
-        l: g1.mul_many(l),
-        a: g1.mul_many(&a),
-        b_g1: g1.mul_many(&b),
-        b_g2: g2.mul_many(&b),
+        h: multiplier.many(&g1, &h)?,
+        l: multiplier.many(&g1, l)?,
+        a: multiplier.many(&g1, &a)?,
+        b_g1: multiplier.many(&g1, &b)?,
+        b_g2: multiplier.many(&g2, &b)?,
     })
 }

@@ -64,6 +64,22 @@ where
         }
     }
 
+    /// The window width c.
+    pub fn window_bits(&self) -> usize {
+        self.window_bits
+    }
+
+    /// Every entry, window by window: `d * 2^(c*w) * base` at `w * 2^(c-1) + d - 1` (the layout
+    /// the GPU's fixed-base kernel reads).
+    pub fn entries(&self) -> Vec<G::AffineRepr> {
+        self.windows.concat()
+    }
+
+    /// The windows of the table (signed digits of every scalar below 2^255 fit).
+    pub fn windows(&self) -> usize {
+        self.windows.len()
+    }
+
     /// `scalar * base`.
     pub fn mul(&self, scalar: &Scalar) -> G {
         let l = limbs(scalar);

@@ -474,9 +474,10 @@ pub fn synth_stats_by_path(timeline: &Timeline) -> BTreeMap<String, Spread> {
         .collect()
 }
 
-/// Per-partition figures of the partitions measured: those whose device region began in the
-/// steady state (every one when the run has none), the SRS placements left out, so a slow first
-/// partition or a cold start does not stand for the rest.
+/// Per-partition figures of the partitions measured: those a GPU worker took (GPU_PICKUP, where
+/// `prove_start` begins; the device region's start in logs without it) in the steady state, every
+/// one when the run has none, the SRS placements left out. So a slow first partition, a partition
+/// that waited out the placement on the device lock, or a cold start does not stand for the rest.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PartitionFigures {
     /// Whether they cover the steady state; else the whole run.
@@ -496,9 +497,19 @@ pub fn partition_figures(timeline: &Timeline, gpu: &GpuSummary) -> PartitionFigu
         .as_ref()
         .map_or(f64::NEG_INFINITY, |s| s.start_ms);
     let placed = gpu.placed();
+    let mut picked_up: HashMap<PartitionKey<'_>, f64> = HashMap::new();
+    for r in timeline.records.iter().filter(|r| r.event == "GPU_PICKUP") {
+        let first = picked_up
+            .entry((r.job_id.as_str(), r.partition()))
+            .or_insert(r.ms);
+        *first = first.min(r.ms);
+    }
     let measured: BTreeMap<PartitionKey<'_>, f64> = regions(&gpu.intervals)
         .into_iter()
-        .filter(|(key, region)| region.start_ms >= from_ms && !placed.contains(key))
+        .filter(|(key, region)| {
+            let taken = picked_up.get(key).map_or(region.start_ms, |&ms| ms);
+            taken.min(region.start_ms) >= from_ms && !placed.contains(key)
+        })
         .map(|(key, region)| (key, region.gpu_ms))
         .collect();
     let gpu_ms: Vec<f64> = measured.values().copied().collect();
@@ -646,7 +657,8 @@ mod tests {
 
     /// Four jobs of two partitions on one device, one after another: a's partition 0 places the
     /// SRS (400 ms, 330 of them placing), every other device region takes 70 ms, synthesis 20 ms
-    /// (30 for a0), the staging copy 7 ms. Final GPU_ENDs: a 470, b 610, c 750, d 890.
+    /// (30 for a0), the staging copy 7 ms. Final GPU_ENDs: a 470, b 610, c 750, d 890. Each
+    /// partition is picked up as its region starts, but b0 at 100: it waited out the placement.
     fn slow_first_partition() -> Timeline {
         let mut log = String::new();
         let mut gpu_start = 0;
@@ -657,9 +669,15 @@ mod tests {
                 let gpu_end = gpu_start + region;
                 let synth_start = gpu_start - synth;
                 let srs = if first { ",srs_place_ms=330" } else { "" };
+                let pickup = if (j, partition) == (1, 0) {
+                    100
+                } else {
+                    gpu_start
+                };
                 log += &format!(
                     "TIMELINE,{synth_start},SYNTH_START,{job},partition={partition}\n\
                      TIMELINE,{gpu_start},SYNTH_END,{job},partition={partition},synth_ms={synth}\n\
+                     TIMELINE,{pickup},GPU_PICKUP,{job},partition={partition},device=0\n\
                      TIMELINE,{gpu_start},GPU_START,{job},partition={partition},device=0\n\
                      TIMELINE,{gpu_end},GPU_END,{job},partition={partition},device=0\n\
                      TIMELINE,{gpu_end},PARTITION_STATS,{job},partition={partition},\
@@ -692,13 +710,13 @@ mod tests {
             Some((470.0, 890.0, 3, 1.0))
         );
         assert_eq!(s_per_job(&gpu), Some(0.14));
-        // b0 to d1 began after a ended.
+        // b1 to d1 were picked up after a ended; b0 before, though its region began after.
         let figures = partition_figures(&timeline, &gpu);
         assert!(figures.steady);
-        assert_eq!(figures.partitions, 6);
+        assert_eq!(figures.partitions, 5);
         let median = |s: Option<Spread>| s.map(|s| (s.count, s.median));
-        assert_eq!(median(figures.gpu_ms), Some((6, 70.0)));
-        assert_eq!(median(figures.synth_ms), Some((6, 20.0)));
+        assert_eq!(median(figures.gpu_ms), Some((5, 70.0)));
+        assert_eq!(median(figures.synth_ms), Some((5, 20.0)));
         let stages: Vec<_> = figures
             .stages
             .iter()
@@ -706,7 +724,7 @@ mod tests {
             .collect();
         assert_eq!(
             stages,
-            [("prove_start_ms", 6, 80.0), ("prep_copy_ms", 6, 7.0)]
+            [("prove_start_ms", 5, 80.0), ("prep_copy_ms", 5, 7.0)]
         );
         let devices = per_device(&gpu);
         assert_eq!(devices.len(), 1);
@@ -730,14 +748,15 @@ mod tests {
     }
 
     /// A log without PARTITION_STATS (the public engine's, or before them) has no placements to
-    /// set apart and no stage figures; its device regions and syntheses still count.
+    /// set apart and no stage figures; its device regions and syntheses still count. Without
+    /// GPU_PICKUP, a partition counts from its device region's start.
     #[test]
     fn logs_without_partition_stats_still_give_regions() {
         let timeline = Timeline::parse(
             &slow_first_partition()
                 .records
                 .iter()
-                .filter(|r| r.event != "PARTITION_STATS")
+                .filter(|r| r.event != "PARTITION_STATS" && r.event != "GPU_PICKUP")
                 .map(|r| format!("{r}\n"))
                 .collect::<String>(),
         );
@@ -747,6 +766,9 @@ mod tests {
         assert_eq!(figures.partitions, 8);
         assert_eq!(figures.gpu_ms.map(|s| s.median), Some(70.0));
         assert!(figures.stages.is_empty());
+        // b0's region began as a ended.
+        let steady = partition_figures(&timeline, &summarize(&timeline, 1));
+        assert_eq!(steady.partitions, 6);
     }
 
     /// Two workers, overlapping intervals, lines out of order, noise: GPU busy 0–100 and 120–300

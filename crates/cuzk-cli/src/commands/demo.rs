@@ -25,8 +25,11 @@ pub fn run(global: &GlobalArgs, args: DemoArgs) -> Result<Outcome> {
     }
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
     let path = dir.path().join("synthetic.params");
-    let (_, setup_s) = setup::generate(&spec, &path, progress)?;
     let backend = backend::select(args.backend, global.json)?;
+    // The device that proves also sets up (the CPU's fallback was said by select).
+    let multiplier = backend::multiplier(args.backend, true)?;
+    let (_, setup_s) =
+        setup::generate(&spec, &path, &multiplier, &mut rand::rngs::OsRng, progress)?;
     let params = prove::load_params(&path, PointCheck::Unchecked, progress)?;
     let proven = prove::prove_circuit(&spec, &params, backend.as_ref(), progress)?;
     let pvk = PreparedVerifyingKey::new(&params.vk);

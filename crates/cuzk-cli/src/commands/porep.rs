@@ -19,7 +19,8 @@ use cuzk_pipeline::{Engine, EngineConfig};
 use serde_json::json;
 
 use crate::args::{
-    GlobalArgs, MemoryArg, PorepInputArgs, PorepProveArgs, PorepVerifyArgs, TestSectorArgs,
+    GlobalArgs, MemoryArg, PorepInputArgs, PorepProveArgs, PorepVerifyArgs, SetupArgs,
+    TestSectorArgs,
 };
 use crate::progress::Progress;
 use crate::{backend, Outcome};
@@ -43,15 +44,22 @@ impl PorepInput {
     }
 }
 
-pub fn setup(global: &GlobalArgs, proof: &str, out: &Path) -> Result<Outcome> {
+pub fn setup(global: &GlobalArgs, proof: &str, args: &SetupArgs) -> Result<Outcome> {
     let proof = SealProof::from_size_or_name(proof)?;
+    let out = &args.out;
+    let multiplier = backend::multiplier(args.backend, global.json)?;
     let progress = Progress::new(global.json);
     eprintln!(
         "cuzk: WARNING: random test parameters for {proof}, NOT the Filecoin network's: proofs \
          made with them verify only against this .vk, and they are not a trusted setup"
     );
     let (generated, elapsed) = progress.stage("generating PoRep parameters", || {
-        ParamFiles::generate(out, proof, &mut rand::rngs::OsRng)
+        ParamFiles::generate(
+            out,
+            proof,
+            &mut super::setup::toxic_rng(args.toxic_seed),
+            &multiplier,
+        )
     });
     let (files, params) = generated?;
     let summary = json!({

@@ -3,22 +3,40 @@
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use cuzk_groth16::setup::generate_random_parameters;
+use cuzk_groth16::setup::{generate_parameters_on, Multiplier, ToxicWaste};
 use cuzk_groth16::Parameters;
+use rand::rngs::OsRng;
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
 use serde_json::json;
 
 use crate::args::{GlobalArgs, SetupArgs};
 use crate::circuit::CircuitSpec;
 use crate::progress::Progress;
-use crate::Outcome;
+use crate::{backend, Outcome};
 
 /// Generates and writes parameters; returns them for callers that go on to prove.
-pub fn generate(spec: &CircuitSpec, out: &Path, progress: Progress) -> Result<(Parameters, f64)> {
-    let mut rng = rand::rngs::OsRng;
+/// Where the toxic waste comes from: the OS, or `seed` (reproducible, forgeable).
+pub fn toxic_rng(seed: Option<u64>) -> Box<dyn RngCore> {
+    match seed {
+        Some(seed) => Box::new(ChaCha20Rng::seed_from_u64(seed)),
+        None => Box::new(OsRng),
+    }
+}
+
+pub fn generate(
+    spec: &CircuitSpec,
+    out: &Path,
+    multiplier: &Multiplier,
+    rng: &mut impl RngCore,
+    progress: Progress,
+) -> Result<(Parameters, f64)> {
     let (params, elapsed) = progress.stage(
         "generating parameters (random, NOT a trusted setup)",
         || match spec {
-            CircuitSpec::Synthetic(c) => generate_random_parameters(c.clone(), &mut rng),
+            CircuitSpec::Synthetic(c) => {
+                generate_parameters_on(c.clone(), &ToxicWaste::random(rng), multiplier)
+            }
         },
     );
     let params = params.context("setup failed")?;
@@ -29,7 +47,7 @@ pub fn generate(spec: &CircuitSpec, out: &Path, progress: Progress) -> Result<(P
 
 pub fn run(global: &GlobalArgs, args: SetupArgs) -> Result<Outcome> {
     let circuit = match (&args.porep, &args.circuit) {
-        (Some(proof), _) => return super::porep::setup(global, proof, &args.out),
+        (Some(proof), _) => return super::porep::setup(global, proof, &args),
         (None, Some(circuit)) => circuit,
         (None, None) => bail!("give a circuit (--constraints N) or --porep SIZE"),
     };
@@ -38,7 +56,14 @@ pub fn run(global: &GlobalArgs, args: SetupArgs) -> Result<Outcome> {
     if !global.json {
         eprintln!("{}", spec.describe());
     }
-    let (params, seconds) = generate(&spec, &args.out, progress)?;
+    let multiplier = backend::multiplier(args.backend, global.json)?;
+    let (params, seconds) = generate(
+        &spec,
+        &args.out,
+        &multiplier,
+        &mut toxic_rng(args.toxic_seed),
+        progress,
+    )?;
     let summary = json!({
         "params": args.out,
         "public_inputs": params.vk.ic.len() - 1,

@@ -357,7 +357,7 @@ impl<A: MsmAffine> DeviceBases<A> {
     }
 }
 
-fn grid(threads: usize, block: u32) -> LaunchConfig {
+pub(crate) fn grid(threads: usize, block: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: (
             (threads as u64).div_ceil(u64::from(block)).max(1) as u32,
