@@ -25,8 +25,9 @@
             /* Scalars are below 2^255: bits past 255 are zero. */                                    \
             const uint32_t raw =                                                                      \
                 (w * c < 255 ? cuzk::scalar_bits(s, w * c, min(c, 255 - w * c)) : 0) + carry;        \
-            /* A digit in [−half, half): raw ≥ half becomes raw − 2^c and carries one. */              \
-            carry = raw >= half ? 1 : 0;                                                              \
+            /* A digit in [−half, half): raw ≥ half becomes raw − 2^c and carries one, except in   */ \
+            /* the top window, which has room for it (at most 255 mod c bits plus the carry).      */ \
+            carry = raw >= half && w + 1 < windows ? 1 : 0;                                           \
             const int32_t d = int32_t(raw) - int32_t(carry << c);                                     \
             if (d == 0) continue;                                                                     \
             const cuzk::affine_t<F> entry = table[size_t(w) * half + uint32_t(abs(d)) - 1];          \
