@@ -38,7 +38,7 @@ pub(crate) fn arities_of<Tree: MerkleTreeTrait>(leaves: usize) -> Result<Vec<usi
     }
     let mut arities = Vec::new();
     while base_leaves > 1 {
-        if base_leaves % base != 0 {
+        if !base_leaves.is_multiple_of(base) {
             return Err(format!(
                 "{} leaves per base tree are not a power of {base}",
                 leaves / base_trees
