@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use bellperson::groth16::aggregate::setup_fake_srs;
 use blstrs::Bls12;
 use cuzk_groth16::params_file::{write_atomically, PointCheck};
-use cuzk_groth16::setup::{generate_parameters_on, Multiplier, ToxicWaste};
+use cuzk_groth16::setup::{parameters_for_compiled, Multiplier, ToxicWaste};
 use cuzk_groth16::Parameters;
 use cuzk_synth::FORMAT_VERSION;
 use filecoin_proofs::{with_shape, MerkleTreeTrait};
@@ -18,8 +18,7 @@ use storage_proofs_core::parameter_cache::{
 use storage_proofs_core::settings::SETTINGS;
 
 use crate::error::{filecoin, io};
-use crate::shapes::blank_circuit;
-use crate::{FilecoinError, Revision, SealProof};
+use crate::{compiled_r1cs, FilecoinError, Revision, SealProof};
 
 /// The environment variable filecoin-proofs reads its parameter directory from.
 pub const PARAMETER_CACHE_ENV: &str = "FIL_PROOFS_PARAMETER_CACHE";
@@ -102,6 +101,8 @@ impl ParamFiles {
 
     /// Generates random parameters for `proof`'s circuit with cuzk's setup and writes both files
     /// (each atomically), and for a non-interactive PoRep a test SRS when the directory has none.
+    /// Setup reads the circuit's compiled R1CS (the prover's cache beside the parameters: read,
+    /// or recorded and written there, so proving does not record it again).
     /// **Not the network's parameters**: proofs made with them verify only against this `.vk`,
     /// and whoever saw the setup's randomness can forge them.
     pub fn generate(
@@ -112,7 +113,9 @@ impl ParamFiles {
     ) -> Result<(Self, Parameters), FilecoinError> {
         let files = Self::new(dir, proof)?;
         std::fs::create_dir_all(dir).map_err(io(dir))?;
-        let params = with_shape!(proof.size.bytes(), setup, proof, rng, multiplier,)?;
+        let (compiled, _) = compiled_r1cs(&files)?;
+        let params = parameters_for_compiled(&compiled, &ToxicWaste::random(rng), multiplier)?;
+        drop(compiled);
         params.write_file(&files.params)?;
         write_atomically(&files.vk, |out| params.vk.write(out)).map_err(io(&files.vk))?;
         if proof.revision == Revision::NonInteractive {
@@ -127,18 +130,6 @@ fn identifier<Tree: 'static + MerkleTreeTrait>(proof: SealProof) -> Result<Strin
         .porep_config()?
         .get_cache_identifier::<Tree>()
         .map_err(filecoin(format!("the parameter identifier of {proof}")))
-}
-
-fn setup<Tree: 'static + MerkleTreeTrait>(
-    proof: SealProof,
-    rng: &mut impl RngCore,
-    multiplier: &Multiplier,
-) -> Result<Parameters, FilecoinError> {
-    Ok(generate_parameters_on(
-        blank_circuit::<Tree>(proof)?,
-        &ToxicWaste::random(rng),
-        multiplier,
-    )?)
 }
 
 /// The parameter directory for this process: `dir` when given (and filecoin-proofs pointed at

@@ -14,7 +14,7 @@ use cuzk_gpu::fixed_base::{fixed_base_multiply, FixedBaseAffine};
 use cuzk_gpu::Gpu;
 use cuzk_math::msm::AffineCoordinates;
 use cuzk_math::{EvaluationDomain, FixedBaseTable, G1Projective, G2Projective, Scalar};
-use cuzk_synth::{Column, R1csShape, Term};
+use cuzk_synth::{Column, CompiledR1cs, R1csShape, Term};
 use ff::Field;
 use group::prime::PrimeCurve;
 use group::{Curve, Group};
@@ -160,6 +160,46 @@ pub fn parameters_for_shape(
     toxic: &ToxicWaste,
     multiplier: &Multiplier,
 ) -> Result<Parameters, SetupError> {
+    let (num_inputs, columns) = (shape.num_inputs, shape.num_inputs + shape.num_aux);
+    parameters_for_columns(shape.num_rows, num_inputs, toxic, multiplier, |lagrange| {
+        let (at, (bt, ct)) = rayon::join(
+            || evaluate_columns(&shape.a, lagrange, num_inputs, columns),
+            || {
+                rayon::join(
+                    || evaluate_columns(&shape.b, lagrange, num_inputs, columns),
+                    || evaluate_columns(&shape.c, lagrange, num_inputs, columns),
+                )
+            },
+        );
+        [at, bt, ct]
+    })
+}
+
+/// Parameters for a compiled R1CS (the engine's cached form: 8 bytes per entry, where a recorded
+/// shape holds 48, so a 32 GiB PoRep partition's fits in memory), the same as from its shape.
+pub fn parameters_for_compiled(
+    compiled: &CompiledR1cs,
+    toxic: &ToxicWaste,
+    multiplier: &Multiplier,
+) -> Result<Parameters, SetupError> {
+    parameters_for_columns(
+        compiled.num_rows(),
+        compiled.num_inputs(),
+        toxic,
+        multiplier,
+        |lagrange| compiled.weigh_columns(lagrange),
+    )
+}
+
+/// Parameters from a circuit's sizes and `evaluate`, which gives the A, B and C columns (inputs,
+/// then aux) weighed by the Lagrange basis at τ.
+fn parameters_for_columns(
+    num_rows: usize,
+    num_inputs: usize,
+    toxic: &ToxicWaste,
+    multiplier: &Multiplier,
+    evaluate: impl FnOnce(&[Scalar]) -> [Vec<Scalar>; 3],
+) -> Result<Parameters, SetupError> {
     let &ToxicWaste {
         tau,
         alpha,
@@ -167,20 +207,11 @@ pub fn parameters_for_shape(
         gamma,
         delta,
     } = toxic;
-    let domain = EvaluationDomain::new(shape.num_rows)?;
+    let domain = EvaluationDomain::new(num_rows)?;
     let lagrange = domain.lagrange_coefficients_at(&tau);
-    let (num_inputs, columns) = (shape.num_inputs, shape.num_inputs + shape.num_aux);
-
-    let (at, (bt, ct)) = rayon::join(
-        || evaluate_columns(&shape.a, &lagrange, num_inputs, columns),
-        || {
-            rayon::join(
-                || evaluate_columns(&shape.b, &lagrange, num_inputs, columns),
-                || evaluate_columns(&shape.c, &lagrange, num_inputs, columns),
-            )
-        },
-    );
+    let [at, bt, ct] = evaluate(&lagrange);
     drop(lagrange);
+    let columns = at.len();
 
     let (gamma_inv, delta_inv) = (inverse(gamma, "gamma")?, inverse(delta, "delta")?);
     let mut ic_l: Vec<Scalar> = (0..columns)

@@ -107,6 +107,30 @@ impl SparseRows {
     }
 }
 
+impl SparseRows {
+    /// Σ over rows of coeff · weight(row), per column (coefficient one needs no product).
+    fn weigh_columns(
+        &self,
+        row_weights: &[Scalar],
+        table: &[Scalar],
+        columns: usize,
+    ) -> Vec<Scalar> {
+        let mut out = vec![Scalar::ZERO; columns];
+        for (row, weight) in row_weights.iter().enumerate().take(self.starts.len() - 1) {
+            let range = self.starts[row] as usize..self.starts[row + 1] as usize;
+            for (&column, &coeff) in self.columns[range.clone()].iter().zip(&self.coeffs[range]) {
+                let term = if coeff == 0 {
+                    *weight
+                } else {
+                    *weight * table[coeff as usize]
+                };
+                out[column as usize] += term;
+            }
+        }
+        out
+    }
+}
+
 /// A circuit's R1CS, compiled for witness-only synthesis.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CompiledR1cs {
@@ -384,6 +408,24 @@ impl CompiledR1cs {
     /// Aux (private) variables.
     pub fn num_aux(&self) -> usize {
         self.num_aux
+    }
+
+    /// Public inputs, the constant one included.
+    pub fn num_inputs(&self) -> usize {
+        self.num_inputs
+    }
+
+    /// Each matrix's columns weighed by `row_weights` (one per row): `Aᵀ·w`, `Bᵀ·w`, `Cᵀ·w`,
+    /// columns numbered inputs then aux. With the Lagrange basis at τ as weights these are the
+    /// QAP's polynomials at τ, which setup needs; the matrices in parallel, each in one pass.
+    pub fn weigh_columns(&self, row_weights: &[Scalar]) -> [Vec<Scalar>; 3] {
+        let columns = self.num_inputs + self.num_aux;
+        let weigh = |m: &SparseRows| m.weigh_columns(row_weights, &self.coeffs, columns);
+        let (a, (b, c)) = rayon::join(
+            || weigh(&self.a),
+            || rayon::join(|| weigh(&self.b), || weigh(&self.c)),
+        );
+        [a, b, c]
     }
 
     /// Non-zero entries of A, B and C.
