@@ -9,7 +9,7 @@ use blstrs::Bls12;
 use cuzk_groth16::params_file::{write_atomically, PointCheck};
 use cuzk_groth16::setup::{parameters_for_compiled, Multiplier, ToxicWaste};
 use cuzk_groth16::Parameters;
-use cuzk_synth::FORMAT_VERSION;
+use cuzk_synth::{CompiledR1cs, FORMAT_VERSION};
 use filecoin_proofs::{with_shape, MerkleTreeTrait};
 use rand::RngCore;
 use storage_proofs_core::parameter_cache::{
@@ -114,14 +114,25 @@ impl ParamFiles {
         let files = Self::new(dir, proof)?;
         std::fs::create_dir_all(dir).map_err(io(dir))?;
         let (compiled, _) = compiled_r1cs(&files)?;
-        let params = parameters_for_compiled(&compiled, &ToxicWaste::random(rng), multiplier)?;
-        drop(compiled);
-        params.write_file(&files.params)?;
-        write_atomically(&files.vk, |out| params.vk.write(out)).map_err(io(&files.vk))?;
-        if proof.revision == Revision::NonInteractive {
-            files.generate_srs(rng)?;
-        }
+        let params = files.generate_for(&compiled, rng, multiplier)?;
         Ok((files, params))
+    }
+
+    /// [`Self::generate`] from the circuit's compiled R1CS, already at hand, into these files'
+    /// directory (which must exist).
+    pub fn generate_for(
+        &self,
+        compiled: &CompiledR1cs,
+        rng: &mut impl RngCore,
+        multiplier: &Multiplier,
+    ) -> Result<Parameters, FilecoinError> {
+        let params = parameters_for_compiled(compiled, &ToxicWaste::random(rng), multiplier)?;
+        params.write_file(&self.params)?;
+        write_atomically(&self.vk, |out| params.vk.write(out)).map_err(io(&self.vk))?;
+        if self.proof.revision == Revision::NonInteractive {
+            self.generate_srs(rng)?;
+        }
+        Ok(params)
     }
 }
 

@@ -53,15 +53,20 @@ pub fn setup(global: &GlobalArgs, proof: &str, args: &SetupArgs) -> Result<Outco
         "cuzk: WARNING: random test parameters for {proof}, NOT the Filecoin network's: proofs \
          made with them verify only against this .vk, and they are not a trusted setup"
     );
+    let files = ParamFiles::new(out, proof)?;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    // Setup reads the circuit's compiled R1CS, which proving reads too: made (or read) first.
+    let (compiled, r1cs_time) =
+        progress.stage("recording the circuit's R1CS", || compiled_r1cs(&files));
+    let (compiled, origin) = compiled?;
     let (generated, elapsed) = progress.stage("generating PoRep parameters", || {
-        ParamFiles::generate(
-            out,
-            proof,
+        files.generate_for(
+            &compiled,
             &mut super::setup::toxic_rng(args.toxic_seed),
             &multiplier,
         )
     });
-    let (files, params) = generated?;
+    let params = generated?;
     let summary = json!({
         "seal_proof": proof.name(),
         "params": files.params,
@@ -70,6 +75,8 @@ pub fn setup(global: &GlobalArgs, proof: &str, args: &SetupArgs) -> Result<Outco
         "aux": params.l.len(),
         "domain_size": params.h.len() + 1,
         "file_bytes": params.file_size(),
+        "r1cs": format!("{origin:?}"),
+        "r1cs_s": r1cs_time.as_secs_f64(),
         "setup_s": elapsed.as_secs_f64(),
     });
     if global.json {
