@@ -405,6 +405,12 @@ pub struct BenchArgs {
     /// Parameter directory for --c1 (default: filecoin-proofs').
     #[arg(long, requires = "c1")]
     pub params_dir: Option<PathBuf>,
+    /// With --c1: prove with random test parameters made in this process (their points on the
+    /// GPU when --backend allows one) instead of reading the .params file: nothing is written but
+    /// the compiled R1CS cache in the parameter directory. A 32 GiB set is ~47 GB of host memory,
+    /// taken from an automatic memory budget.
+    #[arg(long, requires = "c1")]
+    pub test_params: bool,
     /// Jobs (proof requests) to run in all.
     #[arg(short = 'j', long, default_value_t = 4)]
     pub jobs: usize,

@@ -12,7 +12,9 @@ use std::sync::Arc;
 use anyhow::{bail, ensure, Context, Result};
 use cuzk_filecoin::{compiled_r1cs, parameter_dir, C1Output, ParamFiles, SectorJob};
 use cuzk_groth16::params_file::PointCheck;
-use cuzk_groth16::setup::generate_random_parameters;
+use cuzk_groth16::setup::{
+    generate_random_parameters, parameters_for_compiled, Multiplier, ToxicWaste,
+};
 use cuzk_groth16::{Parameters, ProverBackend};
 use cuzk_pipeline::analysis::{max_synth_in_flight, per_device, summarize, GpuSummary};
 use cuzk_pipeline::engine::auto_memory_budget;
@@ -33,16 +35,18 @@ enum Workload {
     /// `partitions` copies of a built-in circuit, with parameters from our setup.
     Synthetic(CircuitSpec),
     /// One sealed sector's C2 (its partitions), with its parameter files and compiled R1CS
-    /// (none with --direct-synthesis).
+    /// (none with --direct-synthesis); `test_params` says where to multiply out random test
+    /// parameters instead of reading the files.
     Porep {
         c1: C1Output,
         files: ParamFiles,
         compiled: Option<Arc<CompiledR1cs>>,
+        test_params: Option<Multiplier>,
     },
 }
 
 impl Workload {
-    fn from_args(args: &BenchArgs) -> Result<Self> {
+    fn from_args(args: &BenchArgs, quiet: bool) -> Result<Self> {
         match (&args.c1, &args.circuit) {
             (Some(c1), _) => {
                 let dir = parameter_dir(args.params_dir.as_deref())?;
@@ -53,10 +57,15 @@ impl Workload {
                 } else {
                     Some(compiled_r1cs(&files)?.0)
                 };
+                let test_params = args
+                    .test_params
+                    .then(|| backend::multiplier(args.backend, quiet))
+                    .transpose()?;
                 Ok(Workload::Porep {
                     c1,
                     files,
                     compiled,
+                    test_params,
                 })
             }
             (None, Some(circuit)) => Ok(Workload::Synthetic(CircuitSpec::from_args(circuit)?)),
@@ -83,11 +92,39 @@ impl Workload {
                     )?)
                 },
             ),
+            Workload::Porep {
+                files,
+                compiled,
+                test_params: Some(multiplier),
+                ..
+            } => progress.stage(
+                "generating test parameters (random, NOT a trusted setup)",
+                || {
+                    // With --direct-synthesis the compiled R1CS serves setup only.
+                    let compiled = match compiled {
+                        Some(compiled) => Arc::clone(compiled),
+                        None => compiled_r1cs(files)?.0,
+                    };
+                    let toxic = ToxicWaste::random(&mut rand::rngs::OsRng);
+                    anyhow::Ok(parameters_for_compiled(&compiled, &toxic, multiplier)?)
+                },
+            ),
             Workload::Porep { files, .. } => progress.stage("loading parameters", || {
                 anyhow::Ok(files.load(PointCheck::Unchecked)?)
             }),
         };
         params.context("parameters")
+    }
+
+    /// Host bytes the parameters hold outside the page cache (made in this process).
+    fn params_in_memory(&self, params: &Parameters) -> u64 {
+        match self {
+            Workload::Porep {
+                test_params: Some(_),
+                ..
+            } => params.file_size() as u64,
+            _ => 0,
+        }
     }
 
     /// The summary's fields that say what was proven.
@@ -118,7 +155,7 @@ struct Plan {
 }
 
 impl Plan {
-    fn from_args(args: &BenchArgs) -> Result<Self> {
+    fn from_args(args: &BenchArgs, quiet: bool) -> Result<Self> {
         ensure!(args.jobs > 0, "--jobs must be at least 1");
         ensure!(args.concurrency > 0, "--concurrency must be at least 1");
         ensure!(args.partitions > 0, "--partitions must be at least 1");
@@ -126,7 +163,7 @@ impl Plan {
             MemoryArg::Auto => auto_memory_budget().context("--memory-budget auto")?,
             MemoryArg::Bytes(bytes) => bytes,
         };
-        let workload = Workload::from_args(args)?;
+        let workload = Workload::from_args(args, quiet)?;
         let partitions = match &workload {
             Workload::Synthetic(_) => args.partitions,
             Workload::Porep { c1, .. } => usize::from(c1.proof.porep_config()?.partitions),
@@ -170,6 +207,7 @@ impl Plan {
                 c1,
                 files,
                 compiled,
+                ..
             } => Ok(SectorJob::new(id, c1, Arc::clone(params), files, compiled.clone())?.request),
         }
     }
@@ -311,10 +349,14 @@ fn print_text(summary: &Value, plan: &Plan) {
 }
 
 pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
-    let plan = Plan::from_args(&args)?;
+    let mut plan = Plan::from_args(&args, global.json)?;
     let backends = backend::select_all(args.backend, global.json)?;
     let progress = Progress::new(global.json);
     let params = Arc::new(plan.workload.params(progress)?);
+    if matches!(args.memory_budget, MemoryArg::Auto) {
+        let held = plan.workload.params_in_memory(&params);
+        plan.config.memory_budget = plan.config.memory_budget.saturating_sub(held).max(1);
+    }
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
