@@ -10,7 +10,8 @@ use std::path::Path;
 
 use filecoin_proofs::{
     add_piece, generate_synth_proofs, seal_commit_phase1, seal_pre_commit_phase1,
-    seal_pre_commit_phase2, with_shape, MerkleTreeTrait, UnpaddedBytesAmount,
+    seal_pre_commit_phase2, with_shape, MerkleTreeTrait, SealCommitPhase1Output,
+    UnpaddedBytesAmount,
 };
 use rand::RngCore;
 use storage_proofs_core::sector::SectorId;
@@ -23,6 +24,26 @@ use crate::{C1Output, FilecoinError, Revision, SealProof, SectorIdentity};
 pub struct SealedSector {
     pub c1: C1Output,
     pub identity: SectorIdentity,
+}
+
+impl SealedSector {
+    /// Wraps commit 1's output for `identity`'s sector; `how` ("sealed", "sample") names it in
+    /// errors.
+    pub(crate) fn from_output<Tree: MerkleTreeTrait>(
+        output: &SealCommitPhase1Output<Tree>,
+        proof: SealProof,
+        identity: SectorIdentity,
+        how: &str,
+    ) -> Result<Self, FilecoinError> {
+        let source = format!(
+            "the C1 output of {how} {proof} sector {}",
+            identity.sector_id
+        );
+        Ok(SealedSector {
+            c1: C1Output::from_output(output, proof, &source)?,
+            identity,
+        })
+    }
 }
 
 /// Seals a sector of random data for `proof` in `work_dir` (staged and sealed files, cache),
@@ -127,14 +148,7 @@ fn seal<Tree: 'static + MerkleTreeTrait>(
         &pieces,
     )
     .map_err(filecoin("seal_commit_phase1"))?;
-    let source = format!(
-        "the C1 output of sealed {proof} sector {}",
-        identity.sector_id
-    );
-    Ok(SealedSector {
-        c1: C1Output::from_output(&output, proof, &source)?,
-        identity,
-    })
+    SealedSector::from_output(&output, proof, identity, "sealed")
 }
 
 #[cfg(test)]

@@ -34,9 +34,7 @@ use typenum::{U0, U2};
 use crate::error::filecoin;
 use crate::sealer::random_bytes;
 use crate::shapes::Drg;
-use crate::{
-    prover_id_of_miner, C1Output, FilecoinError, Revision, SealProof, SealedSector, SectorIdentity,
-};
+use crate::{prover_id_of_miner, FilecoinError, Revision, SealProof, SealedSector, SectorIdentity};
 use sparse_tree::{arities_of, SparseTree};
 
 /// Makes a committed-capacity `proof` sector's C1 output (random sector id, ticket and seed;
@@ -174,14 +172,7 @@ fn sample<Tree: 'static + MerkleTreeTrait>(
         seed,
         ticket,
     };
-    let source = format!(
-        "the C1 output of sample {proof} sector {}",
-        identity.sector_id
-    );
-    Ok(SealedSector {
-        c1: C1Output::from_output(&output, proof, &source)?,
-        identity,
-    })
+    SealedSector::from_output(&output, proof, identity, "sample")
 }
 
 fn bytes(domain: &impl Domain) -> [u8; 32] {
