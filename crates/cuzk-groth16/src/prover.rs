@@ -99,6 +99,14 @@ pub trait ProverBackend: Send + Sync {
         None
     }
 
+    /// Host bytes a proof of `params` holds in this backend beyond its assignment, from its
+    /// preparation to the end of its device region (the GPU's page-locked staging of a, b, c and
+    /// the witness: 17 GB at 32 GiB), kept once per engine worker: what a host memory budget
+    /// must leave aside.
+    fn host_bytes_per_proof(&self, _params: &Parameters) -> u64 {
+        0
+    }
+
     /// The device this backend proves on, `None` for the CPU; an error when the driver cannot
     /// say how much memory it has.
     fn device(&self) -> Result<Option<DeviceStatus>, ProveError> {

@@ -354,7 +354,13 @@ pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
     let progress = Progress::new(global.json);
     let params = Arc::new(plan.workload.params(progress)?);
     if matches!(args.memory_budget, MemoryArg::Auto) {
-        let held = plan.workload.params_in_memory(&params);
+        // What the parameters and the backends' per-worker buffers hold is not the partitions'.
+        let workers = plan.config.gpu_workers_per_device as u64;
+        let staging: u64 = backends
+            .iter()
+            .map(|b| b.host_bytes_per_proof(&params) * workers)
+            .sum();
+        let held = plan.workload.params_in_memory(&params) + staging;
         plan.config.memory_budget = plan.config.memory_budget.saturating_sub(held).max(1);
     }
 

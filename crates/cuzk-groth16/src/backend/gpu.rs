@@ -904,6 +904,13 @@ impl ProverBackend for GpuBackend {
         removed.and_then(|srs| srs.resident_bytes()).unwrap_or(0)
     }
 
+    /// The staging buffer: a, b and c (the domain's n each) and the witness.
+    fn host_bytes_per_proof(&self, params: &Parameters) -> u64 {
+        let n = params.h.len() + 1;
+        let witness = params.vk.ic.len() + params.l.len();
+        ((3 * n + witness) * std::mem::size_of::<Scalar>()) as u64
+    }
+
     /// Window multiples included; `None` for a set streamed from host memory.
     fn resident(&self, params: &Parameters) -> Option<u64> {
         self.cache()
