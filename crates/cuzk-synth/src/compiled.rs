@@ -155,15 +155,17 @@ struct CoeffTable {
 
 impl CoeffTable {
     fn new() -> Self {
-        let mut table = CoeffTable {
-            values: Vec::new(),
-            index: HashMap::new(),
-        };
-        table.intern(Scalar::ONE);
-        table
+        CoeffTable {
+            values: vec![Scalar::ONE],
+            index: HashMap::from([(Scalar::ONE.to_repr(), 0)]),
+        }
     }
 
     fn intern(&mut self, value: Scalar) -> u32 {
+        // One is most coefficients of bit-heavy circuits: no canonical form, no hash.
+        if value == Scalar::ONE {
+            return 0;
+        }
         let next = self.values.len() as u32;
         let index = *self.index.entry(value.to_repr()).or_insert(next);
         if index == next {
