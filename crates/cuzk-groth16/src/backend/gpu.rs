@@ -449,7 +449,7 @@ impl GpuBackend {
             });
         }
         let start = std::time::Instant::now();
-        let mut staging = self.take_staging(3 * n + witness)?;
+        let mut staging = self.take_staging(staging_len(n, witness))?;
         {
             let values = staging.as_mut_slice()?;
             let (abc, witness_part) = values.split_at_mut(3 * n);
@@ -777,6 +777,12 @@ impl GpuBackend {
     }
 }
 
+/// Scalars of a proof's page-locked staging buffer: a, b and c (the domain's n each), then the
+/// witness.
+fn staging_len(n: usize, witness: usize) -> usize {
+    3 * n + witness
+}
+
 /// The five MSMs' results (each with its device time, which overlap when side by side), recorded
 /// as stages.
 fn query_sums(
@@ -904,11 +910,11 @@ impl ProverBackend for GpuBackend {
         removed.and_then(|srs| srs.resident_bytes()).unwrap_or(0)
     }
 
-    /// The staging buffer: a, b and c (the domain's n each) and the witness.
+    /// The staging buffer of a proof of `params`.
     fn host_bytes_per_proof(&self, params: &Parameters) -> u64 {
-        let n = params.h.len() + 1;
-        let witness = params.vk.ic.len() + params.l.len();
-        ((3 * n + witness) * std::mem::size_of::<Scalar>()) as u64
+        // The domain has n − 1 H points; the witness is one IC point per input, one L per aux.
+        let len = staging_len(params.h.len() + 1, params.vk.ic.len() + params.l.len());
+        (len * std::mem::size_of::<Scalar>()) as u64
     }
 
     /// Window multiples included; `None` for a set streamed from host memory.
