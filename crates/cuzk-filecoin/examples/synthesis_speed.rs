@@ -1,5 +1,5 @@
 //! Synthesis of one 2 KiB PoRep partition: cuzk's direct synthesis, cuzk's compiled evaluator
-//! and (with `--bellperson`) bellperson's own, inside filecoin-proofs' commit-2, on the same
+//! (its challenges in sequence, then side by side) and (with `--bellperson`) bellperson's own, inside filecoin-proofs' commit-2, on the same
 //! machine and threads. For docs/perf-notes.md:
 //!
 //! ```sh
@@ -16,7 +16,7 @@ use cuzk_filecoin::{
     compiled_r1cs, seal_random_sector, use_parameter_dir, verify_seal, ParamFiles, SealProof,
     SectorCircuits, SectorSize,
 };
-use cuzk_synth::ProvingAssignment;
+use cuzk_synth::{ProvingAssignment, Sectioned};
 use filecoin_proofs::{SealCommitPhase1Output, SectorShape2KiB};
 
 /// Keeps bellperson's "synthesis time" log line.
@@ -75,13 +75,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let direct = time(&|| ProvingAssignment::synthesize(circuit.clone()).unwrap_or_default());
     let evaluated = time(&|| compiled.synthesize(circuit.clone()).unwrap_or_default());
+    let sectioned = time(&|| compiled.synthesize_sectioned(circuit).unwrap_or_default());
     let (direct_min, direct_median) = median(direct);
     let (compiled_min, compiled_median) = median(evaluated);
+    let (sectioned_min, sectioned_median) = median(sectioned);
     println!(
         "threads {}: direct min {direct_min:.3} s median {direct_median:.3} s; compiled min \
-         {compiled_min:.3} s median {compiled_median:.3} s; speedup (median) {:.2}x",
+         {compiled_min:.3} s median {compiled_median:.3} s; speedup (median) {:.2}x; {} \
+         challenges side by side min {sectioned_min:.3} s median {sectioned_median:.3} s",
         rayon::current_num_threads(),
-        direct_median / compiled_median
+        direct_median / compiled_median,
+        circuit.sections(),
     );
 
     if args.iter().any(|a| a == "--bellperson") {

@@ -9,12 +9,12 @@ use cuzk_groth16::Parameters;
 use cuzk_math::Scalar;
 use cuzk_pipeline::engine::PartitionedCircuit;
 use cuzk_pipeline::{Engine, JobRequest, Partition};
-use cuzk_synth::CompiledR1cs;
+use cuzk_synth::{CompiledError, CompiledR1cs, ProvingAssignment};
 use filecoin_hashers::Domain;
 use filecoin_proofs::parameters::public_params;
 use filecoin_proofs::{
     aggregate_seal_commit_proofs, as_safe_commitment, with_shape, DefaultPieceDomain,
-    MerkleTreeTrait, SealCommitOutput,
+    DefaultPieceHasher, MerkleTreeTrait, SealCommitOutput,
 };
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::merkle::MerkleProofTrait;
@@ -23,6 +23,7 @@ use storage_proofs_porep::stacked;
 
 use crate::error::filecoin;
 use crate::seal_proof::Revision;
+use crate::partition::{PartitionCircuit, TreeDomain};
 use crate::shapes::{Circuit, Compound, Drg};
 use crate::{C1Output, FilecoinError, ParamFiles, SealProof};
 
@@ -142,7 +143,7 @@ fn aggregate<Tree: 'static + MerkleTreeTrait>(
 /// A sector's partition circuits and their public inputs, built from its C1 output exactly as
 /// filecoin-proofs' commit-2 builds them.
 pub struct SectorCircuits<Tree: 'static + MerkleTreeTrait> {
-    pub circuits: Vec<Circuit<Tree>>,
+    pub circuits: Vec<PartitionCircuit<Tree>>,
     pub public_inputs: Vec<Vec<Scalar>>,
     compiled: Option<Arc<CompiledR1cs>>,
 }
@@ -221,16 +222,14 @@ impl<Tree: 'static + MerkleTreeTrait> SectorCircuits<Tree> {
             compiled: None,
         };
         for (k, vanilla) in output.vanilla_proofs.iter().enumerate() {
-            sector.circuits.push(
-                <Compound<Tree> as CompoundProof<'_, Drg<'_, Tree>, Circuit<Tree>>>::circuit(
-                    &public_inputs,
-                    (),
-                    vanilla,
-                    &vanilla_params,
-                    Some(k),
-                )
-                .map_err(filecoin(format!("the circuit of partition {k}")))?,
-            );
+            sector
+                .circuits
+                .push(partition_circuit(&public_inputs, vanilla).ok_or_else(|| {
+                    invalid(
+                        &format!("vanilla_proofs[{k}]"),
+                        "its challenges disagree on comm_c or comm_r_last",
+                    )
+                })?);
             sector.public_inputs.push(
                 <Compound<Tree> as CompoundProof<'_, Drg<'_, Tree>, Circuit<Tree>>>::generate_public_inputs(
                     &public_inputs,
@@ -244,6 +243,28 @@ impl<Tree: 'static + MerkleTreeTrait> SectorCircuits<Tree> {
     }
 }
 
+/// Partition `vanilla`'s circuit as `StackedCompound::circuit` makes it (comm_c and comm_r_last
+/// from its first challenge, which all must share); `None` if they do not.
+fn partition_circuit<Tree: 'static + MerkleTreeTrait>(
+    public_inputs: &stacked::PublicInputs<TreeDomain<Tree>, DefaultPieceDomain>,
+    vanilla: &[stacked::Proof<Tree, DefaultPieceHasher>],
+) -> Option<PartitionCircuit<Tree>> {
+    let first = vanilla.first()?;
+    let (comm_c, comm_r_last) = (first.comm_c(), first.comm_r_last());
+    let consistent = vanilla
+        .iter()
+        .all(|p| p.comm_c() == comm_c && p.comm_r_last() == comm_r_last);
+    let tau = public_inputs.tau.as_ref()?;
+    consistent.then(|| PartitionCircuit {
+        replica_id: public_inputs.replica_id,
+        comm_d: tau.comm_d,
+        comm_r: tau.comm_r,
+        comm_r_last,
+        comm_c,
+        challenges: vanilla.to_vec(),
+    })
+}
+
 impl<Tree: 'static + MerkleTreeTrait> std::fmt::Debug for SectorCircuits<Tree> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SectorCircuits")
@@ -254,9 +275,9 @@ impl<Tree: 'static + MerkleTreeTrait> std::fmt::Debug for SectorCircuits<Tree> {
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PartitionedCircuit for SectorCircuits<Tree> {
-    type Circuit = Circuit<Tree>;
+    type Circuit = PartitionCircuit<Tree>;
 
-    fn partition(&self, k: usize) -> Partition<Circuit<Tree>> {
+    fn partition(&self, k: usize) -> Partition<PartitionCircuit<Tree>> {
         Partition {
             circuit: self.circuits[k].clone(),
             public_inputs: self.public_inputs[k].clone(),
@@ -265,6 +286,15 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedCircuit for SectorCircuits<Tree
 
     fn compiled(&self) -> Option<&CompiledR1cs> {
         self.compiled.as_deref()
+    }
+
+    /// The challenges side by side: a partition's latency is then its slowest challenge's.
+    fn synthesize_compiled(
+        &self,
+        circuit: PartitionCircuit<Tree>,
+        compiled: &CompiledR1cs,
+    ) -> Result<ProvingAssignment, CompiledError> {
+        compiled.synthesize_sectioned(&circuit)
     }
 }
 

@@ -22,7 +22,14 @@ use cuzk_pipeline::sink::MemorySink;
 use cuzk_pipeline::{Engine, EngineConfig};
 use cuzk_synth::circuits::SyntheticCircuit;
 use cuzk_synth::{CompiledR1cs, ProvingAssignment};
-use filecoin_proofs::{with_shape, MerkleTreeTrait, SealCommitPhase1Output, SectorShape2KiB};
+use cuzk_synth::Sectioned;
+use filecoin_proofs::parameters::public_params;
+use filecoin_proofs::{
+    as_safe_commitment, with_shape, DefaultPieceHasher, MerkleTreeTrait, SealCommitPhase1Output,
+    SectorShape2KiB,
+};
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound};
 
 const PROOF: SealProof = SealProof {
     size: SectorSize::S2KiB,
@@ -302,24 +309,58 @@ fn missing_or_foreign_parameters_are_refused() {
     }
 }
 
+/// Partition 0's circuit exactly as filecoin-proofs' commit-2 builds it from `c1`.
+fn filecoin_circuit(c1: &C1Output) -> StackedCircuit<SectorShape2KiB, DefaultPieceHasher> {
+    let output: SealCommitPhase1Output<SectorShape2KiB> =
+        serde_json::from_slice(&c1.to_raw_json()).unwrap();
+    let public_inputs = stacked::PublicInputs {
+        replica_id: output.replica_id,
+        tau: Some(stacked::Tau {
+            comm_d: as_safe_commitment(&output.comm_d, "comm_d").unwrap(),
+            comm_r: as_safe_commitment(&output.comm_r, "comm_r").unwrap(),
+        }),
+        k: None,
+        seed: Some(output.seed),
+    };
+    let vanilla_params = public_params::<SectorShape2KiB>(&PROOF.porep_config().unwrap()).unwrap();
+    StackedCompound::circuit(
+        &public_inputs,
+        (),
+        &output.vanilla_proofs[0],
+        &vanilla_params,
+        Some(0),
+    )
+    .unwrap()
+}
+
 #[test]
 fn the_compiled_evaluator_equals_direct_synthesis_on_the_porep_circuit() {
     let fixture = fixture();
-    let sector = SectorCircuits::<SectorShape2KiB>::new(&fixture.sectors[1].c1).unwrap();
+    let c1 = &fixture.sectors[1].c1;
+    let sector = SectorCircuits::<SectorShape2KiB>::new(c1).unwrap();
     let circuit = sector.circuits[0].clone();
     let start = Instant::now();
-    let direct = ProvingAssignment::synthesize(circuit.clone()).unwrap();
+    let direct = ProvingAssignment::synthesize(filecoin_circuit(c1)).unwrap();
     let direct_s = start.elapsed().as_secs_f64();
-    let start = Instant::now();
-    let compiled = fixture.compiled.synthesize(circuit).unwrap();
-    let compiled_s = start.elapsed().as_secs_f64();
-    eprintln!("2 KiB partition synthesis: direct {direct_s:.2} s, compiled {compiled_s:.2} s");
     assert_eq!(
         direct.num_rows(),
         2_687_921 + 40,
         "constraints and the input rows"
     );
+    assert_eq!(ProvingAssignment::synthesize(circuit.clone()).unwrap(), direct);
+    let start = Instant::now();
+    let compiled = fixture.compiled.synthesize(circuit.clone()).unwrap();
+    let compiled_s = start.elapsed().as_secs_f64();
     assert_eq!(compiled, direct);
+    let start = Instant::now();
+    let sectioned = fixture.compiled.synthesize_sectioned(&circuit).unwrap();
+    let sectioned_s = start.elapsed().as_secs_f64();
+    eprintln!(
+        "2 KiB partition synthesis: direct {direct_s:.2} s, compiled {compiled_s:.2} s, \
+         {} challenges side by side {sectioned_s:.2} s",
+        circuit.sections()
+    );
+    assert_eq!(sectioned, direct);
     assert_eq!(&direct.input_assignment[1..], &sector.public_inputs[0][..]);
 }
 

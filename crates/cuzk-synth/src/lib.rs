@@ -2,8 +2,8 @@
 //! needs. [`ProvingAssignment`] runs a circuit with its witness and keeps the witness, the per-row
 //! evaluations a = A·z, b = B·z, c = C·z and the A/B density bitmaps; [`ShapeRecorder`] runs it
 //! without a witness and keeps the R1CS matrices for setup; [`CompiledR1cs`] keeps them as sparse
-//! rows and synthesizes by witness only plus sparse matrix–vector products; [`circuits`] holds the
-//! built-in circuits.
+//! rows and synthesizes by witness only (a [`Sectioned`] circuit's sections side by side) plus
+//! sparse matrix–vector products; [`circuits`] holds the built-in circuits.
 //!
 //! This crate knows R1CS and nothing of keys, proofs or devices: it must not touch Groth16 parameters
 //! or the GPU.
@@ -14,8 +14,10 @@ pub mod circuits;
 mod compiled;
 mod drive;
 mod shape;
+mod witness;
 
 pub use assignment::ProvingAssignment;
 pub use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 pub use compiled::{CompiledError, CompiledR1cs, Recorded, FORMAT_VERSION};
 pub use shape::{Column, R1csShape, ShapeRecorder, Term};
+pub use witness::Sectioned;

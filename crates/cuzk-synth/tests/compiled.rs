@@ -1,12 +1,14 @@
-//! The pre-compiled evaluator gives exactly what direct synthesis gives, and its byte form
-//! round-trips and refuses damage by name.
+//! The pre-compiled evaluator gives exactly what direct synthesis gives (sectioned circuits' sections
+//! synthesized side by side too), and its byte form round-trips and refuses damage by name.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed test should stop loudly
 
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use cuzk_math::Scalar;
 use cuzk_synth::circuits::SyntheticCircuit;
-use cuzk_synth::{CompiledError, CompiledR1cs, ProvingAssignment};
+use std::ops::Range;
+
+use cuzk_synth::{CompiledError, CompiledR1cs, ProvingAssignment, Sectioned};
 use ff::Field;
 
 /// Awkward shapes: inputs allocated between constraints, a variable twice in one combination,
@@ -79,6 +81,88 @@ fn the_evaluator_equals_direct_synthesis() {
         };
         check(circuit);
     }
+}
+
+/// A prologue (an input and its square) and sections that each use the square, allocate an input
+/// between constraints and run [`Awkward`]; `skewed` makes the prologue depend on the sections
+/// run, which breaks the [`Sectioned`] contract.
+#[derive(Clone)]
+struct Chain {
+    seed: Scalar,
+    sections: usize,
+    skewed: bool,
+}
+
+impl Sectioned for Chain {
+    fn sections(&self) -> usize {
+        self.sections
+    }
+
+    fn synthesize_sections<CS: ConstraintSystem<Scalar>>(
+        &self,
+        cs: &mut CS,
+        range: Range<usize>,
+    ) -> Result<(), SynthesisError> {
+        let skew = if self.skewed { range.start } else { 0 };
+        let seed = self.seed + Scalar::from(skew as u64);
+        let s = cs.alloc_input(|| "seed", || Ok(seed))?;
+        let square = cs.alloc(|| "square", || Ok(seed.square()))?;
+        cs.enforce(|| "square", |lc| lc + s, |lc| lc + s, |lc| lc + square);
+        for i in range {
+            let shift = Scalar::from(i as u64 + 1);
+            let x = seed.square() + shift;
+            let xi = cs.alloc(|| "x", || Ok(x))?;
+            cs.enforce(
+                || "x = square + i + 1",
+                |lc| lc + square + (shift, CS::one()),
+                |lc| lc + CS::one(),
+                |lc| lc + xi,
+            );
+            Awkward { x }.synthesize(&mut cs.namespace(|| format!("section {i}")))?;
+        }
+        Ok(())
+    }
+}
+
+impl Circuit<Scalar> for Chain {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        self.synthesize_sections(cs, 0..self.sections)
+    }
+}
+
+#[test]
+fn sections_synthesized_side_by_side_equal_the_whole_circuit() {
+    let seed = Scalar::from(cuzk_testkit::seed("sections side by side"));
+    for sections in [0, 1, 2, 17] {
+        let chain = Chain {
+            seed,
+            sections,
+            skewed: false,
+        };
+        let compiled = check(chain.clone());
+        assert_eq!(
+            compiled.synthesize_sectioned(&chain).unwrap(),
+            ProvingAssignment::synthesize(chain).unwrap(),
+            "{sections} sections"
+        );
+    }
+    let skewed = Chain {
+        seed,
+        sections: 3,
+        skewed: true,
+    };
+    let compiled = CompiledR1cs::record(skewed.clone()).unwrap();
+    let error = compiled.synthesize_sectioned(&skewed).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            CompiledError::NotSectioned {
+                section: 1,
+                what: "inputs"
+            }
+        ),
+        "{error}"
+    );
 }
 
 #[test]

@@ -116,15 +116,17 @@ impl Workload {
         params.context("parameters")
     }
 
-    /// Host bytes the parameters hold outside the page cache (made in this process).
-    fn params_in_memory(&self, params: &Parameters) -> u64 {
-        match self {
+    /// Host bytes held for the whole run: the parameters (decoded points take the file's bytes,
+    /// read or made here alike) and the compiled R1CS.
+    fn resident_bytes(&self, params: &Parameters) -> u64 {
+        let compiled = match self {
             Workload::Porep {
-                test_params: Some(_),
+                compiled: Some(compiled),
                 ..
-            } => params.file_size() as u64,
+            } => compiled.heap_bytes(),
             _ => 0,
-        }
+        };
+        params.file_size() as u64 + compiled
     }
 
     /// The summary's fields that say what was proven.
@@ -360,7 +362,7 @@ pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
             .iter()
             .map(|b| b.host_bytes_per_proof(&params) * workers)
             .sum();
-        let held = plan.workload.params_in_memory(&params) + staging;
+        let held = plan.workload.resident_bytes(&params) + staging;
         plan.config.memory_budget = plan.config.memory_budget.saturating_sub(held).max(1);
     }
 

@@ -45,6 +45,17 @@ pub trait PartitionedCircuit: Send + Sync + 'static {
     fn shape(&self) -> Option<String> {
         None
     }
+
+    /// Synthesizes `circuit` by witness only against `compiled`: on one thread unless the
+    /// circuit is [`Sectioned`](cuzk_synth::Sectioned) and its job says so here, with
+    /// [`CompiledR1cs::synthesize_sectioned`].
+    fn synthesize_compiled(
+        &self,
+        circuit: Self::Circuit,
+        compiled: &CompiledR1cs,
+    ) -> Result<ProvingAssignment, CompiledError> {
+        compiled.synthesize(circuit)
+    }
 }
 
 impl<C, F> PartitionedCircuit for F
@@ -129,7 +140,11 @@ impl<P: PartitionedCircuit> Synthesize for P {
         } = self.partition(k);
         let engines = method.compiled().map(Arc::as_ref);
         let (assignment, path, recorded) = match (self.compiled().or(engines), method) {
-            (Some(compiled), _) => (compiled.synthesize(circuit)?, SynthesisPath::Compiled, None),
+            (Some(compiled), _) => (
+                self.synthesize_compiled(circuit, compiled)?,
+                SynthesisPath::Compiled,
+                None,
+            ),
             (None, Method::Record) => {
                 let Recorded {
                     assignment,

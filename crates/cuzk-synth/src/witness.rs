@@ -1,0 +1,148 @@
+//! Witness-only synthesis: the values of a circuit's variables and the count of its rows, never a
+//! linear combination. A circuit that splits into independent sections ([`Sectioned`]) has its
+//! sections run side by side.
+
+use std::ops::Range;
+
+use bellpepper_core::{
+    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
+};
+use cuzk_math::Scalar;
+use rayon::prelude::*;
+
+use crate::drive::{close, drive, open, CountsInputs};
+use crate::CompiledError;
+
+/// A circuit made of a short prologue and sections that read only what the prologue allocated,
+/// so that each section can be synthesized apart: a PoRep partition is its commitments, then one
+/// section per challenge.
+///
+/// The contract: running the prologue and then sections `range` allocates and constrains exactly
+/// what the whole circuit does for them, in the same order, whatever the range; the whole circuit
+/// is the prologue then every section in order.
+pub trait Sectioned: Sync {
+    fn sections(&self) -> usize;
+
+    /// The prologue, then sections `range` only (the prologue alone for an empty range).
+    fn synthesize_sections<CS: ConstraintSystem<Scalar>>(
+        &self,
+        cs: &mut CS,
+        range: Range<usize>,
+    ) -> Result<(), SynthesisError>;
+}
+
+/// The constraint system of witness-only synthesis: keeps the values, counts the rows.
+#[derive(Debug, Default)]
+pub(crate) struct WitnessOnly {
+    pub inputs: Vec<Scalar>,
+    pub aux: Vec<Scalar>,
+    pub rows: usize,
+}
+
+impl WitnessOnly {
+    /// `circuit`'s witness, driven as every circuit is.
+    pub fn of<C: Circuit<Scalar>>(circuit: C) -> Result<Self, SynthesisError> {
+        let mut witness = WitnessOnly::default();
+        drive(circuit, &mut witness)?;
+        Ok(witness)
+    }
+
+    /// `circuit`'s witness with its sections synthesized on the rayon pool, each after its own
+    /// run of the prologue; the prologue's values, identical in every run, are kept once. The
+    /// same values in the same order as [`WitnessOnly::of`] the whole circuit.
+    pub fn sectioned<S: Sectioned>(circuit: &S) -> Result<Self, CompiledError> {
+        let run = |range: Range<usize>| -> Result<WitnessOnly, SynthesisError> {
+            let mut witness = WitnessOnly::default();
+            open(&mut witness)?;
+            circuit.synthesize_sections(&mut witness, range)?;
+            Ok(witness)
+        };
+        let mut whole = run(0..0)?;
+        let parts = (0..circuit.sections())
+            .into_par_iter()
+            .map(|i| run(i..i + 1))
+            .collect::<Result<Vec<_>, _>>()?;
+        let prologue_rows = whole.rows;
+        let skip = |section: usize, what: &'static str, values: &[Scalar], prologue: &[Scalar]| {
+            match values.split_at_checked(prologue.len()) {
+                Some((head, rest)) if head == prologue => Ok(rest.len()),
+                _ => Err(CompiledError::NotSectioned { section, what }),
+            }
+        };
+        let (mut inputs, mut aux) = (whole.inputs.len(), whole.aux.len());
+        for (section, part) in parts.iter().enumerate() {
+            inputs += skip(section, "inputs", &part.inputs, &whole.inputs)?;
+            aux += skip(section, "aux values", &part.aux, &whole.aux)?;
+            if part.rows < prologue_rows {
+                return Err(CompiledError::NotSectioned {
+                    section,
+                    what: "rows",
+                });
+            }
+        }
+        let (prologue_inputs, prologue_aux) = (whole.inputs.len(), whole.aux.len());
+        whole.inputs.reserve_exact(inputs - prologue_inputs);
+        whole.aux.reserve_exact(aux - prologue_aux);
+        for part in parts {
+            whole.inputs.extend_from_slice(&part.inputs[prologue_inputs..]);
+            whole.aux.extend_from_slice(&part.aux[prologue_aux..]);
+            whole.rows += part.rows - prologue_rows;
+        }
+        close(&mut whole);
+        Ok(whole)
+    }
+}
+
+impl CountsInputs for WitnessOnly {
+    fn num_inputs(&self) -> usize {
+        self.inputs.len()
+    }
+}
+
+impl ConstraintSystem<Scalar> for WitnessOnly {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux.push(f()?);
+        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs.push(f()?);
+        Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        self.rows += 1;
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
