@@ -7,7 +7,7 @@
 #   STEP bench: `cuzk bench` of that sector with those parameters and the flags given
 #               (default: -j 3 -c 1), host memory and GPU memory sampled every 10 s.
 #   STEP inproc: the same bench with --test-params (parameters made in the process, no file).
-# SIZE=64GiB for the 64 GiB sector. Summary, analysis and samples under $OUT; a table last.
+# SIZE=64GiB for the 64 GiB sector; BENCH_TIMEOUT=SECONDS stops a bench that would outrun the call. Summary, analysis and samples under $OUT; a table last.
 set -uo pipefail
 PACK=${1:?usage: porep32_h200.sh PACK STEP [BENCH FLAGS ...]}
 STEP=${2:?usage: porep32_h200.sh PACK STEP [BENCH FLAGS ...]}
@@ -18,7 +18,7 @@ SIZE=${SIZE:-32GiB}
 OUT=${OUT:-/tmp/porep32-out}
 BIN=/tmp/porep32-bin
 PARAMS=/tmp/p32
-SECTOR=/tmp/s32
+SECTOR=/tmp/sector-$SIZE
 mkdir -p "$OUT" "$BIN" "$PARAMS"
 python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$PACK" "$BIN"
 chmod +x "$BIN/cuzk"
@@ -48,7 +48,7 @@ case $STEP in
   bench | inproc)
     extra=(); [ "$STEP" = inproc ] && extra=(--test-params)
     sample > "$OUT/samples-$STEP.txt" & sampler=$!
-    /usr/bin/time -v "$BIN/cuzk" bench --c1 "$SECTOR/c1.json" --params-dir "$PARAMS" --backend gpu \
+    /usr/bin/time -v ${BENCH_TIMEOUT:+timeout "$BENCH_TIMEOUT"} "$BIN/cuzk" bench --c1 "$SECTOR/c1.json" --params-dir "$PARAMS" --backend gpu \
       "${extra[@]}" --timeline "$OUT/timeline-$STEP.log" --json-out "$OUT/bench-$STEP.json" "${FLAGS[@]}" \
       > "$OUT/bench-$STEP.txt" 2>&1
     echo "bench: exit $?"

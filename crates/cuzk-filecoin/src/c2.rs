@@ -22,8 +22,8 @@ use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked;
 
 use crate::error::filecoin;
-use crate::seal_proof::Revision;
 use crate::partition::{PartitionCircuit, TreeDomain};
+use crate::seal_proof::Revision;
 use crate::shapes::{Circuit, Compound, Drg};
 use crate::{C1Output, FilecoinError, ParamFiles, SealProof};
 

@@ -21,8 +21,8 @@ use cuzk_groth16::Parameters;
 use cuzk_pipeline::sink::MemorySink;
 use cuzk_pipeline::{Engine, EngineConfig};
 use cuzk_synth::circuits::SyntheticCircuit;
-use cuzk_synth::{CompiledR1cs, ProvingAssignment};
 use cuzk_synth::Sectioned;
+use cuzk_synth::{CompiledR1cs, ProvingAssignment};
 use filecoin_proofs::parameters::public_params;
 use filecoin_proofs::{
     as_safe_commitment, with_shape, DefaultPieceHasher, MerkleTreeTrait, SealCommitPhase1Output,
@@ -347,7 +347,10 @@ fn the_compiled_evaluator_equals_direct_synthesis_on_the_porep_circuit() {
         2_687_921 + 40,
         "constraints and the input rows"
     );
-    assert_eq!(ProvingAssignment::synthesize(circuit.clone()).unwrap(), direct);
+    assert_eq!(
+        ProvingAssignment::synthesize(circuit.clone()).unwrap(),
+        direct
+    );
     let start = Instant::now();
     let compiled = fixture.compiled.synthesize(circuit.clone()).unwrap();
     let compiled_s = start.elapsed().as_secs_f64();
@@ -362,6 +365,27 @@ fn the_compiled_evaluator_equals_direct_synthesis_on_the_porep_circuit() {
     );
     assert_eq!(sectioned, direct);
     assert_eq!(&direct.input_assignment[1..], &sector.public_inputs[0][..]);
+}
+
+#[test]
+fn the_r1cs_recorded_challenge_by_challenge_is_the_blank_circuits() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = ParamFiles::new(dir.path(), PROOF).unwrap();
+    let start = Instant::now();
+    let (sectioned, origin) = compiled_r1cs(&files).unwrap();
+    let sectioned_s = start.elapsed().as_secs_f64();
+    assert!(matches!(origin, R1csOrigin::Recorded), "{origin:?}");
+    let vanilla_params = public_params::<SectorShape2KiB>(&PROOF.porep_config().unwrap()).unwrap();
+    let blank: StackedCircuit<SectorShape2KiB, DefaultPieceHasher> =
+        StackedCompound::blank_circuit(&vanilla_params);
+    let start = Instant::now();
+    let recorded = CompiledR1cs::record(blank).unwrap();
+    eprintln!(
+        "recording the 2 KiB R1CS: blank circuit {:.2} s, a sample's challenges side by side \
+         {sectioned_s:.2} s (sampling included)",
+        start.elapsed().as_secs_f64()
+    );
+    assert_eq!(*sectioned, recorded);
 }
 
 /// Non-interactive PoRep: 13 partitions of the same 2 KiB circuit (about 13 times the interactive

@@ -15,6 +15,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::ops::Range;
 
 use bellpepper_core::{
     Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
@@ -23,7 +24,7 @@ use cuzk_math::{Bitmap, Scalar};
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
 
-use crate::drive::{drive, CountsInputs};
+use crate::drive::{close, drive, open, CountsInputs};
 use crate::witness::{Sectioned, WitnessOnly};
 use crate::ProvingAssignment;
 
@@ -42,7 +43,9 @@ pub enum CompiledError {
         recorded: usize,
         got: usize,
     },
-    #[error("section {section} does not begin with the prologue's {what}: not a sectioned circuit")]
+    #[error(
+        "section {section} does not begin with the prologue's {what}: not a sectioned circuit"
+    )]
     NotSectioned { section: usize, what: &'static str },
     #[error("{what} ({count}) does not fit the 32-bit indices of the compiled form")]
     TooLarge { what: &'static str, count: usize },
@@ -86,8 +89,19 @@ impl Value {
 }
 
 impl SparseRows {
-    /// z·row for every row, rows in parallel; `kinds[i]` says what `z[i]` is.
-    fn multiply(&self, z: &[Scalar], kinds: &[Value], table: &[Scalar]) -> Vec<Scalar> {
+    /// z·row for every row, rows in parallel, z the inputs then the aux values (read in place,
+    /// never copied into one vector: at 32 GiB that copy is 4 GB); `kinds[i]` says what `z[i]` is.
+    fn multiply(
+        &self,
+        inputs: &[Scalar],
+        aux: &[Scalar],
+        kinds: &[Value],
+        table: &[Scalar],
+    ) -> Vec<Scalar> {
+        let value = |column: usize| match column.checked_sub(inputs.len()) {
+            None => inputs[column],
+            Some(j) => aux[j],
+        };
         (0..self.starts.len() - 1)
             .into_par_iter()
             .with_min_len(1 << 12)
@@ -100,8 +114,8 @@ impl SparseRows {
                     match (kinds[column], coeff) {
                         (Value::Zero, _) => {}
                         (Value::One, _) => acc += table[coeff as usize],
-                        (Value::Other, 0) => acc += z[column],
-                        (Value::Other, _) => acc += z[column] * table[coeff as usize],
+                        (Value::Other, 0) => acc += value(column),
+                        (Value::Other, _) => acc += value(column) * table[coeff as usize],
                     }
                 }
                 acc
@@ -239,6 +253,89 @@ impl Compiler {
         matrix.starts.push(end as u32);
     }
 
+    /// Rows and entries so far: (rows, entries of A, B and C).
+    fn extent(&self) -> (usize, [usize; 3]) {
+        (
+            self.matrices[0].starts.len() - 1,
+            self.matrices.each_ref().map(|m| m.columns.len()),
+        )
+    }
+
+    /// Appends what `part` recorded after `prologue` (this compiler's own first extent, which
+    /// `part` must begin with): its rows, their new variables renumbered after this compiler's
+    /// and their coefficients interned in its table. `section` names `part` in errors.
+    fn append(
+        &mut self,
+        part: Compiler,
+        prologue: &Prologue,
+        section: usize,
+    ) -> Result<(), CompiledError> {
+        let not_sectioned = |what| CompiledError::NotSectioned { section, what };
+        if part.num_inputs < prologue.inputs || part.num_aux < prologue.aux {
+            return Err(not_sectioned("variables"));
+        }
+        for (m, matrix) in part.matrices.iter().enumerate() {
+            let end = prologue.entries[m];
+            let mine = &self.matrices[m];
+            let same = matrix.starts.get(..=prologue.rows) == mine.starts.get(..=prologue.rows)
+                && matrix.columns.get(..end) == mine.columns.get(..end)
+                && matrix.coeffs.get(..end) == mine.coeffs.get(..end);
+            if !same {
+                return Err(not_sectioned("rows"));
+            }
+        }
+        let coeffs: Vec<u32> = part
+            .table
+            .values
+            .iter()
+            .map(|&value| self.table.intern(value))
+            .collect();
+        let (input_shift, aux_shift) = (
+            self.num_inputs - prologue.inputs,
+            self.num_aux - prologue.aux,
+        );
+        let renumber = |column: u32| {
+            let (index, tag) = (column & !INPUT_TAG, column & INPUT_TAG);
+            let (own, shift) = if tag != 0 {
+                (index as usize >= prologue.inputs, input_shift)
+            } else {
+                (index as usize >= prologue.aux, aux_shift)
+            };
+            let index = if own {
+                index as usize + shift
+            } else {
+                index as usize
+            };
+            (index, tag)
+        };
+        for (m, matrix) in part.matrices.into_iter().enumerate() {
+            let start = prologue.entries[m];
+            let base = self.matrices[m].columns.len() - start;
+            for (&column, &coeff) in matrix.columns[start..].iter().zip(&matrix.coeffs[start..]) {
+                let (index, tag) = renumber(column);
+                if index >= INPUT_TAG as usize {
+                    self.overflow.get_or_insert(index);
+                }
+                let mine = &mut self.matrices[m];
+                mine.columns.push(index as u32 | tag);
+                mine.coeffs.push(coeffs[coeff as usize]);
+            }
+            for &row_end in &matrix.starts[prologue.rows + 1..] {
+                let end = base + row_end as usize;
+                if u32::try_from(end).is_err() {
+                    self.overflow.get_or_insert(end);
+                }
+                self.matrices[m].starts.push(end as u32);
+            }
+        }
+        self.num_inputs += part.num_inputs - prologue.inputs;
+        self.num_aux += part.num_aux - prologue.aux;
+        if let Some(index) = part.overflow {
+            self.overflow.get_or_insert(index);
+        }
+        Ok(())
+    }
+
     /// Resolves the input tags into flat columns now that the input count is final.
     fn finish(mut self) -> Result<CompiledR1cs, CompiledError> {
         let columns = self.num_inputs + self.num_aux;
@@ -338,6 +435,14 @@ impl ConstraintSystem<Scalar> for Compiler {
     }
 }
 
+/// What a sectioned circuit's prologue recorded: its variables, rows and entries.
+struct Prologue {
+    inputs: usize,
+    aux: usize,
+    rows: usize,
+    entries: [usize; 3],
+}
+
 /// A circuit synthesized directly, with the R1CS recorded on the way.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Recorded {
@@ -352,6 +457,34 @@ impl CompiledR1cs {
         let mut compiler = Compiler::default();
         drive(circuit, &mut compiler)?;
         compiler.finish()
+    }
+
+    /// [`CompiledR1cs::record`] for a circuit of independent sections, recorded side by side
+    /// (after its own run of the prologue each) and joined in order: the same matrices.
+    pub fn record_sectioned<S: Sectioned>(circuit: &S) -> Result<Self, CompiledError> {
+        let run = |range: Range<usize>| {
+            let mut compiler = Compiler::default();
+            open(&mut compiler)?;
+            circuit.synthesize_sections(&mut compiler, range)?;
+            Ok::<_, SynthesisError>(compiler)
+        };
+        let mut whole = run(0..0)?;
+        let parts = (0..circuit.sections())
+            .into_par_iter()
+            .map(|i| run(i..i + 1))
+            .collect::<Result<Vec<_>, _>>()?;
+        let (rows, entries) = whole.extent();
+        let prologue = Prologue {
+            inputs: whole.num_inputs,
+            aux: whole.num_aux,
+            rows,
+            entries,
+        };
+        for (section, part) in parts.into_iter().enumerate() {
+            whole.append(part, &prologue, section)?;
+        }
+        close(&mut whole);
+        whole.finish()
     }
 
     /// Synthesizes `circuit` directly and records its R1CS in the same run (one run of the
@@ -454,7 +587,7 @@ impl CompiledR1cs {
         &self,
         circuit: C,
     ) -> Result<ProvingAssignment, CompiledError> {
-        self.assign(WitnessOnly::of(circuit)?)
+        self.assign(WitnessOnly::of(circuit, (self.num_inputs, self.num_aux))?)
     }
 
     /// [`CompiledR1cs::synthesize`] for a circuit of independent sections, which are synthesized
@@ -463,7 +596,8 @@ impl CompiledR1cs {
         &self,
         circuit: &S,
     ) -> Result<ProvingAssignment, CompiledError> {
-        self.assign(WitnessOnly::sectioned(circuit)?)
+        let totals = (self.num_inputs, self.num_aux);
+        self.assign(WitnessOnly::sectioned(circuit, totals)?)
     }
 
     /// The assignment of a witness of the recorded shape: a = A·z, b = B·z, c = C·z.
@@ -481,9 +615,14 @@ impl CompiledR1cs {
                 });
             }
         }
-        let z: Vec<Scalar> = witness.inputs.iter().chain(&witness.aux).copied().collect();
-        let kinds: Vec<Value> = z.par_iter().map(Value::of).collect();
-        let multiply = |m: &SparseRows| m.multiply(&z, &kinds, &self.coeffs);
+        let kinds: Vec<Value> = witness
+            .inputs
+            .par_iter()
+            .chain(&witness.aux)
+            .map(Value::of)
+            .collect();
+        let (inputs, aux) = (&witness.inputs, &witness.aux);
+        let multiply = |m: &SparseRows| m.multiply(inputs, aux, &kinds, &self.coeffs);
         let (a, (b, c)) = rayon::join(
             || multiply(&self.a),
             || rayon::join(|| multiply(&self.b), || multiply(&self.c)),

@@ -40,27 +40,53 @@ pub(crate) struct WitnessOnly {
 }
 
 impl WitnessOnly {
-    /// `circuit`'s witness, driven as every circuit is.
-    pub fn of<C: Circuit<Scalar>>(circuit: C) -> Result<Self, SynthesisError> {
-        let mut witness = WitnessOnly::default();
+    /// Empty, with room for `capacity` (inputs, aux values).
+    fn with_capacity(capacity: (usize, usize)) -> Self {
+        WitnessOnly {
+            inputs: Vec::with_capacity(capacity.0),
+            aux: Vec::with_capacity(capacity.1),
+            rows: 0,
+        }
+    }
+
+    /// `circuit`'s witness, driven as every circuit is, in vectors sized for `totals` (the
+    /// expected inputs and aux values: a doubling vector could hold twice what it needs).
+    pub fn of<C: Circuit<Scalar>>(
+        circuit: C,
+        totals: (usize, usize),
+    ) -> Result<Self, SynthesisError> {
+        let mut witness = WitnessOnly::with_capacity(totals);
         drive(circuit, &mut witness)?;
         Ok(witness)
     }
 
     /// `circuit`'s witness with its sections synthesized on the rayon pool, each after its own
     /// run of the prologue; the prologue's values, identical in every run, are kept once. The
-    /// same values in the same order as [`WitnessOnly::of`] the whole circuit.
-    pub fn sectioned<S: Sectioned>(circuit: &S) -> Result<Self, CompiledError> {
-        let run = |range: Range<usize>| -> Result<WitnessOnly, SynthesisError> {
-            let mut witness = WitnessOnly::default();
+    /// same values in the same order as [`WitnessOnly::of`] the whole circuit. `totals` (the
+    /// expected inputs and aux values) size each section's vectors for an even share, so that
+    /// sections of one size (a PoRep partition's) never grow theirs past it.
+    pub fn sectioned<S: Sectioned>(
+        circuit: &S,
+        totals: (usize, usize),
+    ) -> Result<Self, CompiledError> {
+        let run = |range: Range<usize>, capacity: (usize, usize)| {
+            let mut witness = WitnessOnly::with_capacity(capacity);
             open(&mut witness)?;
             circuit.synthesize_sections(&mut witness, range)?;
-            Ok(witness)
+            Ok::<_, SynthesisError>(witness)
         };
-        let mut whole = run(0..0)?;
+        let mut whole = run(0..0, (0, 0))?;
+        let sections = circuit.sections().max(1);
+        let share = |total: usize, prologue: usize| {
+            prologue + total.saturating_sub(prologue).div_ceil(sections)
+        };
+        let capacity = (
+            share(totals.0, whole.inputs.len()),
+            share(totals.1, whole.aux.len()),
+        );
         let parts = (0..circuit.sections())
             .into_par_iter()
-            .map(|i| run(i..i + 1))
+            .map(|i| run(i..i + 1, capacity))
             .collect::<Result<Vec<_>, _>>()?;
         let prologue_rows = whole.rows;
         let skip = |section: usize, what: &'static str, values: &[Scalar], prologue: &[Scalar]| {
@@ -84,7 +110,9 @@ impl WitnessOnly {
         whole.inputs.reserve_exact(inputs - prologue_inputs);
         whole.aux.reserve_exact(aux - prologue_aux);
         for part in parts {
-            whole.inputs.extend_from_slice(&part.inputs[prologue_inputs..]);
+            whole
+                .inputs
+                .extend_from_slice(&part.inputs[prologue_inputs..]);
             whole.aux.extend_from_slice(&part.aux[prologue_aux..]);
             whole.rows += part.rows - prologue_rows;
         }

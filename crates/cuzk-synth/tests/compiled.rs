@@ -84,8 +84,8 @@ fn the_evaluator_equals_direct_synthesis() {
 }
 
 /// A prologue (an input and its square) and sections that each use the square, allocate an input
-/// between constraints and run [`Awkward`]; `skewed` makes the prologue depend on the sections
-/// run, which breaks the [`Sectioned`] contract.
+/// between constraints and run [`Awkward`]; `skewed` makes the prologue's values and rows depend
+/// on the sections run, which breaks the [`Sectioned`] contract.
 #[derive(Clone)]
 struct Chain {
     seed: Scalar,
@@ -107,7 +107,17 @@ impl Sectioned for Chain {
         let seed = self.seed + Scalar::from(skew as u64);
         let s = cs.alloc_input(|| "seed", || Ok(seed))?;
         let square = cs.alloc(|| "square", || Ok(seed.square()))?;
-        cs.enforce(|| "square", |lc| lc + s, |lc| lc + s, |lc| lc + square);
+        if skew % 2 == 1 {
+            let two = Scalar::from(2);
+            cs.enforce(
+                || "square",
+                |lc| lc + (two, s),
+                |lc| lc + s,
+                |lc| lc + (two, square),
+            );
+        } else {
+            cs.enforce(|| "square", |lc| lc + s, |lc| lc + s, |lc| lc + square);
+        }
         for i in range {
             let shift = Scalar::from(i as u64 + 1);
             let x = seed.square() + shift;
@@ -131,7 +141,7 @@ impl Circuit<Scalar> for Chain {
 }
 
 #[test]
-fn sections_synthesized_side_by_side_equal_the_whole_circuit() {
+fn sections_recorded_and_synthesized_side_by_side_equal_the_whole_circuit() {
     let seed = Scalar::from(cuzk_testkit::seed("sections side by side"));
     for sections in [0, 1, 2, 17] {
         let chain = Chain {
@@ -140,6 +150,7 @@ fn sections_synthesized_side_by_side_equal_the_whole_circuit() {
             skewed: false,
         };
         let compiled = check(chain.clone());
+        assert_eq!(CompiledR1cs::record_sectioned(&chain).unwrap(), compiled);
         assert_eq!(
             compiled.synthesize_sectioned(&chain).unwrap(),
             ProvingAssignment::synthesize(chain).unwrap(),
@@ -151,6 +162,17 @@ fn sections_synthesized_side_by_side_equal_the_whole_circuit() {
         sections: 3,
         skewed: true,
     };
+    let error = CompiledR1cs::record_sectioned(&skewed).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            CompiledError::NotSectioned {
+                section: 1,
+                what: "rows"
+            }
+        ),
+        "{error}"
+    );
     let compiled = CompiledR1cs::record(skewed.clone()).unwrap();
     let error = compiled.synthesize_sectioned(&skewed).unwrap_err();
     assert!(

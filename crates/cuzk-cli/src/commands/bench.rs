@@ -17,7 +17,7 @@ use cuzk_groth16::setup::{
 };
 use cuzk_groth16::{Parameters, ProverBackend};
 use cuzk_pipeline::analysis::{max_synth_in_flight, per_device, summarize, GpuSummary};
-use cuzk_pipeline::engine::auto_memory_budget;
+use cuzk_pipeline::engine::{auto_memory_budget, resident_bytes};
 use cuzk_pipeline::sink::MemorySink;
 use cuzk_pipeline::timeline::Timeline;
 use cuzk_pipeline::{Engine, EngineConfig, JobError, JobRequest, Partition};
@@ -116,17 +116,12 @@ impl Workload {
         params.context("parameters")
     }
 
-    /// Host bytes held for the whole run: the parameters (decoded points take the file's bytes,
-    /// read or made here alike) and the compiled R1CS.
-    fn resident_bytes(&self, params: &Parameters) -> u64 {
-        let compiled = match self {
-            Workload::Porep {
-                compiled: Some(compiled),
-                ..
-            } => compiled.heap_bytes(),
-            _ => 0,
-        };
-        params.file_size() as u64 + compiled
+    /// The compiled R1CS the run holds, if any.
+    fn compiled(&self) -> Option<&CompiledR1cs> {
+        match self {
+            Workload::Porep { compiled, .. } => compiled.as_deref(),
+            Workload::Synthetic(_) => None,
+        }
     }
 
     /// The summary's fields that say what was proven.
@@ -356,13 +351,13 @@ pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
     let progress = Progress::new(global.json);
     let params = Arc::new(plan.workload.params(progress)?);
     if matches!(args.memory_budget, MemoryArg::Auto) {
-        // What the parameters and the backends' per-worker buffers hold is not the partitions'.
-        let workers = plan.config.gpu_workers_per_device as u64;
-        let staging: u64 = backends
-            .iter()
-            .map(|b| b.host_bytes_per_proof(&params) * workers)
-            .sum();
-        let held = plan.workload.resident_bytes(&params) + staging;
+        // What the parameters, the R1CS and the backends' buffers hold is not the partitions'.
+        let held = resident_bytes(
+            &params,
+            plan.workload.compiled(),
+            &backends,
+            plan.config.gpu_workers_per_device,
+        );
         plan.config.memory_budget = plan.config.memory_budget.saturating_sub(held).max(1);
     }
 

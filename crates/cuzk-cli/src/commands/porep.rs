@@ -13,7 +13,7 @@ use cuzk_filecoin::{
     ParamFiles, R1csOrigin, SealProof, SealedSector, SectorIdentity, SectorJob,
 };
 use cuzk_groth16::params_file::PointCheck;
-use cuzk_pipeline::engine::auto_memory_budget;
+use cuzk_pipeline::engine::{auto_memory_budget, resident_bytes};
 use cuzk_pipeline::sink::{MemorySink, TimelineSink, WriterSink};
 use cuzk_pipeline::{Engine, EngineConfig};
 use serde_json::json;
@@ -127,6 +127,20 @@ pub fn prove(global: &GlobalArgs, args: PorepProveArgs) -> Result<Outcome> {
         }
         Some(compiled)
     };
+    let mut config = EngineConfig::new(1, 1);
+    config.memory_budget = match args.memory_budget {
+        // What the parameters, the R1CS and the GPU staging hold is not the partitions'.
+        MemoryArg::Auto => auto_memory_budget()
+            .context("--memory-budget auto")?
+            .saturating_sub(resident_bytes(
+                &params,
+                compiled.as_deref(),
+                &backends,
+                config.gpu_workers_per_device,
+            ))
+            .max(1),
+        MemoryArg::Bytes(bytes) => bytes,
+    };
     let (job, _) = progress.stage("building the partition circuits", || {
         SectorJob::new(
             args.input.c1.display().to_string(),
@@ -138,15 +152,9 @@ pub fn prove(global: &GlobalArgs, args: PorepProveArgs) -> Result<Outcome> {
     });
     let job = job?;
     let partitions = job.partitions;
-    let memory_budget = match args.memory_budget {
-        MemoryArg::Auto => auto_memory_budget().context("--memory-budget auto")?,
-        MemoryArg::Bytes(bytes) => bytes,
-    };
-    let mut config = EngineConfig::new(
-        args.partition_workers
-            .unwrap_or_else(|| partitions.min(rayon::current_num_threads())),
-        memory_budget,
-    );
+    config.partition_workers = args
+        .partition_workers
+        .unwrap_or_else(|| partitions.min(rayon::current_num_threads()));
     config.synthesis_concurrency = 1;
     let sink: Arc<dyn TimelineSink> = match &args.timeline {
         Some(path) => {

@@ -24,7 +24,7 @@ use tokio::runtime::Handle;
 use tokio::sync::{watch, Notify};
 use tokio::task::{JoinError, JoinHandle};
 
-pub use config::{auto_memory_budget, machine_memory, ConfigError, EngineConfig};
+pub use config::{auto_memory_budget, machine_memory, resident_bytes, ConfigError, EngineConfig};
 pub use gpu::DeviceActivity;
 pub use job::{
     JobError, JobOutput, JobProgress, JobRequest, JobResult, JobTimings, Partition,
