@@ -154,10 +154,21 @@ impl VerifyingKey {
     }
 }
 
+/// Points encoded per write. Encoding takes each coordinate out of Montgomery form, which one
+/// thread did at ~380 MB/s (47 GB of 32 GiB parameters in ~125 s); a batch is encoded in
+/// parallel, then written. 2^18 G2 points are 48 MiB.
+const WRITE_BATCH: usize = 1 << 18;
+
 fn write_points<P: UncompressedPoint, W: Write>(points: &[P], out: &mut W) -> std::io::Result<()> {
     out.write_all(&(points.len() as u32).to_be_bytes())?;
-    for point in points {
-        point.write_uncompressed(out)?;
+    let mut buffer = vec![0u8; WRITE_BATCH.min(points.len()) * P::SIZE];
+    for batch in points.chunks(WRITE_BATCH) {
+        let bytes = &mut buffer[..batch.len() * P::SIZE];
+        bytes
+            .par_chunks_mut(P::SIZE)
+            .zip(batch)
+            .for_each(|(dst, point)| point.encode_into(dst));
+        out.write_all(bytes)?;
     }
     Ok(())
 }

@@ -11,7 +11,15 @@ pub(crate) trait UncompressedPoint: PrimeCurveAffine + Send + Sync {
     const GROUP: &'static str;
     const SIZE: usize;
 
-    fn write_uncompressed<W: std::io::Write>(&self, out: &mut W) -> std::io::Result<()>;
+    fn write_uncompressed<W: std::io::Write>(&self, out: &mut W) -> std::io::Result<()> {
+        let mut bytes = [0u8; 192];
+        let bytes = &mut bytes[..Self::SIZE];
+        self.encode_into(bytes);
+        out.write_all(bytes)
+    }
+
+    /// Writes the encoding into `dst`, exactly `SIZE` bytes.
+    fn encode_into(&self, dst: &mut [u8]);
 
     /// Decodes `bytes` (exactly `SIZE` long). `checked` adds the on-curve and subgroup checks
     /// that trusted files can skip. The point at infinity is refused, as bellperson does: no
@@ -25,8 +33,8 @@ macro_rules! uncompressed_point {
             const GROUP: &'static str = $group;
             const SIZE: usize = $size;
 
-            fn write_uncompressed<W: std::io::Write>(&self, out: &mut W) -> std::io::Result<()> {
-                out.write_all(&self.to_uncompressed())
+            fn encode_into(&self, dst: &mut [u8]) {
+                dst.copy_from_slice(&self.to_uncompressed());
             }
 
             fn decode(bytes: &[u8], checked: bool) -> Result<Self, Rejection> {
