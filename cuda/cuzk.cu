@@ -6,6 +6,7 @@
 #include "msm/batch_add.cuh"
 #include "msm/window_multiples.cuh"
 #include "ntt/ntt.cuh"
+#include "sparse/spmv.cuh"
 #include "setup/fixed_base.cuh"
 #include "test/arith.cuh"
 #include "bench/product_rate.cuh"

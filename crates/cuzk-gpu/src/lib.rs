@@ -7,6 +7,7 @@
 //! - [`Pinned`]: page-locked host buffers, for copies that overlap kernels.
 //! - [`msm`]: multi-scalar multiplication in G1 and G2, bases resident or streamed from the host.
 //! - [`ntt`]: forward/inverse NTTs over Fr, on the subgroup or its coset, in chainable orders.
+//! - [`sparse`]: sparse matrices (compressed rows, one coefficient table) times device vectors.
 //! - [`fixed_base`]: many multiples of one generator (what parameter generation makes).
 //! - [`rate`]: the field product rate the device reaches, the ceiling kernels are read against.
 //!
@@ -24,6 +25,7 @@ mod pinned;
 mod probe;
 pub mod rate;
 mod scalars;
+pub mod sparse;
 
 pub use device::Gpu;
 pub use error::GpuError;

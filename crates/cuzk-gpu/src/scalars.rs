@@ -36,6 +36,14 @@ fn check_range(what: &'static str, start: usize, end: usize, len: usize) -> Resu
 }
 
 impl DeviceScalars {
+    /// `len` zeros.
+    pub fn zeros(gpu: &Gpu, len: usize) -> Result<Self, GpuError> {
+        Ok(DeviceScalars {
+            words: alloc(gpu, "scalars", len)?,
+            len,
+        })
+    }
+
     pub fn upload(gpu: &Gpu, values: &[Scalar]) -> Result<Self, GpuError> {
         gpu.ensure_fits("scalars", std::mem::size_of_val(values))?;
         let words = gpu

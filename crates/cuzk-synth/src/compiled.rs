@@ -576,6 +576,17 @@ impl CompiledR1cs {
         (entries * 4 + self.coeffs.len() * 32 + bitmaps / 8) as u64
     }
 
+    /// A, B and C as compressed rows (row starts, flat columns: inputs then aux, coefficient
+    /// indices into [`CompiledR1cs::coeffs`]), for products computed elsewhere (on a GPU).
+    pub fn matrices(&self) -> [(&[u32], &[u32], &[u32]); 3] {
+        [&self.a, &self.b, &self.c].map(|m| (&m.starts[..], &m.columns[..], &m.coeffs[..]))
+    }
+
+    /// The distinct coefficients the matrices index, one first.
+    pub fn coeffs(&self) -> &[Scalar] {
+        &self.coeffs
+    }
+
     /// Non-zero entries of A, B and C.
     pub fn nnz(&self) -> [usize; 3] {
         [&self.a, &self.b, &self.c].map(|m| m.columns.len())
