@@ -38,7 +38,7 @@ impl Matrix {
             for _ in 0..len {
                 m.columns.push(rng.next_u32() % columns as u32);
                 // Half the entries with coefficient one, as in bit-heavy circuits.
-                let coeff = if rng.next_u32() % 2 == 0 {
+                let coeff = if rng.next_u32().is_multiple_of(2) {
                     0
                 } else {
                     rng.next_u32() % table as u32
