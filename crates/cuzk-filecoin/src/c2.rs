@@ -284,17 +284,17 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedCircuit for SectorCircuits<Tree
         }
     }
 
-    fn compiled(&self) -> Option<&CompiledR1cs> {
-        self.compiled.as_deref()
+    fn compiled(&self) -> Option<&Arc<CompiledR1cs>> {
+        self.compiled.as_ref()
     }
 
     /// The challenges side by side: a partition's latency is then its slowest challenge's.
-    fn synthesize_compiled(
+    fn witness_compiled(
         &self,
         circuit: PartitionCircuit<Tree>,
-        compiled: &CompiledR1cs,
+        compiled: &Arc<CompiledR1cs>,
     ) -> Result<ProvingAssignment, CompiledError> {
-        compiled.synthesize_sectioned(&circuit)
+        compiled.witness_sectioned(&circuit)
     }
 }
 

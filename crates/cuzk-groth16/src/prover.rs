@@ -107,6 +107,13 @@ pub trait ProverBackend: Send + Sync {
         0
     }
 
+    /// Whether it computes a, b and c itself from a witness whose products were deferred
+    /// ([`ProvingAssignment::deferred`]): then the engine leaves them to it and the host never
+    /// holds them. Any backend proves deferred assignments (by computing them on the host first).
+    fn computes_products(&self) -> bool {
+        false
+    }
+
     /// The device this backend proves on, `None` for the CPU; an error when the driver cannot
     /// say how much memory it has.
     fn device(&self) -> Result<Option<DeviceStatus>, ProveError> {

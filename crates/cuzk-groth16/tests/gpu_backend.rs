@@ -1,13 +1,15 @@
 //! The GPU backend gives the CPU backend's query sums (so, with the same r and s, the same proof)
 //! for synthetic circuits of several sizes and boolean fractions and for a hand-written circuit,
 //! with the proving key resident on the device (with or without its window multiples) or streamed
-//! from host memory; proving keys placed ahead of their proofs, several at once, and evicted.
+//! from host memory, and with a, b and c computed on the device from the witness; proving keys
+//! placed ahead of their proofs, several at once, and evicted.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed test should stop loudly
 
 mod common;
 
 use std::io::Write;
+use std::sync::Arc;
 
 use bellpepper_core::Circuit;
 use bellperson::groth16 as bp;
@@ -19,7 +21,7 @@ use cuzk_groth16::{
     Unshared,
 };
 use cuzk_math::Scalar;
-use cuzk_synth::ProvingAssignment;
+use cuzk_synth::{CompiledR1cs, ProvingAssignment};
 
 /// A backend on the first device, or `None` after printing why the test is skipped.
 fn gpu_backend(test: &str) -> Option<GpuBackend> {
@@ -56,6 +58,15 @@ fn same_as_cpu<C: Circuit<Scalar> + Clone>(
     // Again, with the proving key, query positions and staging buffer reused.
     let again = gpu.prove_start_shared(params, synth(), &Unshared).unwrap();
     assert_eq!(again.sums, cpu, "{what}: second proof on the GPU");
+    // With a, b and c left to the device: the witness and the compiled matrices alone.
+    let compiled = Arc::new(CompiledR1cs::record(circuit.clone()).unwrap());
+    let deferred = compiled.witness(circuit.clone()).unwrap();
+    let on_device = gpu.prove_start_shared(params, deferred, &Unshared).unwrap();
+    assert_eq!(on_device.sums, cpu, "{what}: a, b and c computed on the GPU");
+    assert!(
+        on_device.stages.iter().any(|m| m.key == "products_ms"),
+        "{what}: the products were timed"
+    );
     let mut rng = common::rng(what);
     let proof = prove_finish(&params.vk, &started.sums, Randomness::random(&mut rng));
     let pvk = PreparedVerifyingKey::new(&params.vk);

@@ -2,7 +2,8 @@
 //! (waiting) replaces running out of memory, whatever the worker counts say.
 //!
 //! A partition reserves its synthesis output before synthesis starts and gives it back in two
-//! steps: a/b/c after `prove_start`, the rest after `prove_finish` (see [`Reservation::release`]).
+//! steps: a/b/c after `prove_start` ([`Reservation::keep`] the rest), the rest after
+//! `prove_finish`. Products deferred to the device are never reserved.
 //! Bytes are counted in whole MiB, so budgets up to 4 PiB fit the semaphore's permits.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -108,8 +109,13 @@ impl Reservation {
         self.permit.as_ref().map_or(0, |p| p.num_permits() as u64) * UNIT
     }
 
+    /// Gives back all but `bytes` of this reservation now (nothing if it holds no more).
+    pub fn keep(&mut self, bytes: u64) {
+        self.release(self.bytes().saturating_sub(bytes));
+    }
+
     /// Gives back `bytes` of this reservation now (at most what it holds), keeping the rest.
-    pub fn release(&mut self, bytes: u64) {
+    fn release(&mut self, bytes: u64) {
         let Some(permit) = self.permit.as_mut() else {
             return;
         };
@@ -150,7 +156,7 @@ mod tests {
         };
         tokio::task::yield_now().await;
         assert!(!waiting.is_finished(), "only 4 MiB are free");
-        first.release(2 * MIB); // a/b/c after prove_start
+        first.keep(4 * MIB); // a/b/c given back after prove_start
         assert_eq!(first.bytes(), 4 * MIB);
         let second = waiting
             .await
@@ -190,7 +196,7 @@ mod tests {
                         .unwrap_or_else(|e| panic!("{e}"));
                     assert!(budget.in_use() <= budget.bytes());
                     tokio::task::yield_now().await;
-                    r.release(MIB);
+                    r.keep(r.bytes() - MIB);
                     tokio::task::yield_now().await;
                 })
             })

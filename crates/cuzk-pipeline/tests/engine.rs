@@ -781,7 +781,7 @@ async fn a_job_that_breaks_its_shape_fails_and_the_engine_goes_on() {
 /// A job with its own compiled R1CS (and a key): its own serves every partition, the engine
 /// records nothing for it.
 struct OwnCompiled {
-    compiled: CompiledR1cs,
+    compiled: Arc<CompiledR1cs>,
 }
 
 impl PartitionedCircuit for OwnCompiled {
@@ -791,7 +791,7 @@ impl PartitionedCircuit for OwnCompiled {
         partition(0, k, Fault::None)
     }
 
-    fn compiled(&self) -> Option<&CompiledR1cs> {
+    fn compiled(&self) -> Option<&Arc<CompiledR1cs>> {
         Some(&self.compiled)
     }
 
@@ -805,7 +805,7 @@ async fn a_job_with_its_own_compiled_r1cs_uses_it() {
     let params = params();
     let (engine, sink) = start(config(1, 1, 1), Arc::new(CpuBackend));
     let own = OwnCompiled {
-        compiled: CompiledR1cs::record(partition(0, 0, Fault::None).circuit).unwrap(),
+        compiled: Arc::new(CompiledR1cs::record(partition(0, 0, Fault::None).circuit).unwrap()),
     };
     let result = engine
         .submit(JobRequest::new("own", Arc::clone(&params), 2, own))

@@ -6,7 +6,10 @@ use bellpepper_core::{
 use cuzk_math::{Bitmap, Scalar};
 use ff::Field;
 
+use std::sync::Arc;
+
 use crate::drive::{drive, CountsInputs};
+use crate::CompiledR1cs;
 
 /// Everything the prover needs from one synthesized circuit (one partition).
 ///
@@ -31,6 +34,10 @@ pub struct ProvingAssignment {
     pub b_input_density: Bitmap,
     /// Aux variables that occur in B.
     pub b_aux_density: Bitmap,
+    /// When set, a, b and c were not computed (they are empty): they are these matrices times
+    /// the witness, left to the prover, which a GPU computes on the device (so the host neither
+    /// computes nor holds them). [`ProvingAssignment::complete`] computes them on the host.
+    pub deferred: Option<Arc<CompiledR1cs>>,
 }
 
 impl ProvingAssignment {
@@ -43,7 +50,17 @@ impl ProvingAssignment {
 
     /// Number of rows: constraints plus one per public input.
     pub fn num_rows(&self) -> usize {
-        self.a.len()
+        self.deferred
+            .as_ref()
+            .map_or(self.a.len(), |compiled| compiled.num_rows())
+    }
+
+    /// Computes deferred a, b and c on the host; does nothing if they are there.
+    pub fn complete(&mut self) {
+        if let Some(compiled) = self.deferred.take() {
+            [self.a, self.b, self.c] =
+                compiled.products(&self.input_assignment, &self.aux_assignment);
+        }
     }
 
     /// Evaluates one constraint's A, B and C combinations into a new row, marking the densities.

@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::ops::Range;
+use std::sync::Arc;
 
 use bellpepper_core::{
     Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
@@ -598,7 +599,8 @@ impl CompiledR1cs {
         &self,
         circuit: C,
     ) -> Result<ProvingAssignment, CompiledError> {
-        self.assign(WitnessOnly::of(circuit, (self.num_inputs, self.num_aux))?)
+        let witness = self.checked(WitnessOnly::of(circuit, self.totals())?)?;
+        Ok(self.completed(witness))
     }
 
     /// [`CompiledR1cs::synthesize`] for a circuit of independent sections, which are synthesized
@@ -607,12 +609,36 @@ impl CompiledR1cs {
         &self,
         circuit: &S,
     ) -> Result<ProvingAssignment, CompiledError> {
-        let totals = (self.num_inputs, self.num_aux);
-        self.assign(WitnessOnly::sectioned(circuit, totals)?)
+        let witness = self.checked(WitnessOnly::sectioned(circuit, self.totals())?)?;
+        Ok(self.completed(witness))
     }
 
-    /// The assignment of a witness of the recorded shape: a = A·z, b = B·z, c = C·z.
-    fn assign(&self, witness: WitnessOnly) -> Result<ProvingAssignment, CompiledError> {
+    /// `circuit`'s witness alone, its products deferred to the prover
+    /// ([`ProvingAssignment::deferred`]).
+    pub fn witness<C: Circuit<Scalar>>(
+        self: &Arc<Self>,
+        circuit: C,
+    ) -> Result<ProvingAssignment, CompiledError> {
+        let witness = self.checked(WitnessOnly::of(circuit, self.totals())?)?;
+        Ok(self.deferring(witness))
+    }
+
+    /// [`CompiledR1cs::witness`] of a circuit of independent sections, side by side.
+    pub fn witness_sectioned<S: Sectioned>(
+        self: &Arc<Self>,
+        circuit: &S,
+    ) -> Result<ProvingAssignment, CompiledError> {
+        let witness = self.checked(WitnessOnly::sectioned(circuit, self.totals())?)?;
+        Ok(self.deferring(witness))
+    }
+
+    /// (inputs, aux variables) a witness of this shape has.
+    fn totals(&self) -> (usize, usize) {
+        (self.num_inputs, self.num_aux)
+    }
+
+    /// `witness`, if it has the recorded shape.
+    fn checked(&self, witness: WitnessOnly) -> Result<WitnessOnly, CompiledError> {
         for (what, recorded, got) in [
             ("public inputs", self.num_inputs, witness.inputs.len()),
             ("aux variables", self.num_aux, witness.aux.len()),
@@ -626,28 +652,50 @@ impl CompiledR1cs {
                 });
             }
         }
-        let kinds: Vec<Value> = witness
-            .inputs
-            .par_iter()
-            .chain(&witness.aux)
-            .map(Value::of)
-            .collect();
-        let (inputs, aux) = (&witness.inputs, &witness.aux);
+        Ok(witness)
+    }
+
+    /// a = A·z, b = B·z, c = C·z for z = inputs then aux, which must have the recorded shape.
+    pub(crate) fn products(&self, inputs: &[Scalar], aux: &[Scalar]) -> [Vec<Scalar>; 3] {
+        let kinds: Vec<Value> = inputs.par_iter().chain(aux).map(Value::of).collect();
         let multiply = |m: &SparseRows| m.multiply(inputs, aux, &kinds, &self.coeffs);
         let (a, (b, c)) = rayon::join(
             || multiply(&self.a),
             || rayon::join(|| multiply(&self.b), || multiply(&self.c)),
         );
-        Ok(ProvingAssignment {
-            input_assignment: witness.inputs,
-            aux_assignment: witness.aux,
+        [a, b, c]
+    }
+
+    fn completed(&self, witness: WitnessOnly) -> ProvingAssignment {
+        let [a, b, c] = self.products(&witness.inputs, &witness.aux);
+        ProvingAssignment {
             a,
             b,
             c,
+            ..self.assignment(witness)
+        }
+    }
+
+    fn deferring(self: &Arc<Self>, witness: WitnessOnly) -> ProvingAssignment {
+        ProvingAssignment {
+            deferred: Some(Arc::clone(self)),
+            ..self.assignment(witness)
+        }
+    }
+
+    /// The witness and the densities; no products.
+    fn assignment(&self, witness: WitnessOnly) -> ProvingAssignment {
+        ProvingAssignment {
+            input_assignment: witness.inputs,
+            aux_assignment: witness.aux,
+            a: Vec::new(),
+            b: Vec::new(),
+            c: Vec::new(),
             a_aux_density: self.a_aux_density.clone(),
             b_input_density: self.b_input_density.clone(),
             b_aux_density: self.b_aux_density.clone(),
-        })
+            deferred: None,
+        }
     }
 
     /// Writes the versioned byte form (buffer the writer: it writes in small pieces).

@@ -7,6 +7,7 @@ use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use cuzk_math::Scalar;
 use cuzk_synth::circuits::SyntheticCircuit;
 use std::ops::Range;
+use std::sync::Arc;
 
 use cuzk_synth::{CompiledError, CompiledR1cs, ProvingAssignment, Sectioned};
 use ff::Field;
@@ -49,11 +50,17 @@ impl Circuit<Scalar> for Awkward {
     }
 }
 
-/// The evaluator and the one-run recording both give what direct synthesis gives, and the
-/// one-run recording records what `record` records.
+/// The evaluator (its products computed at once, or deferred then completed) and the one-run
+/// recording give what direct synthesis gives, and the one-run recording records what `record`
+/// records.
 fn check<C: Circuit<Scalar> + Clone>(circuit: C) -> CompiledR1cs {
     let compiled = CompiledR1cs::record(circuit.clone()).unwrap();
     let direct = ProvingAssignment::synthesize(circuit.clone()).unwrap();
+    let mut deferred = Arc::new(compiled.clone()).witness(circuit.clone()).unwrap();
+    assert!(deferred.a.is_empty() && deferred.deferred.is_some());
+    assert_eq!(deferred.num_rows(), direct.num_rows());
+    deferred.complete();
+    assert_eq!(deferred, direct);
     let recorded = CompiledR1cs::synthesize_recording(circuit.clone()).unwrap();
     assert_eq!(recorded.assignment, direct);
     assert_eq!(recorded.compiled, compiled);
@@ -151,11 +158,15 @@ fn sections_recorded_and_synthesized_side_by_side_equal_the_whole_circuit() {
         };
         let compiled = check(chain.clone());
         assert_eq!(CompiledR1cs::record_sectioned(&chain).unwrap(), compiled);
+        let direct = ProvingAssignment::synthesize(chain.clone()).unwrap();
         assert_eq!(
             compiled.synthesize_sectioned(&chain).unwrap(),
-            ProvingAssignment::synthesize(chain).unwrap(),
+            direct,
             "{sections} sections"
         );
+        let mut deferred = Arc::new(compiled).witness_sectioned(&chain).unwrap();
+        deferred.complete();
+        assert_eq!(deferred, direct, "{sections} sections, deferred");
     }
     let skewed = Chain {
         seed,

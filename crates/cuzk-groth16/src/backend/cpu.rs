@@ -57,9 +57,10 @@ impl ProverBackend for CpuBackend {
     fn prove_start(
         &self,
         params: &Parameters,
-        assignment: ProvingAssignment,
+        mut assignment: ProvingAssignment,
     ) -> Result<QuerySums, ProveError> {
         let domain = checked_domain(params, &assignment)?;
+        assignment.complete();
         let ProvingAssignment {
             input_assignment: inputs,
             aux_assignment: aux,
@@ -69,6 +70,7 @@ impl ProverBackend for CpuBackend {
             a_aux_density,
             b_input_density,
             b_aux_density,
+            deferred: _,
         } = assignment;
 
         let h = quotient_coefficients(&domain, a, b, c);
@@ -96,6 +98,7 @@ mod tests {
     use crate::setup::generate_random_parameters;
     use crate::ProverBackend;
     use cuzk_synth::circuits::SyntheticCircuit;
+    use cuzk_synth::{CompiledR1cs, ProvingAssignment};
 
     /// The CPU holds no device memory: the residency calls report none and change nothing.
     #[test]
@@ -112,6 +115,28 @@ mod tests {
         assert_eq!(cpu.resident(&params), None);
         assert_eq!(cpu.evict(&params), 0);
         assert_eq!(cpu.device()?, None);
+        Ok(())
+    }
+
+    /// An assignment whose products were left to the prover gives the same sums: the CPU computes
+    /// them first.
+    #[test]
+    fn deferred_products_are_computed_on_the_host() -> Result<(), Box<dyn std::error::Error>> {
+        let circuit = SyntheticCircuit {
+            constraints: 300,
+            boolean_fraction: 0.7,
+            public_inputs: 2,
+            seed: 7,
+        };
+        let params = generate_random_parameters(circuit.clone(), &mut rand::thread_rng())?;
+        let compiled = std::sync::Arc::new(CompiledR1cs::record(circuit.clone())?);
+        let deferred = compiled.witness(circuit.clone())?;
+        assert!(deferred.a.is_empty());
+        let whole = ProvingAssignment::synthesize(circuit)?;
+        assert_eq!(
+            CpuBackend.prove_start(&params, deferred)?,
+            CpuBackend.prove_start(&params, whole)?
+        );
         Ok(())
     }
 }

@@ -29,16 +29,17 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use cuzk_gpu::msm::{
     msm_device, msm_streamed, multiple_window_bits, windows_of_width, working_memory, DeviceBases,
     MsmAffine,
 };
 use cuzk_gpu::ntt::{ab_minus_c, ntt, NttOrder, NttTables, Transform};
+use cuzk_gpu::sparse::{DeviceSparse, SparseRows};
 use cuzk_gpu::{DeviceIndex, DeviceScalars, Gpu, GpuError, Pinned};
 use cuzk_math::{Bitmap, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cuzk_synth::ProvingAssignment;
+use cuzk_synth::{CompiledR1cs, ProvingAssignment};
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
 
@@ -59,6 +60,9 @@ pub struct GpuBackend {
     tables: Mutex<HashMap<u32, Arc<NttTables>>>,
     /// The A and B queries' variable positions of the last circuit proven, on the device.
     index: Mutex<Option<Arc<QueryIndex>>>,
+    /// The matrices of the last compiled R1CS whose products a proof left to the device, there
+    /// (the weak reference names the host copy without keeping it alive).
+    sparse: Mutex<Option<(Weak<CompiledR1cs>, Arc<DeviceSparse>)>>,
     /// Page-locked staging buffers, one per proof in preparation, reused.
     staging: Mutex<Vec<Pinned<Scalar>>>,
     /// Streams of this device for MSMs side by side: H's (scheduled first) and the other four.
@@ -331,10 +335,24 @@ struct Prepared {
     log_n: u32,
     /// 1/Z on the coset: Z(gX) = g^n − 1 there.
     z_inv: Scalar,
-    /// a, b, c (n values each, zero-padded), then inputs ++ aux, all staged: one upload source.
+    /// a, b, c (n values each, zero-padded), then inputs ++ aux, all staged: one upload source;
+    /// only inputs ++ aux when the products are left to the device.
     staging: Pinned<Scalar>,
     inputs: usize,
     witness: usize,
+    /// The matrices whose products with the witness are a, b and c, when the device computes
+    /// them (the assignment's [`ProvingAssignment::deferred`]).
+    products: Option<Arc<CompiledR1cs>>,
+}
+
+impl Prepared {
+    /// Where the witness starts in the staging buffer.
+    fn witness_offset(&self) -> usize {
+        match self.products {
+            Some(_) => 0,
+            None => 3 << self.log_n,
+        }
+    }
 }
 
 /// The query positions of a proof: from the cache, or made now (uploaded and cached on the device).
@@ -390,6 +408,7 @@ impl GpuBackend {
             region: Mutex::new(()),
             tables: Mutex::new(HashMap::new()),
             index: Mutex::new(None),
+            sparse: Mutex::new(None),
             staging: Mutex::new(Vec::new()),
             lanes: Mutex::new(None),
             pool_reserved: AtomicUsize::new(0),
@@ -440,6 +459,7 @@ impl GpuBackend {
             a_aux_density,
             b_input_density,
             b_aux_density,
+            deferred: products,
         } = assignment;
         let witness = inputs.len() + aux.len();
         if witness > u32::MAX as usize {
@@ -449,10 +469,11 @@ impl GpuBackend {
             });
         }
         let start = std::time::Instant::now();
-        let mut staging = self.take_staging(staging_len(n, witness))?;
+        let abc_len = if products.is_some() { 0 } else { 3 * n };
+        let mut staging = self.take_staging(abc_len + witness)?;
         {
             let values = staging.as_mut_slice()?;
-            let (abc, witness_part) = values.split_at_mut(3 * n);
+            let (abc, witness_part) = values.split_at_mut(abc_len);
             let (input_part, aux_part) = witness_part.split_at_mut(inputs.len());
             rayon::join(
                 || stage(input_part, &inputs),
@@ -493,6 +514,7 @@ impl GpuBackend {
             staging,
             inputs: inputs.len(),
             witness,
+            products,
         };
         Ok((prepared, index))
     }
@@ -621,6 +643,12 @@ impl GpuBackend {
         // 2^27 with the top pass's direct tables), and on the device's own stream, which the
         // lanes wait for before they read them.
         let tables = self.ntt_tables(p.log_n)?;
+        // Likewise the matrices, when the device computes a, b and c.
+        let sparse = p
+            .products
+            .as_ref()
+            .map(|compiled| self.sparse(compiled))
+            .transpose()?;
         let srs = self.srs(params, Self::working_bytes(p.log_n, p.witness), stages)?;
         let resident = srs.placement != Placement::Streamed;
         stages.push("srs_resident", if resident { 1.0 } else { 0.0 });
@@ -630,8 +658,9 @@ impl GpuBackend {
         };
         stages.push("srs_window_bits", window_bits);
         let n = 1usize << p.log_n;
+        let offset = p.witness_offset();
         let witness = stages.time(gpu, "h2d_witness_ms", || {
-            DeviceScalars::upload_pinned_range(gpu, &p.staging, 3 * n, 3 * n + p.witness)
+            DeviceScalars::upload_pinned_range(gpu, &p.staging, offset, offset + p.witness)
         })?;
         let index = self.query_index(index)?;
         let scalars = stages.time(gpu, "gather_ms", || {
@@ -644,9 +673,11 @@ impl GpuBackend {
                 b_g1: b,
             })
         })?;
-        drop(witness);
+        // Kept only when a, b and c are its products, until the region's end (the H lane reads it).
+        let products = sparse.map(|sparse| (sparse, witness));
         let scalar_bytes = std::mem::size_of::<Scalar>();
-        stages.push("h2d_bytes", (scalar_bytes * (3 * n + p.witness)) as f64);
+        let uploaded = offset + p.witness;
+        stages.push("h2d_bytes", (scalar_bytes * uploaded) as f64);
         // Side by side: every MSM's work buffers and H's three vectors at once.
         let together = srs.h.working_memory(n)
             + srs.l.working_memory(scalars.l.len())
@@ -682,12 +713,12 @@ impl GpuBackend {
                 let b_g1 = scope.spawn(|| b_g1.time(|| srs.b_g1.msm(b_g1, &s.b_g1)));
                 let b_g2 = scope.spawn(|| b_g2.time(|| srs.b_g2.msm(b_g2, &s.b_g2)));
                 // H's chain is the longest: on the lane the device schedules first.
-                let h = Self::h_coefficients(h_lane, &tables, p, stages)
+                let h = Self::h_coefficients(h_lane, &tables, p, products.as_ref(), stages)
                     .and_then(|h| h_lane.time(|| srs.h.msm(h_lane, &h)));
                 query_sums(stages, h, joined(l), joined(a), joined(b_g1), joined(b_g2))
             })
         } else {
-            let h = Self::h_coefficients(gpu, &tables, p, stages)?;
+            let h = Self::h_coefficients(gpu, &tables, p, products.as_ref(), stages)?;
             let h = gpu.time(|| srs.h.msm(gpu, &h));
             let l = gpu.time(|| srs.l.msm(gpu, &scalars.l));
             let a = gpu.time(|| srs.a.msm(gpu, &scalars.a));
@@ -699,23 +730,35 @@ impl GpuBackend {
         sums
     }
 
-    /// H's n − 1 coefficients on the device. a, b and c are staged into the page-locked buffer one
-    /// after another, each uploaded while the next is copied, then transformed.
+    /// H's n − 1 coefficients on the device: a, b and c uploaded from the staging buffer, or the
+    /// matrices' products with the witness already there (`products`), then transformed.
     fn h_coefficients(
         gpu: &Gpu,
         tables: &NttTables,
         p: &Prepared,
+        products: Option<&(Arc<DeviceSparse>, DeviceScalars)>,
         stages: &mut Stages,
     ) -> Result<DeviceScalars, GpuError> {
         let n = 1usize << p.log_n;
         let staging = &p.staging;
-        let [mut h, mut db, mut dc] = stages.time(gpu, "h2d_abc_ms", || {
-            Ok([
-                DeviceScalars::upload_pinned_range(gpu, staging, 0, n)?,
-                DeviceScalars::upload_pinned_range(gpu, staging, n, 2 * n)?,
-                DeviceScalars::upload_pinned_range(gpu, staging, 2 * n, 3 * n)?,
-            ])
-        })?;
+        let [mut h, mut db, mut dc] = match products {
+            Some((sparse, z)) => stages.time(gpu, "products_ms", || {
+                // Zero past the rows: the NTTs' padding.
+                let product = |m| -> Result<DeviceScalars, GpuError> {
+                    let mut out = DeviceScalars::zeros(gpu, n)?;
+                    sparse.multiply(gpu, m, z, &mut out)?;
+                    Ok(out)
+                };
+                Ok([product(0)?, product(1)?, product(2)?])
+            })?,
+            None => stages.time(gpu, "h2d_abc_ms", || {
+                Ok([
+                    DeviceScalars::upload_pinned_range(gpu, staging, 0, n)?,
+                    DeviceScalars::upload_pinned_range(gpu, staging, n, 2 * n)?,
+                    DeviceScalars::upload_pinned_range(gpu, staging, 2 * n, 3 * n)?,
+                ])
+            })?,
+        };
         stages.time(gpu, "ntt_ms", || {
             for values in [&mut h, &mut db, &mut dc] {
                 ntt(
@@ -742,6 +785,34 @@ impl GpuBackend {
         // H has n − 1 coefficients (the top one is zero).
         h.truncate(n - 1);
         Ok(h)
+    }
+
+    /// The device copy of `compiled`'s matrices: the cached one, or uploaded now in its place.
+    fn sparse(&self, compiled: &Arc<CompiledR1cs>) -> Result<Arc<DeviceSparse>, GpuError> {
+        let mut cached = self.sparse.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((host, device)) = cached.as_ref() {
+            if Weak::ptr_eq(host, &Arc::downgrade(compiled)) {
+                return Ok(Arc::clone(device));
+            }
+        }
+        // The previous circuit's go first: both may not fit.
+        *cached = None;
+        let matrices = compiled
+            .matrices()
+            .map(|(starts, columns, coeffs)| SparseRows {
+                starts,
+                columns,
+                coeffs,
+            });
+        let columns = compiled.num_inputs() + compiled.num_aux();
+        let device = Arc::new(DeviceSparse::upload(
+            &self.gpu,
+            compiled.coeffs(),
+            &matrices,
+            columns,
+        )?);
+        *cached = Some((Arc::downgrade(compiled), Arc::clone(&device)));
+        Ok(device)
     }
 
     /// Five lanes of this backend's device, made on first use: H's chain (scheduled first) and
@@ -915,6 +986,11 @@ impl ProverBackend for GpuBackend {
         // The domain has n − 1 H points; the witness is one IC point per input, one L per aux.
         let len = staging_len(params.h.len() + 1, params.vk.ic.len() + params.l.len());
         (len * std::mem::size_of::<Scalar>()) as u64
+    }
+
+    /// On the device, with the compiled matrices (uploaded once per circuit).
+    fn computes_products(&self) -> bool {
+        true
     }
 
     /// Window multiples included; `None` for a set streamed from host memory.

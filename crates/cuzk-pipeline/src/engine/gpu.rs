@@ -273,7 +273,8 @@ async fn prove_start(shared: &Arc<Shared>, device: &Arc<Device>, ready: Ready, w
         // Ended (cancelled, another partition failed) while this one was proven: moot.
         _ if job.finished() => {}
         Ok((Ok(started), held)) => {
-            reservation.release(job.memory.abc);
+            // a, b and c are on the device (or were never on the host).
+            reservation.keep(job.memory.rest);
             shared.scheduler().started(job.seq, held.gpu_ms);
             let timings = Timings {
                 worker,

@@ -28,7 +28,7 @@ pub trait PartitionedCircuit: Send + Sync + 'static {
     /// synthesized by its witness alone and sparse products (same result, less work). The job
     /// chose it, so it is used whatever [`EngineConfig`](super::EngineConfig)'s
     /// `compiled_synthesis` says.
-    fn compiled(&self) -> Option<&CompiledR1cs> {
+    fn compiled(&self) -> Option<&Arc<CompiledR1cs>> {
         None
     }
 
@@ -46,15 +46,16 @@ pub trait PartitionedCircuit: Send + Sync + 'static {
         None
     }
 
-    /// Synthesizes `circuit` by witness only against `compiled`: on one thread unless the
-    /// circuit is [`Sectioned`](cuzk_synth::Sectioned) and its job says so here, with
-    /// [`CompiledR1cs::synthesize_sectioned`].
-    fn synthesize_compiled(
+    /// `circuit`'s witness against `compiled`, its products deferred
+    /// ([`ProvingAssignment::deferred`]): on one thread unless the circuit is
+    /// [`Sectioned`](cuzk_synth::Sectioned) and its job says so here, with
+    /// [`CompiledR1cs::witness_sectioned`].
+    fn witness_compiled(
         &self,
         circuit: Self::Circuit,
-        compiled: &CompiledR1cs,
+        compiled: &Arc<CompiledR1cs>,
     ) -> Result<ProvingAssignment, CompiledError> {
-        compiled.synthesize(circuit)
+        compiled.witness(circuit)
     }
 }
 
@@ -125,7 +126,14 @@ pub(crate) trait Synthesize: Send + Sync {
     /// Whether the job brings its own compiled R1CS.
     fn has_compiled(&self) -> bool;
 
-    fn synthesize(&self, k: usize, method: &Method) -> Result<Synthesis, CompiledError>;
+    /// Synthesizes partition `k`; by witness only, `defer_products` leaves a, b and c to the
+    /// backend ([`ProverBackend::computes_products`](cuzk_groth16::ProverBackend)).
+    fn synthesize(
+        &self,
+        k: usize,
+        method: &Method,
+        defer_products: bool,
+    ) -> Result<Synthesis, CompiledError>;
 }
 
 impl<P: PartitionedCircuit> Synthesize for P {
@@ -133,18 +141,24 @@ impl<P: PartitionedCircuit> Synthesize for P {
         self.compiled().is_some()
     }
 
-    fn synthesize(&self, k: usize, method: &Method) -> Result<Synthesis, CompiledError> {
+    fn synthesize(
+        &self,
+        k: usize,
+        method: &Method,
+        defer_products: bool,
+    ) -> Result<Synthesis, CompiledError> {
         let Partition {
             circuit,
             public_inputs,
         } = self.partition(k);
-        let engines = method.compiled().map(Arc::as_ref);
-        let (assignment, path, recorded) = match (self.compiled().or(engines), method) {
-            (Some(compiled), _) => (
-                self.synthesize_compiled(circuit, compiled)?,
-                SynthesisPath::Compiled,
-                None,
-            ),
+        let (assignment, path, recorded) = match (self.compiled().or(method.compiled()), method) {
+            (Some(compiled), _) => {
+                let mut assignment = self.witness_compiled(circuit, compiled)?;
+                if !defer_products {
+                    assignment.complete();
+                }
+                (assignment, SynthesisPath::Compiled, None)
+            }
             (None, Method::Record) => {
                 let Recorded {
                     assignment,

@@ -56,6 +56,8 @@ struct Shared {
     budget: MemoryBudget,
     /// The compiled R1CS of the circuit shapes seen.
     shapes: ShapeCache,
+    /// Every backend computes a, b and c itself: witness-only syntheses leave them to it.
+    defer_products: bool,
     clock: Clock,
 }
 
@@ -104,6 +106,7 @@ impl Engine {
             gpu_wake: Notify::new(),
             budget: MemoryBudget::new(config.memory_budget),
             shapes: ShapeCache::new(config.compiled_synthesis),
+            defer_products: devices.iter().all(|backend| backend.computes_products()),
             clock: Clock::new(sink),
         });
         let mut tasks: Vec<JoinHandle<()>> = (0..config.partition_workers)

@@ -44,7 +44,14 @@ async fn synthesize(
     worker: usize,
 ) -> Result<Option<Ready>, JobError> {
     let what = format!("job {} partition {partition}", job.id);
-    let reserving = shared.budget.reserve(&what, job.memory.total());
+    // A job's own compiled R1CS means witness-only synthesis: with deferred products the host
+    // never holds a, b and c.
+    let defer_products = shared.defer_products && job.circuit.has_compiled();
+    let bytes = match defer_products {
+        true => job.memory.rest,
+        false => job.memory.total(),
+    };
+    let reserving = shared.budget.reserve(&what, bytes);
     let Some(reserved) = unless_ended(job, reserving).await else {
         return Ok(None);
     };
@@ -59,7 +66,7 @@ async fn synthesize(
         .plan(job.shape.as_deref(), job.circuit.as_ref());
     let cached = method.compiled().cloned();
     let circuit = Arc::clone(&job.circuit);
-    let outcome = blocking(move || circuit.synthesize(partition, &method)).await;
+    let outcome = blocking(move || circuit.synthesize(partition, &method, defer_products)).await;
     let synth_ms = ms(start.elapsed());
     let mut end = detail();
     end.push(kv("synth_ms", synth_ms));
