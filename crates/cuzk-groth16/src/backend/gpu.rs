@@ -643,13 +643,15 @@ impl GpuBackend {
         // 2^27 with the top pass's direct tables), and on the device's own stream, which the
         // lanes wait for before they read them.
         let tables = self.ntt_tables(p.log_n)?;
-        // Likewise the matrices, when the device computes a, b and c.
+        let srs = self.srs(params, Self::working_bytes(p.log_n, p.witness), stages)?;
+        // After the SRS, which comes first: at 32 GiB the device holds both only with the SRS
+        // resident and the working memory counted per phase, not all at once as `working_bytes`
+        // does (7.3 GB of matrices against its 84 GB upper bound, within 139 GB).
         let sparse = p
             .products
             .as_ref()
             .map(|compiled| self.sparse(compiled))
             .transpose()?;
-        let srs = self.srs(params, Self::working_bytes(p.log_n, p.witness), stages)?;
         let resident = srs.placement != Placement::Streamed;
         stages.push("srs_resident", if resident { 1.0 } else { 0.0 });
         let window_bits = match srs.placement {
