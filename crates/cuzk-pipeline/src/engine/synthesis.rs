@@ -45,10 +45,11 @@ async fn synthesize(
 ) -> Result<Option<Ready>, JobError> {
     let what = format!("job {} partition {partition}", job.id);
     // A job's own compiled R1CS means witness-only synthesis: with deferred products the host
-    // never holds a, b and c.
+    // never holds a, b and c, only the witness, twice while a sectioned circuit's parts are
+    // joined (the rest is given back at `prove_start`).
     let defer_products = shared.defer_products && job.circuit.has_compiled();
     let bytes = match defer_products {
-        true => job.memory.rest,
+        true => 2 * job.memory.rest,
         false => job.memory.total(),
     };
     let reserving = shared.budget.reserve(&what, bytes);
