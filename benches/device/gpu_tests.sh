@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs GPU test binaries on the device: every file of the pack except `cuzk`, one test at a time
+# (they share one GPU), then a table of each binary's result.
+# Usage: benches/device/gpu_tests.sh PACK [CUZK_GPU_TEST_MAX_LOG]
+#   PACK: a .tar.xz of test binaries built here in release (`cargo test --release --no-run -p …
+#   --test …`, copied under short names and stripped).
+set -uo pipefail
+PACK=${1:?usage: gpu_tests.sh PACK [MAX_LOG]}
+export CUZK_GPU_TEST_MAX_LOG=${2:-20}
+OUT=${OUT:-/tmp/gpu-tests-out}
+BIN=/tmp/gpu-tests-bin
+mkdir -p "$OUT" "$BIN"
+python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$PACK" "$BIN"
+chmod +x "$BIN"/*
+nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader
+results=()
+for test in "$BIN"/*; do
+  name=$(basename "$test")
+  [ "$name" = cuzk ] && continue
+  start=$SECONDS
+  "$test" --test-threads 1 > "$OUT/$name.txt" 2>&1
+  rc=$?
+  summary=$(grep -E "^test result" "$OUT/$name.txt" | tail -1)
+  skipped=$(grep -c SKIPPED "$OUT/$name.txt")
+  results+=("$name | exit $rc | $((SECONDS - start)) s | skipped $skipped | $summary")
+  [ $rc -ne 0 ] && grep -E "panicked|FAILED|assert" "$OUT/$name.txt" | head -20
+done
+echo; echo "binary | exit | time | skipped | result"
+printf '%s\n' "${results[@]}"
