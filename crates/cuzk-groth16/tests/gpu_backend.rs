@@ -62,7 +62,10 @@ fn same_as_cpu<C: Circuit<Scalar> + Clone>(
     let compiled = Arc::new(CompiledR1cs::record(circuit.clone()).unwrap());
     let deferred = compiled.witness(circuit.clone()).unwrap();
     let on_device = gpu.prove_start_shared(params, deferred, &Unshared).unwrap();
-    assert_eq!(on_device.sums, cpu, "{what}: a, b and c computed on the GPU");
+    assert_eq!(
+        on_device.sums, cpu,
+        "{what}: a, b and c computed on the GPU"
+    );
     assert!(
         on_device.stages.iter().any(|m| m.key == "products_ms"),
         "{what}: the products were timed"

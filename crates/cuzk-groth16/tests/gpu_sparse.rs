@@ -5,8 +5,8 @@
 
 use std::io::Write;
 
-use cuzk_gpu::sparse::{DeviceSparse, SparseRows};
 use cuzk_gpu::DeviceScalars;
+use cuzk_groth16::backend::upload_matrices;
 use cuzk_synth::circuits::SyntheticCircuit;
 use cuzk_synth::CompiledR1cs;
 
@@ -33,15 +33,7 @@ fn the_device_products_of_a_compiled_r1cs_equal_the_host_evaluators() {
         };
         let compiled = CompiledR1cs::record(circuit.clone()).unwrap();
         let host = compiled.synthesize(circuit).unwrap();
-        let views = compiled
-            .matrices()
-            .map(|(starts, columns, coeffs)| SparseRows {
-                starts,
-                columns,
-                coeffs,
-            });
-        let columns = compiled.num_inputs() + compiled.num_aux();
-        let sparse = DeviceSparse::upload(&gpu, compiled.coeffs(), &views, columns).unwrap();
+        let sparse = upload_matrices(&gpu, &compiled).unwrap();
         let z = DeviceScalars::upload_concat(&gpu, &[&host.input_assignment, &host.aux_assignment])
             .unwrap();
         for (m, want) in [&host.a, &host.b, &host.c].into_iter().enumerate() {

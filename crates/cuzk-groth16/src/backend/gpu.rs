@@ -799,20 +799,7 @@ impl GpuBackend {
         }
         // The previous circuit's go first: both may not fit.
         *cached = None;
-        let matrices = compiled
-            .matrices()
-            .map(|(starts, columns, coeffs)| SparseRows {
-                starts,
-                columns,
-                coeffs,
-            });
-        let columns = compiled.num_inputs() + compiled.num_aux();
-        let device = Arc::new(DeviceSparse::upload(
-            &self.gpu,
-            compiled.coeffs(),
-            &matrices,
-            columns,
-        )?);
+        let device = Arc::new(upload_matrices(&self.gpu, compiled)?);
         *cached = Some((Arc::downgrade(compiled), Arc::clone(&device)));
         Ok(device)
     }
@@ -848,6 +835,19 @@ impl GpuBackend {
             .chain(lanes.iter().flatten())
             .try_for_each(|gpu| gpu.synchronize())
     }
+}
+
+/// `compiled`'s A, B and C on the device, for products with witnesses (inputs then aux).
+pub fn upload_matrices(gpu: &Gpu, compiled: &CompiledR1cs) -> Result<DeviceSparse, GpuError> {
+    let matrices = compiled
+        .matrices()
+        .map(|(starts, columns, coeffs)| SparseRows {
+            starts,
+            columns,
+            coeffs,
+        });
+    let columns = compiled.num_inputs() + compiled.num_aux();
+    DeviceSparse::upload(gpu, compiled.coeffs(), &matrices, columns)
 }
 
 /// Scalars of a proof's page-locked staging buffer: a, b and c (the domain's n each), then the

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 pub use cpu::CpuBackend;
 use cuzk_gpu::{GpuError, GpuUnavailable};
-pub use gpu::GpuBackend;
+pub use gpu::{upload_matrices, GpuBackend};
 
 use crate::ProverBackend;
 
