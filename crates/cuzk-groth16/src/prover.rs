@@ -101,9 +101,10 @@ pub trait ProverBackend: Send + Sync {
 
     /// Host bytes a proof of `params` holds in this backend beyond its assignment, from its
     /// preparation to the end of its device region (the GPU's page-locked staging of a, b, c and
-    /// the witness: 17 GB at 32 GiB), kept once per engine worker: what a host memory budget
-    /// must leave aside.
-    fn host_bytes_per_proof(&self, _params: &Parameters) -> u64 {
+    /// the witness: 17 GB at 32 GiB, 4.2 GB of witness alone when `products_deferred` left a, b
+    /// and c to it, see [`ProverBackend::computes_products`]), kept once per engine worker: what
+    /// a host memory budget must leave aside.
+    fn host_bytes_per_proof(&self, _params: &Parameters, _products_deferred: bool) -> u64 {
         0
     }
 

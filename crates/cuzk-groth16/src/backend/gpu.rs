@@ -469,8 +469,9 @@ impl GpuBackend {
             });
         }
         let start = std::time::Instant::now();
-        let abc_len = if products.is_some() { 0 } else { 3 * n };
-        let mut staging = self.take_staging(abc_len + witness)?;
+        let len = staging_len(n, witness, products.is_some());
+        let abc_len = len - witness;
+        let mut staging = self.take_staging(len)?;
         {
             let values = staging.as_mut_slice()?;
             let (abc, witness_part) = values.split_at_mut(abc_len);
@@ -851,9 +852,12 @@ pub fn upload_matrices(gpu: &Gpu, compiled: &CompiledR1cs) -> Result<DeviceSpars
 }
 
 /// Scalars of a proof's page-locked staging buffer: a, b and c (the domain's n each), then the
-/// witness.
-fn staging_len(n: usize, witness: usize) -> usize {
-    3 * n + witness
+/// witness; the witness alone when the device computes the products.
+fn staging_len(n: usize, witness: usize, products_on_device: bool) -> usize {
+    match products_on_device {
+        true => witness,
+        false => 3 * n + witness,
+    }
 }
 
 /// The five MSMs' results (each with its device time, which overlap when side by side), recorded
@@ -984,9 +988,10 @@ impl ProverBackend for GpuBackend {
     }
 
     /// The staging buffer of a proof of `params`.
-    fn host_bytes_per_proof(&self, params: &Parameters) -> u64 {
+    fn host_bytes_per_proof(&self, params: &Parameters, products_deferred: bool) -> u64 {
         // The domain has n − 1 H points; the witness is one IC point per input, one L per aux.
-        let len = staging_len(params.h.len() + 1, params.vk.ic.len() + params.l.len());
+        let witness = params.vk.ic.len() + params.l.len();
+        let len = staging_len(params.h.len() + 1, witness, products_deferred);
         (len * std::mem::size_of::<Scalar>()) as u64
     }
 

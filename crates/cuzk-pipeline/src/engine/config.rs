@@ -95,7 +95,11 @@ pub fn resident_bytes(
 ) -> u64 {
     let staging: u64 = backends
         .iter()
-        .map(|b| b.host_bytes_per_proof(params) * gpu_workers_per_device as u64)
+        .map(|b| {
+            // A compiled R1CS means witness-only synthesis, the products left to the device.
+            let deferred = compiled.is_some() && b.computes_products();
+            b.host_bytes_per_proof(params, deferred) * gpu_workers_per_device as u64
+        })
         .sum();
     params.file_size() as u64 + compiled.map_or(0, CompiledR1cs::heap_bytes) + staging
 }
