@@ -1,5 +1,6 @@
 //! Synthesis of one 2 KiB PoRep partition: cuzk's direct synthesis, cuzk's compiled evaluator
-//! (its challenges in sequence, then side by side) and (with `--bellperson`) bellperson's own, inside filecoin-proofs' commit-2, on the same
+//! (its challenges in sequence, then side by side, then the witness alone as when a GPU computes
+//! the products) and (with `--bellperson`) bellperson's own, inside filecoin-proofs' commit-2, on the same
 //! machine and threads. For docs/perf-notes.md:
 //!
 //! ```sh
@@ -76,13 +77,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let direct = time(&|| ProvingAssignment::synthesize(circuit.clone()).unwrap_or_default());
     let evaluated = time(&|| compiled.synthesize(circuit.clone()).unwrap_or_default());
     let sectioned = time(&|| compiled.synthesize_sectioned(circuit).unwrap_or_default());
+    let witness = time(&|| compiled.witness_sectioned(circuit).unwrap_or_default());
     let (direct_min, direct_median) = median(direct);
     let (compiled_min, compiled_median) = median(evaluated);
     let (sectioned_min, sectioned_median) = median(sectioned);
+    let (witness_min, witness_median) = median(witness);
     println!(
         "threads {}: direct min {direct_min:.3} s median {direct_median:.3} s; compiled min \
          {compiled_min:.3} s median {compiled_median:.3} s; speedup (median) {:.2}x; {} \
-         challenges side by side min {sectioned_min:.3} s median {sectioned_median:.3} s",
+         challenges side by side min {sectioned_min:.3} s median {sectioned_median:.3} s; \
+         witness alone (products left to the GPU) min {witness_min:.3} s median \
+         {witness_median:.3} s",
         rayon::current_num_threads(),
         direct_median / compiled_median,
         circuit.sections(),
