@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::io::Write;
-
 use cuzk_groth16::backend::CpuBackend;
 use cuzk_groth16::setup::{generate_parameters_on, Multiplier, ToxicWaste};
 use cuzk_groth16::{prove_finish, verify_proof, PreparedVerifyingKey, ProverBackend, Randomness};
@@ -15,15 +13,8 @@ use cuzk_synth::ProvingAssignment;
 
 #[test]
 fn gpu_made_parameters_equal_the_cpus_and_prove() {
-    let gpu = match cuzk_gpu::Gpu::first() {
-        Ok(gpu) => gpu,
-        Err(why) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "gpu_made_parameters_equal_the_cpus_and_prove: SKIPPED (no GPU: {why})"
-            );
-            return;
-        }
+    let Some(gpu) = common::gpu("gpu_made_parameters_equal_the_cpus_and_prove") else {
+        return;
     };
     let mut rng = common::rng("gpu setup");
     for (constraints, inputs) in [(1 << 12, 3), (5000, 1), (1 << 16, 17)] {

@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed test should stop loudly
 
-use std::io::Write;
+mod common;
 
 use cuzk_gpu::DeviceScalars;
 use cuzk_groth16::backend::upload_matrices;
@@ -12,16 +12,9 @@ use cuzk_synth::CompiledR1cs;
 
 #[test]
 fn the_device_products_of_a_compiled_r1cs_equal_the_host_evaluators() {
-    let gpu = match cuzk_gpu::Gpu::first() {
-        Ok(gpu) => gpu,
-        Err(why) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "the_device_products_of_a_compiled_r1cs_equal_the_host_evaluators: SKIPPED (no \
-                 GPU: {why})"
-            );
-            return;
-        }
+    let Some(gpu) = common::gpu("the_device_products_of_a_compiled_r1cs_equal_the_host_evaluators")
+    else {
+        return;
     };
     let seed = cuzk_testkit::seed("gpu sparse products");
     for (constraints, fraction, inputs) in [(1000, 0.0, 1), (1 << 14, 0.9, 5), (1 << 17, 0.5, 33)] {

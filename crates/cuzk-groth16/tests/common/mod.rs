@@ -6,7 +6,21 @@ use cuzk_math::Scalar;
 use cuzk_synth::circuits::SyntheticCircuit;
 use ff::Field;
 
+#[allow(unused_imports)] // not every test binary draws random values
 pub use cuzk_testkit::rng;
+
+/// The first device, or `None` after printing why the test is skipped (straight to stderr, past
+/// libtest's capture, so CI logs show the skip).
+pub fn gpu(test: &str) -> Option<std::sync::Arc<cuzk_gpu::Gpu>> {
+    use std::io::Write;
+    match cuzk_gpu::Gpu::first() {
+        Ok(gpu) => Some(gpu),
+        Err(why) => {
+            let _ = writeln!(std::io::stderr(), "{test}: SKIPPED (no GPU: {why})");
+            None
+        }
+    }
+}
 
 pub fn synthetic(constraints: usize, boolean_fraction: f64, seed: u64) -> SyntheticCircuit {
     SyntheticCircuit {
