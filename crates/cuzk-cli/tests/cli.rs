@@ -481,6 +481,7 @@ fn bench_runs_jobs_and_analyze_agrees_with_its_summary() {
     // went direct (on a loaded machine that can be both first jobs'), every later one compiled:
     // at least the last job's, which starts after two jobs have finished.
     assert_eq!(bench["compiled_synthesis"], true);
+    assert_eq!(bench["products_on_device"], false, "the CPU backend");
     let paths = bench["synthesis"].as_object().expect("synthesis paths");
     assert_eq!(paths["recorded"]["partitions"], 1, "{paths:?}");
     assert!(

@@ -284,6 +284,9 @@ fn summary(
         "wall_s": wall_s,
         "steady_state_s_per_proof": gpu.steady.as_ref().map(|s| s.s_per_job),
         "compiled_synthesis": plan.config.compiled_synthesis,
+        // The engine leaves a, b and c to the backends when the job brings its compiled R1CS.
+        "products_on_device": plan.workload.compiled().is_some()
+            && backends.iter().all(|b| b.computes_products()),
         "gpu_busy_fraction": gpu.busy_fraction,
         "gpu_idle_windows": gpu.idle_windows.len(),
         "max_synth_in_flight": max_synth_in_flight(timeline),
