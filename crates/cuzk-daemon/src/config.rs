@@ -107,6 +107,8 @@ pub struct Config {
     pub threads: Option<usize>,
     pub partition_workers: Option<usize>,
     pub compiled_synthesis: bool,
+    /// Added to the synthesis threads' nice value ([`cuzk_pipeline::EngineConfig::synthesis_nice`]).
+    pub synthesis_nice: i32,
     pub synthesis_concurrency: usize,
     pub param_cache: Option<PathBuf>,
     pub preload: Vec<String>,
@@ -190,6 +192,7 @@ struct RawSynthesis {
     threads: Option<usize>,
     partition_workers: Option<usize>,
     compiled: Option<bool>,
+    nice: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -514,6 +517,17 @@ impl Config {
             None | Some(0) => None,
             Some(n) => Some(n),
         };
+        // Any value when another key is wrong too: the configuration is refused then.
+        let synthesis_nice = p
+            .check(
+                "synthesis.nice",
+                match s.nice {
+                    None => Ok(cuzk_pipeline::SYNTHESIS_NICE),
+                    Some(n @ 0..=19) => Ok(n as i32),
+                    Some(n) => Err(format!("{n}: expected 0 to 19")),
+                },
+            )
+            .unwrap_or(cuzk_pipeline::SYNTHESIS_NICE);
         let synthesis_concurrency = p.check(
             "pipeline.synthesis_concurrency",
             at_least_one(raw.pipeline.synthesis_concurrency.unwrap_or(2)),
@@ -580,6 +594,7 @@ impl Config {
                 threads,
                 partition_workers,
                 compiled_synthesis: s.compiled.unwrap_or(true),
+                synthesis_nice,
                 synthesis_concurrency,
                 param_cache: raw.srs.param_cache.clone(),
                 preload: raw.srs.preload.clone().unwrap_or_default(),
@@ -639,6 +654,10 @@ mod tests {
             error.to_string().contains("gpus.gpu_workers_per_device"),
             "{error}"
         );
+        let error = Config::from_toml("[synthesis]\nnice = 20\n", "t.toml").unwrap_err();
+        assert!(error.to_string().contains("synthesis.nice: 20"), "{error}");
+        let niced = Config::from_toml("[synthesis]\nnice = 0\n", "t.toml").unwrap();
+        assert_eq!(niced.synthesis_nice, 0);
         let error = Config::from_toml("[daemon\n", "t.toml").unwrap_err();
         assert!(error.to_string().starts_with("t.toml: "), "{error}");
     }

@@ -147,6 +147,7 @@ pub fn build(
     engine_config.synthesis_concurrency = config.synthesis_concurrency;
     engine_config.gpu_workers_per_device = config.gpu_workers_per_device;
     engine_config.compiled_synthesis = config.compiled_synthesis;
+    engine_config.synthesis_nice = config.synthesis_nice;
     let metrics = Arc::new(Metrics::new().map_err(|e| ServeError::Setup(format!("metrics: {e}")))?);
     let sink = Arc::new(MetricsSink {
         metrics: Arc::clone(&metrics),

@@ -23,5 +23,5 @@ pub mod timeline;
 
 pub use engine::{
     DeviceActivity, Engine, EngineConfig, JobError, JobHandle, JobOutput, JobProgress, JobRequest,
-    JobTimings, Partition, Priority,
+    JobTimings, Partition, Priority, SYNTHESIS_NICE,
 };

@@ -16,12 +16,13 @@ use cuzk_groth16::{
     QuerySums, StageMetric, Started,
 };
 use cuzk_math::Scalar;
+use cuzk_pipeline::engine::priority::current_nice;
 use cuzk_pipeline::engine::{JobResult, PartitionMemory, PartitionedCircuit};
 use cuzk_pipeline::sink::MemorySink;
 use cuzk_pipeline::timeline::{Record, Timeline};
 use cuzk_pipeline::{
     DeviceActivity, Engine, EngineConfig, JobError, JobHandle, JobProgress, JobRequest, Partition,
-    Priority,
+    Priority, SYNTHESIS_NICE,
 };
 use cuzk_synth::circuits::SyntheticCircuit;
 use cuzk_synth::{CompiledR1cs, ProvingAssignment};
@@ -113,6 +114,7 @@ fn config(partition_workers: usize, synthesis_concurrency: usize, gpu: usize) ->
         gpu_workers_per_device: gpu,
         memory_budget: 64 * MIB,
         compiled_synthesis: true,
+        synthesis_nice: SYNTHESIS_NICE,
     }
 }
 
@@ -655,6 +657,98 @@ impl ProverBackend for Keeps {
     ) -> Result<QuerySums, ProveError> {
         self.seen.lock().unwrap().push(assignment.clone());
         CpuBackend.prove_start(params, assignment)
+    }
+}
+
+/// The nice value of the thread that synthesized a partition, and those of the rayon pool's.
+type NicesSeen = Arc<Mutex<Vec<(i32, Vec<i32>)>>>;
+
+/// `Squares`, noting the nice values its synthesis runs at.
+#[derive(Clone)]
+struct NiceProbe {
+    squares: Squares,
+    seen: NicesSeen,
+}
+
+impl Circuit<Scalar> for NiceProbe {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let pool = rayon::broadcast(|_| current_nice().unwrap());
+        self.seen
+            .lock()
+            .unwrap()
+            .push((current_nice().unwrap(), pool));
+        self.squares.synthesize(cs)
+    }
+}
+
+/// Notes the nice value of the thread that runs each `prove_start`, then proves with the CPU.
+#[derive(Default)]
+struct NiceAtProve {
+    seen: Mutex<Vec<i32>>,
+}
+
+impl ProverBackend for NiceAtProve {
+    fn name(&self) -> &str {
+        "nice at prove"
+    }
+
+    fn prove_start(
+        &self,
+        params: &Parameters,
+        assignment: ProvingAssignment,
+    ) -> Result<QuerySums, ProveError> {
+        self.seen.lock().unwrap().push(current_nice().unwrap());
+        CpuBackend.prove_start(params, assignment)
+    }
+}
+
+/// Synthesis runs `synthesis_nice` below the process (its own thread and the rayon pool's), the
+/// backend's `prove_start` at the process's priority; with 0, synthesis keeps it too.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn synthesis_runs_below_the_threads_that_drive_the_device() {
+    let params = params();
+    let base = current_nice().unwrap();
+    let lowered = (base + SYNTHESIS_NICE).min(19);
+    for nice in [SYNTHESIS_NICE, 0] {
+        let backend = Arc::new(NiceAtProve::default());
+        let (engine, _sink) = start(
+            EngineConfig {
+                synthesis_nice: nice,
+                ..config(2, 2, 2)
+            },
+            backend.clone(),
+        );
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let probes = Arc::clone(&seen);
+        let request = JobRequest::new("nice", Arc::clone(&params), 3, move |k| {
+            let Partition {
+                circuit,
+                public_inputs,
+            } = partition(0, k, Fault::None);
+            Partition {
+                circuit: NiceProbe {
+                    squares: circuit,
+                    seen: Arc::clone(&probes),
+                },
+                public_inputs,
+            }
+        });
+        check_proofs(&engine.submit(request).wait().await, 0, 3, &params);
+        let synthesis_at = if nice == 0 { base } else { lowered };
+        for (thread, pool) in seen.lock().unwrap().iter() {
+            assert_eq!(
+                *thread, synthesis_at,
+                "synthesis thread, synthesis_nice {nice}"
+            );
+            // Lowered once per process, by the first engine (this test's or another's).
+            assert!(pool.iter().all(|&n| n == lowered), "rayon pool: {pool:?}");
+        }
+        assert_eq!(
+            *backend.seen.lock().unwrap(),
+            vec![base; 3],
+            "synthesis_nice {nice}"
+        );
     }
 }
 

@@ -179,6 +179,7 @@ impl Plan {
                 gpu_workers_per_device: args.gpu_workers,
                 memory_budget,
                 compiled_synthesis: !args.direct_synthesis,
+                synthesis_nice: args.synthesis_nice,
             },
         })
     }
@@ -280,6 +281,7 @@ fn summary(
         "partition_workers": plan.config.partition_workers,
         "gpu_workers": plan.config.gpu_workers_per_device,
         "synthesis_concurrency": plan.config.synthesis_concurrency,
+        "synthesis_nice": plan.config.synthesis_nice,
         "memory_budget_bytes": plan.config.memory_budget,
         "wall_s": wall_s,
         "steady_state_s_per_proof": gpu.steady.as_ref().map(|s| s.s_per_job),

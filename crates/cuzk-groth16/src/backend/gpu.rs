@@ -65,6 +65,11 @@ pub struct GpuBackend {
     sparse: Mutex<Option<(Weak<CompiledR1cs>, Arc<DeviceSparse>)>>,
     /// Page-locked staging buffers, one per proof in preparation, reused.
     staging: Mutex<Vec<Pinned<Scalar>>>,
+    /// Threads that copy witnesses into staging buffers, apart from the rayon global pool: there
+    /// the copy queued behind syntheses' sections (2.6–3.1 s for a 32 GiB partition's 4.2 GB,
+    /// H200 host) and, with synthesis niced, would run at its priority. `None` if none could
+    /// be started: the global pool copies then.
+    copies: Option<rayon::ThreadPool>,
     /// Streams of this device for MSMs side by side: H's (scheduled first) and the other four.
     lanes: Mutex<Option<[Arc<Gpu>; 5]>>,
     /// Bytes the device's memory pool was made to hold for MSMs side by side (see
@@ -78,6 +83,10 @@ pub struct GpuBackend {
 /// The default of [`GpuBackend::window_multiples_from`]: at 2^20 G1 points 19-bit multiples took
 /// 9.2 ms against 10.2 (H200); below, the shared 2^18 buckets weigh more against fewer entries.
 const MULTIPLES_FROM: usize = 1 << 20;
+
+/// Threads of a backend's staging copies: enough to outrun the upload that follows (a copy
+/// thread moves several GB/s; the witness of a 32 GiB partition is 4.2 GB).
+const COPY_THREADS: usize = 4;
 
 /// Which variables the A and B queries take, as positions into inputs ++ aux: fixed by the
 /// circuit's structure, so built and uploaded once and reused while the densities are the same.
@@ -410,6 +419,11 @@ impl GpuBackend {
             index: Mutex::new(None),
             sparse: Mutex::new(None),
             staging: Mutex::new(Vec::new()),
+            copies: rayon::ThreadPoolBuilder::new()
+                .num_threads(COPY_THREADS)
+                .thread_name(|i| format!("cuzk-staging-{i}"))
+                .build()
+                .ok(),
             lanes: Mutex::new(None),
             pool_reserved: AtomicUsize::new(0),
             multiples_from: MULTIPLES_FROM,
@@ -476,12 +490,18 @@ impl GpuBackend {
             let values = staging.as_mut_slice()?;
             let (abc, witness_part) = values.split_at_mut(abc_len);
             let (input_part, aux_part) = witness_part.split_at_mut(inputs.len());
-            rayon::join(
-                || stage(input_part, &inputs),
-                || stage(&mut aux_part[..aux.len()], &aux),
-            );
-            for (part, values) in abc.chunks_mut(n).zip([&a, &b, &c]) {
-                stage(part, values);
+            let mut copy = || {
+                rayon::join(
+                    || stage(input_part, &inputs),
+                    || stage(&mut aux_part[..aux.len()], &aux),
+                );
+                for (part, values) in abc.chunks_mut(n).zip([&a, &b, &c]) {
+                    stage(part, values);
+                }
+            };
+            match &self.copies {
+                Some(pool) => pool.install(copy),
+                None => copy(),
             }
         }
         stages.push("prep_copy_ms", start.elapsed().as_secs_f64() * 1e3);

@@ -26,12 +26,23 @@ pub struct EngineConfig {
     /// later partitions by witness only. Off, every partition is synthesized directly, but for
     /// jobs that bring their own compiled R1CS.
     pub compiled_synthesis: bool,
+    /// How much lower than the rest of the process synthesis runs, as a nice value added to its
+    /// threads' (the rayon global pool's and each synthesis's own; see [`priority`]), so that the
+    /// few threads driving the GPU get a core at once. 0 leaves every thread as it is.
+    ///
+    /// [`priority`]: super::priority
+    pub synthesis_nice: i32,
 }
+
+/// The default of [`EngineConfig::synthesis_nice`]: at nice 10 a thread weighs ~1/10 of one at 0
+/// in Linux's scheduler, so the GPU's threads win a core from 16 busy synthesis threads.
+pub const SYNTHESIS_NICE: i32 = 10;
 
 impl EngineConfig {
     /// `partition_workers` synthesis tasks, two jobs synthesizing at once (so the next job starts
     /// while the last partitions of the previous one are still being synthesized), two GPU
-    /// workers per device, `memory_budget` bytes, and compiled synthesis on.
+    /// workers per device, `memory_budget` bytes, compiled synthesis on, and synthesis at
+    /// [`SYNTHESIS_NICE`].
     pub fn new(partition_workers: usize, memory_budget: u64) -> Self {
         EngineConfig {
             partition_workers,
@@ -39,6 +50,7 @@ impl EngineConfig {
             gpu_workers_per_device: 2,
             memory_budget,
             compiled_synthesis: true,
+            synthesis_nice: SYNTHESIS_NICE,
         }
     }
 
@@ -56,6 +68,9 @@ impl EngineConfig {
         if self.memory_budget == 0 {
             return Err(ConfigError::Zero("memory_budget"));
         }
+        if !(0..=19).contains(&self.synthesis_nice) {
+            return Err(ConfigError::Nice(self.synthesis_nice));
+        }
         Ok(())
     }
 }
@@ -65,6 +80,8 @@ impl EngineConfig {
 pub enum ConfigError {
     #[error("{0} must be at least 1")]
     Zero(&'static str),
+    #[error("synthesis_nice {0}: expected 0 to 19")]
+    Nice(i32),
     #[error("the engine must be started from within a tokio runtime")]
     NoRuntime,
     #[error("cannot tell the machine's memory: {0}")]

@@ -12,19 +12,24 @@
 mod config;
 mod gpu;
 mod job;
+pub mod priority;
 mod scheduler;
 mod shapes;
 mod synthesis;
 
+use std::any::Any;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use cuzk_groth16::ProverBackend;
 use tokio::runtime::Handle;
 use tokio::sync::{watch, Notify};
-use tokio::task::{JoinError, JoinHandle};
+use tokio::task::JoinHandle;
 
-pub use config::{auto_memory_budget, machine_memory, resident_bytes, ConfigError, EngineConfig};
+pub use config::{
+    auto_memory_budget, machine_memory, resident_bytes, ConfigError, EngineConfig, SYNTHESIS_NICE,
+};
 pub use gpu::DeviceActivity;
 pub use job::{
     JobError, JobOutput, JobProgress, JobRequest, JobResult, JobTimings, Partition,
@@ -58,6 +63,8 @@ struct Shared {
     shapes: ShapeCache,
     /// Every backend computes a, b and c itself: witness-only syntheses leave them to it.
     defer_products: bool,
+    /// [`EngineConfig::synthesis_nice`].
+    synthesis_nice: i32,
     clock: Clock,
 }
 
@@ -100,6 +107,7 @@ impl Engine {
     ) -> Result<Self, ConfigError> {
         config.check(devices.len())?;
         let runtime = Handle::try_current().map_err(|_| ConfigError::NoRuntime)?;
+        priority::lower_rayon_pool_once(config.synthesis_nice);
         let shared = Arc::new(Shared {
             scheduler: Mutex::new(Scheduler::new(config.synthesis_concurrency)),
             synthesis_wake: Notify::new(),
@@ -107,6 +115,7 @@ impl Engine {
             budget: MemoryBudget::new(config.memory_budget),
             shapes: ShapeCache::new(config.compiled_synthesis),
             defer_products: devices.iter().all(|backend| backend.computes_products()),
+            synthesis_nice: config.synthesis_nice,
             clock: Clock::new(sink),
         });
         let mut tasks: Vec<JoinHandle<()>> = (0..config.partition_workers)
@@ -242,18 +251,43 @@ async fn blocking<T: Send + 'static>(
 ) -> Result<T, String> {
     tokio::task::spawn_blocking(work)
         .await
-        .map_err(panic_message)
+        .map_err(|error| match error.try_into_panic() {
+            Ok(payload) => panic_message(payload),
+            Err(error) => error.to_string(),
+        })
 }
 
-fn panic_message(error: JoinError) -> String {
-    match error.try_into_panic() {
-        Ok(payload) => payload
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic without a message".to_owned()),
-        Err(error) => error.to_string(),
+/// Runs `work` on a thread started for it with its nice value raised by `nice` (see
+/// [`priority`]), turning a panic into its message. A blocking thread of the runtime would keep
+/// the raised value for the GPU work it runs next.
+async fn lowered<T: Send + 'static>(
+    nice: i32,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    if nice == 0 {
+        return blocking(work).await;
     }
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("cuzk-synthesis".into())
+        .spawn(move || {
+            // Not lowered, it still computes the same result (see `lower_rayon_pool_once`).
+            let _ = priority::lower_current_thread(nice);
+            let _ = sender.send(std::panic::catch_unwind(AssertUnwindSafe(work)));
+        })
+        .map_err(|e| format!("starting a synthesis thread: {e}"))?;
+    match receiver.await {
+        Ok(outcome) => outcome.map_err(panic_message),
+        Err(_) => Err("the synthesis thread ended without a result".into()),
+    }
+}
+
+fn panic_message(payload: Box<dyn Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
 }
 
 /// `work`'s value, or `None` when the job ends (fails, is cancelled) first.

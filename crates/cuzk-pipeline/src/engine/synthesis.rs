@@ -10,7 +10,7 @@ use cuzk_synth::{CompiledError, CompiledR1cs};
 use super::job::JobError;
 use super::scheduler::{JobInfo, Ready, Scheduler};
 use super::shapes::Plan;
-use super::{blocking, unless_ended, Shared};
+use super::{lowered, unless_ended, Shared};
 use crate::sink::{kv, ms, Event};
 
 pub(super) async fn worker(shared: Arc<Shared>, worker: usize) {
@@ -67,7 +67,8 @@ async fn synthesize(
         .plan(job.shape.as_deref(), job.circuit.as_ref());
     let cached = method.compiled().cloned();
     let circuit = Arc::clone(&job.circuit);
-    let outcome = blocking(move || circuit.synthesize(partition, &method, defer_products)).await;
+    let synthesis = move || circuit.synthesize(partition, &method, defer_products);
+    let outcome = lowered(shared.synthesis_nice, synthesis).await;
     let synth_ms = ms(start.elapsed());
     let mut end = detail();
     end.push(kv("synth_ms", synth_ms));
