@@ -430,7 +430,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 2)]
     pub synthesis_concurrency: usize,
     /// Nice value added to the synthesis threads (0 to 19), so the threads driving the GPU get a
-    /// core at once; 0 runs them at the process's priority.
+    /// core at once; 0 (the default) runs them at the process's priority.
     #[arg(long, default_value_t = cuzk_pipeline::SYNTHESIS_NICE, value_parser = clap::value_parser!(i32).range(0..=19))]
     pub synthesis_nice: i32,
     /// Host memory for partitions in flight: bytes with an optional K, M, G or T suffix (powers of

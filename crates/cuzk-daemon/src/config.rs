@@ -656,8 +656,8 @@ mod tests {
         );
         let error = Config::from_toml("[synthesis]\nnice = 20\n", "t.toml").unwrap_err();
         assert!(error.to_string().contains("synthesis.nice: 20"), "{error}");
-        let niced = Config::from_toml("[synthesis]\nnice = 0\n", "t.toml").unwrap();
-        assert_eq!(niced.synthesis_nice, 0);
+        let niced = Config::from_toml("[synthesis]\nnice = 5\n", "t.toml").unwrap();
+        assert_eq!(niced.synthesis_nice, 5);
         let error = Config::from_toml("[daemon\n", "t.toml").unwrap_err();
         assert!(error.to_string().starts_with("t.toml: "), "{error}");
     }

@@ -57,11 +57,34 @@ unsafe fn pool_attribute<T>(
     }
 }
 
+/// Makes the threads that wait for device `ordinal` (stream and event synchronisations, copies
+/// back) sleep until it is done instead of spinning, before its primary context is first used.
+/// CUDA's default with fewer contexts than cores is to spin: a proof's region thread and its four
+/// MSM lanes then burn a core each for the whole device region, cores that synthesis needs (2 KiB
+/// on the H200 host: ~60 ms of every ~80). Waking takes microseconds, against regions of tens of
+/// milliseconds.
+fn block_while_waiting(ordinal: usize) -> Result<(), GpuError> {
+    cudarc::driver::result::init().call("cuInit")?;
+    let ordinal = i32::try_from(ordinal).map_err(|_| GpuError::InvalidInput {
+        what: "device ordinal",
+        reason: format!("{ordinal} is not a CUDA device ordinal"),
+    })?;
+    let device = cudarc::driver::result::device::get(ordinal).call("cuDeviceGet")?;
+    let flags = sys::CUctx_flags::CU_CTX_SCHED_BLOCKING_SYNC as u32;
+    // SAFETY: `device` is a handle the driver just returned and `flags` a valid scheduling flag;
+    // the call changes no memory of ours.
+    unsafe { sys::cuDevicePrimaryCtxSetFlags_v2(device, flags) }
+        .result()
+        .call("cuDevicePrimaryCtxSetFlags")
+}
+
 impl Gpu {
     /// Opens device `ordinal` and loads the kernels into it (see [`crate::KERNELS_FILE_ENV`]).
     pub fn new(ordinal: usize) -> Result<Arc<Self>, GpuError> {
         crate::probe()?;
         let image = crate::kernel_image()?;
+        // Best effort: a context that spins proves the same, only slower under host load.
+        let _ = block_while_waiting(ordinal);
         let ctx = CudaContext::new(ordinal).call("cuCtxCreate")?;
         let module = ctx
             .load_module(Ptx::from_binary(image.to_vec()))

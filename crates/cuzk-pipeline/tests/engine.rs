@@ -709,8 +709,8 @@ impl ProverBackend for NiceAtProve {
 async fn synthesis_runs_below_the_threads_that_drive_the_device() {
     let params = params();
     let base = current_nice().unwrap();
-    let lowered = (base + SYNTHESIS_NICE).min(19);
-    for nice in [SYNTHESIS_NICE, 0] {
+    let lowered = (base + 10).min(19);
+    for nice in [10, 0] {
         let backend = Arc::new(NiceAtProve::default());
         let (engine, _sink) = start(
             EngineConfig {

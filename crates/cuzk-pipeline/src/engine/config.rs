@@ -34,9 +34,12 @@ pub struct EngineConfig {
     pub synthesis_nice: i32,
 }
 
-/// The default of [`EngineConfig::synthesis_nice`]: at nice 10 a thread weighs ~1/10 of one at 0
-/// in Linux's scheduler, so the GPU's threads win a core from 16 busy synthesis threads.
-pub const SYNTHESIS_NICE: i32 = 10;
+/// The default of [`EngineConfig::synthesis_nice`]: off. Niced by 10 (a thread then weighs ~1/10
+/// of one at 0 in Linux's scheduler), 2 KiB on the H200 host had device regions of 59–60 ms
+/// median instead of 65–68, but 11.2–11.5 proofs/s instead of 13.0–13.2: the GPU's threads spun
+/// while they waited, and took the cores at once. They sleep now (`cuzk_gpu::Gpu::new`); until
+/// that is measured, synthesis keeps the process's priority.
+pub const SYNTHESIS_NICE: i32 = 0;
 
 impl EngineConfig {
     /// `partition_workers` synthesis tasks, two jobs synthesizing at once (so the next job starts
