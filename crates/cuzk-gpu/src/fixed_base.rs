@@ -5,11 +5,11 @@
 //! thousand points); each scalar then costs one mixed addition per window and one inversion.
 
 use blstrs::{G1Affine, G2Affine, Scalar};
-use cudarc::driver::PushKernelArg;
+use cudarc::driver::{CudaView, PushKernelArg};
 
 use crate::error::DriverContext;
 use crate::layout::{as_words, as_words_mut, DeviceWords, SCALAR_WORDS};
-use crate::msm::grid;
+use crate::msm::{grid, DeviceBases, MsmAffine};
 use crate::{Gpu, GpuError};
 
 /// An affine point type the fixed-base kernel makes.
@@ -39,6 +39,74 @@ pub fn fixed_base_multiply<A: FixedBaseAffine>(
     windows: u32,
     scalars: &[Scalar],
 ) -> Result<Vec<A>, GpuError> {
+    let mut out = vec![A::default(); scalars.len()];
+    multiply_chunks(
+        gpu,
+        table,
+        window_bits,
+        windows,
+        scalars,
+        0,
+        |start, points| {
+            let out = &mut out[start..start + points.len() / A::WORDS];
+            // SAFETY: the kernel writes affine points in blst's layout: reduced Montgomery
+            // coordinates of a point of the group, or (0, 0) for the identity.
+            let host = unsafe { as_words_mut(out) };
+            gpu.stream()
+                .memcpy_dtoh(&points, host)
+                .call("cuMemcpyDtoH (points)")
+        },
+    )?;
+    Ok(out)
+}
+
+/// [`fixed_base_multiply`]'s points left on the device, as MSM bases: a proving key's queries
+/// made where they are used, never copied to the host.
+pub fn fixed_base_multiply_on_device<A: FixedBaseAffine + MsmAffine>(
+    gpu: &Gpu,
+    table: &[A],
+    window_bits: u32,
+    windows: u32,
+    scalars: &[Scalar],
+) -> Result<DeviceBases<A>, GpuError> {
+    let bytes = scalars.len() * A::WORDS * 4;
+    gpu.ensure_fits("fixed-base points", bytes)?;
+    // SAFETY: uninitialised; every chunk's points are copied in below before the bases are used.
+    // At least one point's room: the driver refuses empty allocations.
+    let mut words = unsafe { gpu.stream().alloc::<u32>(scalars.len().max(1) * A::WORDS) }
+        .call("cuMemAlloc (fixed-base points)")?;
+    multiply_chunks(
+        gpu,
+        table,
+        window_bits,
+        windows,
+        scalars,
+        bytes,
+        |start, points| {
+            let end = start + points.len() / A::WORDS;
+            gpu.stream()
+                .memcpy_dtod(
+                    &points,
+                    &mut words.slice_mut(start * A::WORDS..end * A::WORDS),
+                )
+                .call("cuMemcpyDtoD (points)")
+        },
+    )?;
+    Ok(DeviceBases::from_words(words, scalars.len()))
+}
+
+/// Multiplies `scalars` in chunks, handing each chunk's points (a device view, valid until the
+/// next chunk) to `take` with the index of its first scalar; `reserved` device bytes are held
+/// apart already (the caller's output).
+fn multiply_chunks<A: FixedBaseAffine>(
+    gpu: &Gpu,
+    table: &[A],
+    window_bits: u32,
+    windows: u32,
+    scalars: &[Scalar],
+    reserved: usize,
+    mut take: impl FnMut(usize, CudaView<'_, u32>) -> Result<(), GpuError>,
+) -> Result<(), GpuError> {
     let what = "fixed-base table";
     let invalid = |reason: String| GpuError::InvalidInput { what, reason };
     if !(2..=20).contains(&window_bits) {
@@ -59,14 +127,13 @@ pub fn fixed_base_multiply<A: FixedBaseAffine>(
             table.len()
         )));
     }
-    let mut out = vec![A::default(); scalars.len()];
     if scalars.is_empty() {
-        return Ok(out);
+        return Ok(());
     }
     let chunk = CHUNK.min(scalars.len());
     gpu.ensure_fits(
         "fixed-base multiplication",
-        (table.len() + chunk) * A::WORDS * 4 + chunk * SCALAR_WORDS * 4,
+        reserved + (table.len() + chunk) * A::WORDS * 4 + chunk * SCALAR_WORDS * 4,
     )?;
     let stream = gpu.stream();
     let kernel = gpu.kernel(A::KERNEL)?;
@@ -79,7 +146,7 @@ pub fn fixed_base_multiply<A: FixedBaseAffine>(
     // SAFETY: uninitialised; each launch writes the points of its chunk before they are read.
     let mut point_words =
         unsafe { stream.alloc::<u32>(chunk * A::WORDS) }.call("cuMemAlloc (points)")?;
-    for (scalars, out) in scalars.chunks(chunk).zip(out.chunks_mut(chunk)) {
+    for (k, scalars) in scalars.chunks(chunk).enumerate() {
         let n = scalars.len();
         stream
             .memcpy_htod(
@@ -103,13 +170,7 @@ pub fn fixed_base_multiply<A: FixedBaseAffine>(
                 .launch(grid(n, 128))
                 .call(A::KERNEL)?;
         }
-        // SAFETY: the kernel writes affine points in blst's layout: reduced Montgomery
-        // coordinates of a point of the group, or (0, 0) for the identity.
-        let host = unsafe { as_words_mut(out) };
-        stream
-            .memcpy_dtoh(&point_words.slice(..n * A::WORDS), host)
-            .call("cuMemcpyDtoH (points)")?;
+        take(k * chunk, point_words.slice(..n * A::WORDS))?;
     }
-    stream.synchronize().call("cuStreamSynchronize")?;
-    Ok(out)
+    stream.synchronize().call("cuStreamSynchronize")
 }

@@ -6,7 +6,9 @@
 mod common;
 
 use blstrs::{G1Affine, G1Projective, G2Projective, Scalar};
-use cuzk_gpu::fixed_base::{fixed_base_multiply, FixedBaseAffine};
+use cuzk_gpu::fixed_base::{fixed_base_multiply, fixed_base_multiply_on_device, FixedBaseAffine};
+use cuzk_gpu::layout::as_words;
+use cuzk_gpu::msm::MsmAffine;
 use cuzk_gpu::GpuError;
 use cuzk_math::FixedBaseTable;
 use ff::Field;
@@ -36,7 +38,7 @@ fn scalars(n: usize, seed: &str) -> Vec<Scalar> {
 fn agrees<G>(generator: G, window_bits: usize, n: usize)
 where
     G: PrimeCurve<Scalar = Scalar>,
-    G::Affine: cuzk_math::msm::AffineCoordinates + FixedBaseAffine + PartialEq,
+    G::Affine: cuzk_math::msm::AffineCoordinates + FixedBaseAffine + MsmAffine + PartialEq,
     G: Group,
 {
     let Some(gpu) = common::gpu("fixed_base agrees") else {
@@ -57,6 +59,23 @@ where
     for (i, (a, b)) in ours.iter().zip(&expected).enumerate() {
         assert!(a == b, "point {i} of {n} (c = {window_bits})");
     }
+    // The same points left on the device, word for word.
+    let on_device = fixed_base_multiply_on_device(
+        &gpu,
+        &table.entries(),
+        table.window_bits() as u32,
+        table.windows() as u32,
+        &scalars,
+    )
+    .unwrap();
+    assert_eq!(on_device.len(), n);
+    let words = gpu.stream().clone_dtoh(on_device.words()).unwrap();
+    let host = as_words(&expected);
+    assert_eq!(
+        &words[..host.len()],
+        host,
+        "on the device, {n} points (c = {window_bits})"
+    );
 }
 
 #[test]

@@ -237,19 +237,25 @@ pub struct DeviceBases<A> {
 }
 
 impl<A: MsmAffine> DeviceBases<A> {
+    /// Bases already on the device: `len` points as `words`, in the layout [`Self::upload`]
+    /// gives them.
+    pub(crate) fn from_words(words: CudaSlice<u32>, len: usize) -> Self {
+        DeviceBases {
+            words,
+            len,
+            multiple_bits: None,
+            bucket_sets: None,
+            _points: PhantomData,
+        }
+    }
+
     pub fn upload(gpu: &Gpu, points: &[A]) -> Result<Self, GpuError> {
         gpu.ensure_fits("MSM bases", points.len() * A::WORDS * 4)?;
         let words = gpu
             .stream()
             .clone_htod(as_words(points))
             .call("cuMemcpyHtoD (bases)")?;
-        Ok(DeviceBases {
-            words,
-            len: points.len(),
-            multiple_bits: None,
-            bucket_sets: None,
-            _points: PhantomData,
-        })
+        Ok(Self::from_words(words, points.len()))
     }
 
     /// The bases and their window multiples 2^(c·w)·P for c = `window_bits` (in
