@@ -411,6 +411,11 @@ pub struct BenchArgs {
     /// taken from an automatic memory budget.
     #[arg(long, requires = "c1")]
     pub test_params: bool,
+    /// With --c1: random test parameters whose points are made on the first GPU and stay there,
+    /// the only device that proves: never written, never in host memory (a 32 GiB set is
+    /// ~47 GB), only the verifying key comes back.
+    #[arg(long, requires = "c1", conflicts_with = "test_params")]
+    pub test_params_on_gpu: bool,
     /// Jobs (proof requests) to run in all.
     #[arg(short = 'j', long, default_value_t = 4)]
     pub jobs: usize,

@@ -598,6 +598,7 @@ fn bench_refuses_unusable_settings() {
         ("--memory-budget", "lots", "not a byte count"),
         ("--memory-budget", "0", "not a byte count"),
         ("--jobs", "0", "--jobs must be at least 1"),
+        ("--synthesis-nice", "20", "0..=19"),
         (
             "--gpu-workers",
             "0",
@@ -616,6 +617,40 @@ fn bench_refuses_unusable_settings() {
         assert_eq!(output.status.code(), Some(2), "{flag} {value}");
         assert!(stderr(&output).contains(cause), "{}", stderr(&output));
     }
+}
+
+#[test]
+fn test_params_on_gpu_need_a_gpu() {
+    let files = Files::new();
+    let c1 = files.path("c1.json");
+    std::fs::write(&c1, "{}").unwrap();
+    let output = cuzk(&[
+        "bench",
+        "--c1",
+        &c1,
+        "--test-params-on-gpu",
+        "--backend",
+        "cpu",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("--test-params-on-gpu"),
+        "{}",
+        stderr(&output)
+    );
+    let both = cuzk(&[
+        "bench",
+        "--c1",
+        &c1,
+        "--test-params-on-gpu",
+        "--test-params",
+    ]);
+    assert_eq!(both.status.code(), Some(2), "{}", stderr(&both));
+    assert!(
+        stderr(&both).contains("cannot be used with"),
+        "{}",
+        stderr(&both)
+    );
 }
 
 #[test]

@@ -320,13 +320,13 @@ fn build<Tree: 'static + MerkleTreeTrait>(
     }
     // With the circuit's shape at hand, the rest is checked before any synthesis too.
     if let Some(r1cs) = &compiled {
-        let rows = params.h.len() + 1;
-        if params.l.len() != r1cs.num_aux() || r1cs.num_rows() > rows || 2 * r1cs.num_rows() <= rows
-        {
+        let lengths = params.lengths();
+        let rows = lengths.h + 1;
+        if lengths.l != r1cs.num_aux() || r1cs.num_rows() > rows || 2 * r1cs.num_rows() <= rows {
             return Err(wrong(format!(
                 "they hold {} aux variables and a domain of {rows} rows, the circuit has {} aux \
                  variables and {} rows",
-                params.l.len(),
+                lengths.l,
                 r1cs.num_aux(),
                 r1cs.num_rows()
             )));

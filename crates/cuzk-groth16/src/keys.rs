@@ -2,6 +2,8 @@
 
 use cuzk_math::{G1Affine, G2Affine};
 
+use crate::backend::DeviceQueries;
+
 /// What a verifier needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VerifyingKey {
@@ -35,4 +37,34 @@ pub struct Parameters {
     pub b_g1: Vec<G1Affine>,
     /// B_j(τ)·G2, same selection as `b_g1`.
     pub b_g2: Vec<G2Affine>,
+    /// The queries when they were made on a GPU and stay there
+    /// ([`parameters_on_device`](crate::setup::parameters_on_device)): the vectors above are
+    /// empty then, and only that device's backend proves with them.
+    pub on_device: Option<DeviceQueries>,
+}
+
+/// How many points each query holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueryLengths {
+    pub h: usize,
+    pub l: usize,
+    pub a: usize,
+    pub b_g1: usize,
+    pub b_g2: usize,
+}
+
+impl Parameters {
+    /// The queries' lengths, wherever the points are.
+    pub fn lengths(&self) -> QueryLengths {
+        match &self.on_device {
+            Some(queries) => queries.lengths(),
+            None => QueryLengths {
+                h: self.h.len(),
+                l: self.l.len(),
+                a: self.a.len(),
+                b_g1: self.b_g1.len(),
+                b_g2: self.b_g2.len(),
+            },
+        }
+    }
 }

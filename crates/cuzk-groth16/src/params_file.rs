@@ -176,6 +176,12 @@ fn write_points<P: UncompressedPoint, W: Write>(points: &[P], out: &mut W) -> st
 impl Parameters {
     /// Writes the layout to any writer (buffer it: points go out one at a time).
     pub fn write<W: Write>(&self, mut out: W) -> std::io::Result<()> {
+        if let Some(queries) = &self.on_device {
+            return Err(std::io::Error::other(format!(
+                "the queries are on {} and never leave it: nothing to write",
+                queries.device()
+            )));
+        }
         self.vk.write(&mut out)?;
         write_points(&self.h, &mut out)?;
         write_points(&self.l, &mut out)?;
@@ -192,7 +198,7 @@ impl Parameters {
         out
     }
 
-    /// Size in bytes of the file layout.
+    /// Size in bytes of the file layout; with the queries on a device, of what the host holds.
     pub fn file_size(&self) -> usize {
         let g1 = G1Affine::SIZE;
         let g2 = G2Affine::SIZE;
@@ -224,6 +230,7 @@ impl Parameters {
             a: reader.points("a")?,
             b_g1: reader.points("b_g1")?,
             b_g2: reader.points("b_g2")?,
+            on_device: None,
         };
         let extra = bytes.len() - reader.offset;
         if extra != 0 {

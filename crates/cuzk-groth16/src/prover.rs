@@ -237,17 +237,18 @@ pub fn check_params_fit(
 ) -> Result<(), ProveError> {
     let inputs = assignment.input_assignment.len();
     let b_dense = assignment.b_input_density.count_ones() + assignment.b_aux_density.count_ones();
+    let lengths = params.lengths();
     let checks = [
         ("vk.ic", params.vk.ic.len(), inputs),
-        ("h", params.h.len(), domain_size - 1),
-        ("l", params.l.len(), assignment.aux_assignment.len()),
+        ("h", lengths.h, domain_size - 1),
+        ("l", lengths.l, assignment.aux_assignment.len()),
         (
             "a",
-            params.a.len(),
+            lengths.a,
             inputs + assignment.a_aux_density.count_ones(),
         ),
-        ("b_g1", params.b_g1.len(), b_dense),
-        ("b_g2", params.b_g2.len(), b_dense),
+        ("b_g1", lengths.b_g1, b_dense),
+        ("b_g2", lengths.b_g2, b_dense),
     ];
     for (query, params, circuit) in checks {
         if params != circuit {

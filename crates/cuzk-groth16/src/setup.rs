@@ -21,6 +21,7 @@ use group::{Curve, Group};
 use rand_core::RngCore;
 use rayon::prelude::*;
 
+use crate::backend::{GpuBackend, QueryScalars};
 use crate::{Parameters, SetupError, VerifyingKey};
 
 /// The secrets of a setup. Whoever knows them can forge proofs.
@@ -200,59 +201,137 @@ fn parameters_for_columns(
     multiplier: &Multiplier,
     evaluate: impl FnOnce(&[Scalar]) -> [Vec<Scalar>; 3],
 ) -> Result<Parameters, SetupError> {
-    let &ToxicWaste {
-        tau,
-        alpha,
-        beta,
-        gamma,
-        delta,
-    } = toxic;
-    let domain = EvaluationDomain::new(num_rows)?;
-    let lagrange = domain.lagrange_coefficients_at(&tau);
-    let [at, bt, ct] = evaluate(&lagrange);
-    drop(lagrange);
-    let columns = at.len();
-
-    let (gamma_inv, delta_inv) = (inverse(gamma, "gamma")?, inverse(delta, "delta")?);
-    let mut ic_l: Vec<Scalar> = (0..columns)
-        .into_par_iter()
-        .map(|j| beta * at[j] + alpha * bt[j] + ct[j])
-        .collect();
-    let (ic, l) = ic_l.split_at_mut(num_inputs);
-    ic.par_iter_mut().for_each(|x| *x *= gamma_inv);
-    l.par_iter_mut().for_each(|x| *x *= delta_inv);
-    if let Some(j) = l.iter().position(|x| bool::from(x.is_zero())) {
-        return Err(SetupError::UnconstrainedVariable(j));
-    }
-    let h = scaled_powers(tau, domain.z_at(&tau) * delta_inv, domain.size() - 1);
-    let nonzero = |values: &[Scalar]| -> Vec<Scalar> {
-        values
-            .iter()
-            .copied()
-            .filter(|x| !bool::from(x.is_zero()))
-            .collect()
-    };
-    let (a, b) = (nonzero(&at), nonzero(&bt));
-    drop((at, bt, ct));
-
-    let g1_count = h.len() + columns + a.len() + b.len();
-    let g1 = FixedBaseTable::new(G1Projective::generator(), window_bits(g1_count));
-    let g2 = FixedBaseTable::new(G2Projective::generator(), window_bits(b.len()));
-    let vk = VerifyingKey {
-        alpha_g1: g1.mul(&alpha).to_affine(),
-        beta_g1: g1.mul(&beta).to_affine(),
-        beta_g2: g2.mul(&beta).to_affine(),
-        gamma_g2: g2.mul(&gamma).to_affine(),
-        delta_g1: g1.mul(&delta).to_affine(),
-        delta_g2: g2.mul(&delta).to_affine(),
-        ic: g1.mul_many(ic),
-    };
+    let key = KeyScalars::new(num_rows, num_inputs, toxic, evaluate)?;
     Ok(Parameters {
-        vk,
-        h: multiplier.many(&g1, &h)?,
-        l: multiplier.many(&g1, l)?,
-        a: multiplier.many(&g1, &a)?,
-        b_g1: multiplier.many(&g1, &b)?,
-        b_g2: multiplier.many(&g2, &b)?,
+        h: multiplier.many(&key.g1, &key.h)?,
+        l: multiplier.many(&key.g1, key.l())?,
+        a: multiplier.many(&key.g1, &key.a)?,
+        b_g1: multiplier.many(&key.g1, &key.b)?,
+        b_g2: multiplier.many(&key.g2, &key.b)?,
+        vk: key.vk,
+        on_device: None,
     })
+}
+
+/// Test parameters for a compiled R1CS whose queries are multiplied out on `backend`'s GPU and
+/// stay there ([`Parameters::on_device`]): the same key as [`parameters_for_compiled`] with the
+/// same toxic waste, but only the verifying key ever reaches the host, so a 32 GiB PoRep set
+/// (47 GB) is neither written nor held in host memory. Only that backend proves with them.
+pub fn parameters_on_device(
+    compiled: &CompiledR1cs,
+    toxic: &ToxicWaste,
+    backend: &GpuBackend,
+) -> Result<Parameters, SetupError> {
+    let key = KeyScalars::new(
+        compiled.num_rows(),
+        compiled.num_inputs(),
+        toxic,
+        |lagrange| compiled.weigh_columns(lagrange),
+    )?;
+    let g1 = |scalars| QueryScalars {
+        table: &key.g1,
+        scalars,
+    };
+    let queries = backend.queries_on_device(
+        (key.vk.delta_g1, key.vk.delta_g2),
+        [g1(&key.h), g1(key.l()), g1(&key.a), g1(&key.b)],
+        QueryScalars {
+            table: &key.g2,
+            scalars: &key.b,
+        },
+    )?;
+    Ok(Parameters {
+        vk: key.vk.clone(),
+        h: Vec::new(),
+        l: Vec::new(),
+        a: Vec::new(),
+        b_g1: Vec::new(),
+        b_g2: Vec::new(),
+        on_device: Some(queries),
+    })
+}
+
+/// A proving key before its points: the verifying key, the generators' tables and every query's
+/// scalars.
+struct KeyScalars {
+    vk: VerifyingKey,
+    g1: FixedBaseTable<G1Projective>,
+    g2: FixedBaseTable<G2Projective>,
+    h: Vec<Scalar>,
+    /// IC's scalars (the inputs'), then L's: one vector, as they are computed alike.
+    ic_l: Vec<Scalar>,
+    num_inputs: usize,
+    a: Vec<Scalar>,
+    b: Vec<Scalar>,
+}
+
+impl KeyScalars {
+    fn new(
+        num_rows: usize,
+        num_inputs: usize,
+        toxic: &ToxicWaste,
+        evaluate: impl FnOnce(&[Scalar]) -> [Vec<Scalar>; 3],
+    ) -> Result<Self, SetupError> {
+        let &ToxicWaste {
+            tau,
+            alpha,
+            beta,
+            gamma,
+            delta,
+        } = toxic;
+        let domain = EvaluationDomain::new(num_rows)?;
+        let lagrange = domain.lagrange_coefficients_at(&tau);
+        let [at, bt, ct] = evaluate(&lagrange);
+        drop(lagrange);
+        let columns = at.len();
+
+        let (gamma_inv, delta_inv) = (inverse(gamma, "gamma")?, inverse(delta, "delta")?);
+        let mut ic_l: Vec<Scalar> = (0..columns)
+            .into_par_iter()
+            .map(|j| beta * at[j] + alpha * bt[j] + ct[j])
+            .collect();
+        let (ic, l) = ic_l.split_at_mut(num_inputs);
+        ic.par_iter_mut().for_each(|x| *x *= gamma_inv);
+        l.par_iter_mut().for_each(|x| *x *= delta_inv);
+        if let Some(j) = l.iter().position(|x| bool::from(x.is_zero())) {
+            return Err(SetupError::UnconstrainedVariable(j));
+        }
+        let h = scaled_powers(tau, domain.z_at(&tau) * delta_inv, domain.size() - 1);
+        let nonzero = |values: &[Scalar]| -> Vec<Scalar> {
+            values
+                .iter()
+                .copied()
+                .filter(|x| !bool::from(x.is_zero()))
+                .collect()
+        };
+        let (a, b) = (nonzero(&at), nonzero(&bt));
+        drop((at, bt, ct));
+
+        let g1_count = h.len() + columns + a.len() + b.len();
+        let g1 = FixedBaseTable::new(G1Projective::generator(), window_bits(g1_count));
+        let g2 = FixedBaseTable::new(G2Projective::generator(), window_bits(b.len()));
+        let vk = VerifyingKey {
+            alpha_g1: g1.mul(&alpha).to_affine(),
+            beta_g1: g1.mul(&beta).to_affine(),
+            beta_g2: g2.mul(&beta).to_affine(),
+            gamma_g2: g2.mul(&gamma).to_affine(),
+            delta_g1: g1.mul(&delta).to_affine(),
+            delta_g2: g2.mul(&delta).to_affine(),
+            ic: g1.mul_many(&ic_l[..num_inputs]),
+        };
+        Ok(KeyScalars {
+            vk,
+            g1,
+            g2,
+            h,
+            ic_l,
+            num_inputs,
+            a,
+            b,
+        })
+    }
+
+    fn l(&self) -> &[Scalar] {
+        &self.ic_l[self.num_inputs..]
+    }
 }

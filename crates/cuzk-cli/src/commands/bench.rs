@@ -11,9 +11,12 @@ use std::sync::Arc;
 
 use anyhow::{bail, ensure, Context, Result};
 use cuzk_filecoin::{compiled_r1cs, parameter_dir, C1Output, ParamFiles, SectorJob};
+use cuzk_gpu::Gpu;
+use cuzk_groth16::backend::GpuBackend;
 use cuzk_groth16::params_file::PointCheck;
 use cuzk_groth16::setup::{
-    generate_random_parameters, parameters_for_compiled, Multiplier, ToxicWaste,
+    generate_random_parameters, parameters_for_compiled, parameters_on_device, Multiplier,
+    ToxicWaste,
 };
 use cuzk_groth16::{Parameters, ProverBackend};
 use cuzk_pipeline::analysis::{max_synth_in_flight, per_device, summarize, GpuSummary};
@@ -25,7 +28,7 @@ use cuzk_synth::CompiledR1cs;
 use serde_json::{json, Map, Value};
 use tokio::sync::Semaphore;
 
-use crate::args::{BenchArgs, GlobalArgs, MemoryArg};
+use crate::args::{BackendChoice, BenchArgs, GlobalArgs, MemoryArg};
 use crate::circuit::CircuitSpec;
 use crate::progress::Progress;
 use crate::{backend, report, Outcome};
@@ -35,20 +38,40 @@ enum Workload {
     /// `partitions` copies of a built-in circuit, with parameters from our setup.
     Synthetic(CircuitSpec),
     /// One sealed sector's C2 (its partitions), with its parameter files and compiled R1CS
-    /// (none with --direct-synthesis); `test_params` says where to multiply out random test
-    /// parameters instead of reading the files.
+    /// (none with --direct-synthesis); `test_params` says where to make random test parameters
+    /// instead of reading the files.
     Porep {
         c1: C1Output,
         files: ParamFiles,
         compiled: Option<Arc<CompiledR1cs>>,
-        test_params: Option<Multiplier>,
+        test_params: Option<TestParams>,
     },
+}
+
+/// Where random test parameters are made.
+enum TestParams {
+    /// Multiplied out there, held on the host.
+    Host(Multiplier),
+    /// On this backend's GPU, and kept there: it is the only one that proves.
+    OnDevice(Arc<GpuBackend>),
 }
 
 impl Workload {
     fn from_args(args: &BenchArgs, quiet: bool) -> Result<Self> {
         match (&args.c1, &args.circuit) {
             (Some(c1), _) => {
+                // Before any file is read: a GPU that is not there fails at once.
+                let test_params = if args.test_params_on_gpu {
+                    if matches!(args.backend, BackendChoice::Cpu) {
+                        bail!("--test-params-on-gpu makes the parameters on a GPU: not with --backend cpu");
+                    }
+                    let gpu = Gpu::first().context("--test-params-on-gpu")?;
+                    Some(TestParams::OnDevice(Arc::new(GpuBackend::with_gpu(gpu))))
+                } else if args.test_params {
+                    Some(TestParams::Host(backend::multiplier(args.backend, quiet)?))
+                } else {
+                    None
+                };
                 let dir = parameter_dir(args.params_dir.as_deref())?;
                 let c1 = C1Output::read(c1, None)?;
                 let files = ParamFiles::new(&dir, c1.proof)?;
@@ -57,10 +80,6 @@ impl Workload {
                 } else {
                     Some(compiled_r1cs(&files)?.0)
                 };
-                let test_params = args
-                    .test_params
-                    .then(|| backend::multiplier(args.backend, quiet))
-                    .transpose()?;
                 Ok(Workload::Porep {
                     c1,
                     files,
@@ -95,7 +114,7 @@ impl Workload {
             Workload::Porep {
                 files,
                 compiled,
-                test_params: Some(multiplier),
+                test_params: Some(test_params),
                 ..
             } => progress.stage(
                 "generating test parameters (random, NOT a trusted setup)",
@@ -106,7 +125,14 @@ impl Workload {
                         None => compiled_r1cs(files)?.0,
                     };
                     let toxic = ToxicWaste::random(&mut rand::rngs::OsRng);
-                    anyhow::Ok(parameters_for_compiled(&compiled, &toxic, multiplier)?)
+                    anyhow::Ok(match test_params {
+                        TestParams::Host(multiplier) => {
+                            parameters_for_compiled(&compiled, &toxic, multiplier)?
+                        }
+                        TestParams::OnDevice(backend) => {
+                            parameters_on_device(&compiled, &toxic, backend)?
+                        }
+                    })
                 },
             ),
             Workload::Porep { files, .. } => progress.stage("loading parameters", || {
@@ -352,7 +378,13 @@ fn print_text(summary: &Value, plan: &Plan) {
 
 pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
     let mut plan = Plan::from_args(&args, global.json)?;
-    let backends = backend::select_all(args.backend, global.json)?;
+    let backends: Vec<Arc<dyn ProverBackend>> = match &plan.workload {
+        Workload::Porep {
+            test_params: Some(TestParams::OnDevice(backend)),
+            ..
+        } => vec![backend.clone()],
+        _ => backend::select_all(args.backend, global.json)?,
+    };
     let progress = Progress::new(global.json);
     let params = Arc::new(plan.workload.params(progress)?);
     if matches!(args.memory_budget, MemoryArg::Auto) {

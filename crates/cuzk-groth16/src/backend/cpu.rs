@@ -59,6 +59,15 @@ impl ProverBackend for CpuBackend {
         params: &Parameters,
         mut assignment: ProvingAssignment,
     ) -> Result<QuerySums, ProveError> {
+        if let Some(queries) = &params.on_device {
+            return Err(ProveError::Backend {
+                backend: "cpu",
+                reason: format!(
+                    "the parameters' queries were made on {} and stay there: prove with its backend",
+                    queries.device()
+                ),
+            });
+        }
         let domain = checked_domain(params, &assignment)?;
         assignment.complete();
         let ProvingAssignment {

@@ -31,6 +31,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
+use cuzk_gpu::fixed_base::{fixed_base_multiply_on_device, FixedBaseAffine};
 use cuzk_gpu::msm::{
     msm_device, msm_streamed, multiple_window_bits, windows_of_width, working_memory, DeviceBases,
     MsmAffine,
@@ -38,11 +39,13 @@ use cuzk_gpu::msm::{
 use cuzk_gpu::ntt::{ab_minus_c, ntt, NttOrder, NttTables, Transform};
 use cuzk_gpu::sparse::{DeviceSparse, SparseRows};
 use cuzk_gpu::{DeviceIndex, DeviceScalars, Gpu, GpuError, Pinned};
-use cuzk_math::{Bitmap, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_math::{Bitmap, FixedBaseTable, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_synth::{CompiledR1cs, ProvingAssignment};
 use ff::{Field, PrimeField};
+use group::prime::PrimeCurve;
 use rayon::prelude::*;
 
+use crate::keys::QueryLengths;
 use crate::prover::{checked_domain, DeviceLock, DeviceStatus, StageMetric, Started, Unshared};
 use crate::{Parameters, ProveError, ProverBackend, QuerySums};
 
@@ -147,6 +150,22 @@ impl<A: MsmAffine> Bases<A> {
     }
 
     /// Device bytes the points hold (0 when streamed from host memory).
+    /// `scalars[i] · G` on the device, for the table's generator G.
+    fn multiplied<G>(gpu: &Gpu, query: QueryScalars<'_, G>) -> Result<Self, GpuError>
+    where
+        G: PrimeCurve<Scalar = Scalar, Affine = A>,
+        A: FixedBaseAffine + cuzk_math::msm::AffineCoordinates,
+    {
+        let table = query.table;
+        Ok(Bases::Resident(fixed_base_multiply_on_device(
+            gpu,
+            &table.entries(),
+            table.window_bits() as u32,
+            table.windows() as u32,
+            query.scalars,
+        )?))
+    }
+
     fn device_bytes(&self) -> usize {
         match self {
             Bases::Resident(bases) => bases.words().num_bytes(),
@@ -168,6 +187,52 @@ impl<A: MsmAffine> Bases<A> {
             Bases::Streamed(points) => msm_streamed(gpu, points, scalars),
         }
     }
+}
+
+/// A proving key's queries made on a GPU and kept there, never on the host: what
+/// [`Parameters::on_device`] holds (see [`crate::setup::parameters_on_device`]).
+#[derive(Clone)]
+pub struct DeviceQueries {
+    ordinal: usize,
+    /// The backend's name, for errors.
+    device: String,
+    lengths: QueryLengths,
+    srs: Arc<DeviceSrs>,
+}
+
+impl DeviceQueries {
+    pub fn lengths(&self) -> QueryLengths {
+        self.lengths
+    }
+
+    /// The device they are on, by its backend's name.
+    pub fn device(&self) -> &str {
+        &self.device
+    }
+}
+
+impl std::fmt::Debug for DeviceQueries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceQueries")
+            .field("device", &self.device)
+            .field("lengths", &self.lengths)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The same points: the same device memory.
+impl PartialEq for DeviceQueries {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.srs, &other.srs)
+    }
+}
+
+impl Eq for DeviceQueries {}
+
+/// A query's scalars and the table of the generator they multiply.
+pub(crate) struct QueryScalars<'a, G: PrimeCurve> {
+    pub table: &'a FixedBaseTable<G>,
+    pub scalars: &'a [Scalar],
 }
 
 /// A parameter set's query points, placed for proving.
@@ -430,6 +495,46 @@ impl GpuBackend {
         }
     }
 
+    /// A proving key's queries multiplied out on this device and left there: `delta` is the
+    /// verifying key's, which tells parameter sets apart.
+    pub(crate) fn queries_on_device(
+        &self,
+        delta: (G1Affine, G2Affine),
+        [h, l, a, b_g1]: [QueryScalars<'_, G1Projective>; 4],
+        b_g2: QueryScalars<'_, G2Projective>,
+    ) -> Result<DeviceQueries, GpuError> {
+        // Not while a proof measures or takes the device's memory.
+        let _region = self.region.lock().unwrap_or_else(PoisonError::into_inner);
+        let lengths = QueryLengths {
+            h: h.scalars.len(),
+            l: l.scalars.len(),
+            a: a.scalars.len(),
+            b_g1: b_g1.scalars.len(),
+            b_g2: b_g2.scalars.len(),
+        };
+        let gpu = &self.gpu;
+        let srs = DeviceSrs {
+            key: SrsKey {
+                lengths: [lengths.h, lengths.l, lengths.a, lengths.b_g1, lengths.b_g2],
+                delta,
+                ends: Vec::new(),
+                b_g2_ends: (None, None),
+            },
+            placement: Placement::Resident,
+            h: Bases::multiplied(gpu, h)?,
+            l: Bases::multiplied(gpu, l)?,
+            a: Bases::multiplied(gpu, a)?,
+            b_g1: Bases::multiplied(gpu, b_g1)?,
+            b_g2: Bases::multiplied(gpu, b_g2)?,
+        };
+        Ok(DeviceQueries {
+            ordinal: gpu.ordinal(),
+            device: self.name.clone(),
+            lengths,
+            srs: Arc::new(srs),
+        })
+    }
+
     /// Places parameter sets whose longest query has at least `points` points with their window
     /// multiples when the device has room (fewer additions per MSM for ⌈255/c⌉ times the points'
     /// memory); `usize::MAX` never does.
@@ -564,6 +669,18 @@ impl GpuBackend {
         working: usize,
         stages: &mut Stages,
     ) -> Result<Arc<DeviceSrs>, GpuError> {
+        if let Some(queries) = &params.on_device {
+            if queries.ordinal != self.gpu.ordinal() {
+                return Err(GpuError::InvalidInput {
+                    what: "parameters",
+                    reason: format!(
+                        "their queries were made on {} and stay there; this is {}",
+                        queries.device, self.name
+                    ),
+                });
+            }
+            return Ok(Arc::clone(&queries.srs));
+        }
         let key = SrsKey::of(params);
         if let Some(srs) = self.cache().get(&key) {
             return Ok(srs);
@@ -982,14 +1099,15 @@ impl ProverBackend for GpuBackend {
     fn preload(&self, params: &Parameters) -> Result<u64, ProveError> {
         // The domain the parameters were made for has n − 1 H points; the witness is the public
         // inputs (one IC point each) and the aux variables (one L point each).
-        let n = params.h.len() + 1;
+        let lengths = params.lengths();
+        let n = lengths.h + 1;
         if !n.is_power_of_two() {
             return Err(ProveError::Backend {
                 backend: "gpu",
                 reason: format!("{} H points are not a power-of-two domain less one", n - 1),
             });
         }
-        let witness = params.vk.ic.len() + params.l.len();
+        let witness = params.vk.ic.len() + lengths.l;
         let _region = self.region.lock().unwrap_or_else(PoisonError::into_inner);
         let log_n = n.trailing_zeros();
         self.ntt_tables(log_n)?;
@@ -1010,8 +1128,9 @@ impl ProverBackend for GpuBackend {
     /// The staging buffer of a proof of `params`.
     fn host_bytes_per_proof(&self, params: &Parameters, products_deferred: bool) -> u64 {
         // The domain has n − 1 H points; the witness is one IC point per input, one L per aux.
-        let witness = params.vk.ic.len() + params.l.len();
-        let len = staging_len(params.h.len() + 1, witness, products_deferred);
+        let lengths = params.lengths();
+        let witness = params.vk.ic.len() + lengths.l;
+        let len = staging_len(lengths.h + 1, witness, products_deferred);
         (len * std::mem::size_of::<Scalar>()) as u64
     }
 
@@ -1022,6 +1141,10 @@ impl ProverBackend for GpuBackend {
 
     /// Window multiples included; `None` for a set streamed from host memory.
     fn resident(&self, params: &Parameters) -> Option<u64> {
+        if let Some(queries) = &params.on_device {
+            return (queries.ordinal == self.gpu.ordinal())
+                .then(|| queries.srs.device_bytes() as u64);
+        }
         self.cache()
             .find(&SrsKey::of(params))
             .and_then(|srs| srs.resident_bytes())

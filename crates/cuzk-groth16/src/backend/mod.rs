@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 pub use cpu::CpuBackend;
 use cuzk_gpu::{GpuError, GpuUnavailable};
-pub use gpu::{upload_matrices, GpuBackend};
+pub(crate) use gpu::QueryScalars;
+pub use gpu::{upload_matrices, DeviceQueries, GpuBackend};
 
 use crate::ProverBackend;
 

@@ -196,10 +196,11 @@ impl PartitionMemory {
     /// prover pads them to it) and the witness (one scalar per input and aux variable).
     pub fn estimate(params: &Parameters) -> Self {
         const SCALAR: u64 = 32;
-        let domain = params.h.len() as u64 + 1;
+        let lengths = params.lengths();
+        let domain = lengths.h as u64 + 1;
         PartitionMemory {
             abc: 3 * domain * SCALAR,
-            rest: (params.vk.ic.len() + params.l.len()) as u64 * SCALAR,
+            rest: (params.vk.ic.len() + lengths.l) as u64 * SCALAR,
         }
     }
 
