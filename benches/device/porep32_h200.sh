@@ -7,6 +7,9 @@
 #   STEP bench: `cuzk bench` of that sector with those parameters and the flags given
 #               (default: -j 3 -c 1), host memory and GPU memory sampled every 10 s.
 #   STEP inproc: the same bench with --test-params (parameters made in the process, no file).
+#   STEP ongpu: the same bench with --test-params-on-gpu (parameters made on the GPU and kept
+#               there: no file, no host copy; needs only the sample sector and the R1CS cache,
+#               which it records into /tmp/p32 when absent).
 #   STEP prove: `cuzk prove porep` of the sector with the parameters of `setup`, then
 #               `cuzk verify porep` (filecoin's verify_seal with the test .vk) of the proof, and
 #               of the proof with one byte flipped (must be rejected).
@@ -49,8 +52,10 @@ case $STEP in
     cat "$OUT/setup.json"; grep -E "Elapsed|Maximum resident" "$OUT/setup-time.txt"
     ls -la "$PARAMS"
     ;;
-  bench | inproc)
-    extra=(); [ "$STEP" = inproc ] && extra=(--test-params)
+  bench | inproc | ongpu)
+    extra=()
+    [ "$STEP" = inproc ] && extra=(--test-params)
+    [ "$STEP" = ongpu ] && extra=(--test-params-on-gpu)
     sample > "$OUT/samples-$STEP.txt" & sampler=$!
     /usr/bin/time -v ${BENCH_TIMEOUT:+timeout "$BENCH_TIMEOUT"} "$BIN/cuzk" bench --c1 "$SECTOR/c1.json" --params-dir "$PARAMS" --backend "$BACKEND" \
       "${extra[@]}" --timeline "$OUT/timeline-$STEP.log" --json-out "$OUT/bench-$STEP.json" "${FLAGS[@]}" \
@@ -82,5 +87,5 @@ case $STEP in
     verify "$SECTOR/flipped.bin"
     tail -3 "$OUT/samples-prove.txt"
     ;;
-  *) echo "unknown step $STEP (setup, bench, inproc, prove)"; exit 2 ;;
+  *) echo "unknown step $STEP (setup, bench, inproc, ongpu, prove)"; exit 2 ;;
 esac
