@@ -5,6 +5,8 @@
 //!
 //! ```sh
 //! cargo run --release -p cuzk-filecoin --example synthesis_speed -- PARAMS_DIR [RUNS] [--bellperson]
+//! # only the witness path, for a profiler:
+//! RAYON_NUM_THREADS=1 perf record -g target/release/examples/synthesis_speed PARAMS_DIR 10 --witness-only
 //! ```
 //! PARAMS_DIR holds the 2 KiB parameters (`cuzk setup --porep 2KiB`); bellperson's run proves
 //! with them too, so it also shows that bellperson reads cuzk's parameter files.
@@ -74,6 +76,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             })
             .collect::<Vec<_>>()
     };
+    if args.iter().any(|a| a == "--witness-only") {
+        // For a profiler: nothing but the witness path, `runs` times.
+        let (min, median) = median(time(&|| compiled.witness_sectioned(circuit).unwrap_or_default()));
+        println!("witness alone: min {min:.3} s median {median:.3} s");
+        return Ok(());
+    }
     let direct = time(&|| ProvingAssignment::synthesize(circuit.clone()).unwrap_or_default());
     let evaluated = time(&|| compiled.synthesize(circuit.clone()).unwrap_or_default());
     let sectioned = time(&|| compiled.synthesize_sectioned(circuit).unwrap_or_default());
