@@ -78,7 +78,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     if args.iter().any(|a| a == "--witness-only") {
         // For a profiler: nothing but the witness path, `runs` times.
-        let (min, median) = median(time(&|| compiled.witness_sectioned(circuit).unwrap_or_default()));
+        let (min, median) = median(time(&|| {
+            compiled.witness_sectioned(circuit).unwrap_or_default()
+        }));
         println!("witness alone: min {min:.3} s median {median:.3} s");
         return Ok(());
     }
