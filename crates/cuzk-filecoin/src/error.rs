@@ -12,6 +12,11 @@ pub enum FilecoinError {
          StackedDrg2KiBV1_1)"
     )]
     UnknownSealProof(String),
+    #[error(
+        "{0:?} is not a registered PoSt proof (such as StackedDrgWinning2KiBV1 or \
+         StackedDrgWindow32GiBV1_1)"
+    )]
+    UnknownPostProof(String),
     #[error("{file}: {source}")]
     Io {
         file: String,
@@ -43,15 +48,14 @@ pub enum FilecoinError {
     )]
     VanillaProofsInvalid { file: String },
     #[error(
-        "{file}: missing parameters for {proof} (looked for {name}); generate test parameters \
-         with `cuzk setup --porep {size}` or point FIL_PROOFS_PARAMETER_CACHE / --params-dir \
-         at Filecoin's"
+        "{file}: missing parameters for {circuit} (looked for {name}); generate test parameters \
+         with `{setup}` or point FIL_PROOFS_PARAMETER_CACHE / --params-dir at Filecoin's"
     )]
     ParamsMissing {
         file: String,
         name: String,
-        proof: String,
-        size: String,
+        circuit: String,
+        setup: String,
     },
     #[error("{file}: these parameters are not for {proof}: {reason}")]
     WrongParams {

@@ -2,6 +2,8 @@
 //! out.
 //!
 //! - [`seal_proof`]: registered seal proofs (`StackedDrg2KiBV1_1` …) and their PoRep configs.
+//! - [`post_proof`]: registered PoSt proofs (`StackedDrgWinning2KiBV1` …) and their PoSt
+//!   configs.
 //! - [`c1`]: C1 outputs, raw or in the FFI's form, with errors naming the file and field.
 //! - [`c2`]: each partition's StackedDRG circuit and public inputs, built as filecoin-proofs'
 //!   `seal_commit_phase2` builds them, as one engine job.
@@ -23,6 +25,7 @@ pub mod c2;
 mod error;
 pub mod params;
 mod partition;
+pub mod post_proof;
 pub mod r1cs;
 pub mod sample;
 pub mod seal_proof;
@@ -33,8 +36,9 @@ pub mod verify;
 pub use c1::{C1Output, SealCommitments};
 pub use c2::{SectorCircuits, SectorFinish, SectorJob};
 pub use error::FilecoinError;
-pub use params::{check_parameter_dir, parameter_dir, use_parameter_dir, ParamFiles};
+pub use params::{check_parameter_dir, parameter_dir, use_parameter_dir, CircuitId, ParamFiles};
 pub use partition::PartitionCircuit;
+pub use post_proof::{PostKind, PostProof};
 pub use r1cs::{compiled_r1cs, R1csOrigin};
 pub use sample::sample_sector;
 pub use seal_proof::{Revision, SealProof, SectorSize, SECTOR_SIZES};

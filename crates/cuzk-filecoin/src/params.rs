@@ -1,7 +1,8 @@
-//! Groth16 parameter files of the PoRep circuits, under filecoin-proofs' own names
-//! (`v28-stacked-proof-of-replication-…-<hash>.params` and `.vk`) in a parameter directory, and
-//! test parameters made by cuzk's fast setup.
+//! Groth16 parameter files of Filecoin's circuits (PoRep, PoSt), under filecoin-proofs' own
+//! names (`v28-stacked-proof-of-replication-…-<hash>.params`, `v28-proof-of-spacetime-fallback-…`
+//! and their `.vk`) in a parameter directory, and test parameters made by cuzk's fast setup.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 use bellperson::groth16::aggregate::setup_fake_srs;
@@ -18,15 +19,76 @@ use storage_proofs_core::parameter_cache::{
 use storage_proofs_core::settings::SETTINGS;
 
 use crate::error::{filecoin, io};
-use crate::{compiled_r1cs, FilecoinError, Revision, SealProof};
+use crate::{compiled_r1cs, FilecoinError, PostKind, PostProof, Revision, SealProof, SectorSize};
 
 /// The environment variable filecoin-proofs reads its parameter directory from.
 pub const PARAMETER_CACHE_ENV: &str = "FIL_PROOFS_PARAMETER_CACHE";
 
-/// The parameter files of one seal proof's circuit.
+/// A circuit with parameter files: a registered seal proof's or PoSt proof's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CircuitId {
+    Seal(SealProof),
+    Post(PostProof),
+}
+
+impl From<SealProof> for CircuitId {
+    fn from(proof: SealProof) -> Self {
+        CircuitId::Seal(proof)
+    }
+}
+
+impl From<PostProof> for CircuitId {
+    fn from(proof: PostProof) -> Self {
+        CircuitId::Post(proof)
+    }
+}
+
+impl CircuitId {
+    pub fn size(self) -> SectorSize {
+        match self {
+            CircuitId::Seal(proof) => proof.size,
+            CircuitId::Post(proof) => proof.size,
+        }
+    }
+
+    /// The command that writes test parameters for it.
+    pub fn setup_command(self) -> String {
+        let flag = match self {
+            CircuitId::Seal(_) => "--porep",
+            CircuitId::Post(PostProof {
+                kind: PostKind::Winning,
+                ..
+            }) => "--winning-post",
+            CircuitId::Post(_) => "--window-post",
+        };
+        format!("cuzk setup {flag} {}", self.size())
+    }
+}
+
+/// filecoin-proofs' identifier of `circuit`'s parameters, which their file names hash.
+fn identifier<Tree: 'static + MerkleTreeTrait>(
+    circuit: CircuitId,
+) -> Result<String, FilecoinError> {
+    match circuit {
+        CircuitId::Seal(proof) => proof.porep_config()?.get_cache_identifier::<Tree>(),
+        CircuitId::Post(proof) => proof.post_config()?.get_cache_identifier::<Tree>(),
+    }
+    .map_err(filecoin(format!("the parameter identifier of {circuit}")))
+}
+
+impl fmt::Display for CircuitId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CircuitId::Seal(proof) => proof.fmt(f),
+            CircuitId::Post(proof) => proof.fmt(f),
+        }
+    }
+}
+
+/// The parameter files of one circuit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParamFiles {
-    pub proof: SealProof,
+    pub circuit: CircuitId,
     /// The proving parameters (bellperson's layout).
     pub params: PathBuf,
     /// The verifying key alone, which is all `verify_seal` reads.
@@ -39,11 +101,13 @@ pub struct ParamFiles {
 }
 
 impl ParamFiles {
-    /// The files `proof` uses in `dir`, named as filecoin-proofs names them.
-    pub fn new(dir: &Path, proof: SealProof) -> Result<Self, FilecoinError> {
-        let identifier = with_shape!(proof.size.bytes(), identifier, proof,)?;
+    /// The files of `circuit` (a seal or PoSt proof's) in `dir`, named as filecoin-proofs names
+    /// them.
+    pub fn new(dir: &Path, circuit: impl Into<CircuitId>) -> Result<Self, FilecoinError> {
+        let circuit = circuit.into();
+        let identifier = with_shape!(circuit.size().bytes(), identifier, circuit,)?;
         Ok(ParamFiles {
-            proof,
+            circuit,
             params: dir.join(parameter_id(&identifier)),
             vk: dir.join(verifying_key_id(&identifier)),
             srs: dir.join(format!("v{VERSION}-{SRS_SHARED_KEY_NAME}.{SRS_KEY_EXT}")),
@@ -94,12 +158,12 @@ impl ParamFiles {
                 .file_name()
                 .map(|name| name.to_string_lossy().into_owned())
                 .unwrap_or_default(),
-            proof: self.proof.name(),
-            size: self.proof.size.name().to_owned(),
+            circuit: self.circuit.to_string(),
+            setup: self.circuit.setup_command(),
         })
     }
 
-    /// Generates random parameters for `proof`'s circuit with cuzk's setup and writes both files
+    /// Generates random parameters for the circuit with cuzk's setup and writes both files
     /// (each atomically), and for a non-interactive PoRep a test SRS when the directory has none.
     /// Setup reads the circuit's compiled R1CS (the prover's cache beside the parameters: read,
     /// or recorded and written there, so proving does not record it again).
@@ -107,11 +171,11 @@ impl ParamFiles {
     /// and whoever saw the setup's randomness can forge them.
     pub fn generate(
         dir: &Path,
-        proof: SealProof,
+        circuit: impl Into<CircuitId>,
         rng: &mut impl RngCore,
         multiplier: &Multiplier,
     ) -> Result<(Self, Parameters), FilecoinError> {
-        let files = Self::new(dir, proof)?;
+        let files = Self::new(dir, circuit)?;
         std::fs::create_dir_all(dir).map_err(io(dir))?;
         let (compiled, _) = compiled_r1cs(&files)?;
         let params = files.generate_for(&compiled, rng, multiplier)?;
@@ -129,18 +193,12 @@ impl ParamFiles {
         let params = parameters_for_compiled(compiled, &ToxicWaste::random(rng), multiplier)?;
         params.write_file(&self.params)?;
         write_atomically(&self.vk, |out| params.vk.write(out)).map_err(io(&self.vk))?;
-        if self.proof.revision == Revision::NonInteractive {
+        if matches!(self.circuit, CircuitId::Seal(proof) if proof.revision == Revision::NonInteractive)
+        {
             self.generate_srs(rng)?;
         }
         Ok(params)
     }
-}
-
-fn identifier<Tree: 'static + MerkleTreeTrait>(proof: SealProof) -> Result<String, FilecoinError> {
-    proof
-        .porep_config()?
-        .get_cache_identifier::<Tree>()
-        .map_err(filecoin(format!("the parameter identifier of {proof}")))
 }
 
 /// The parameter directory for this process: `dir` when given (and filecoin-proofs pointed at

@@ -1,6 +1,7 @@
-//! The compiled R1CS of a PoRep circuit, cached beside its parameters: recorded once (from a
-//! sample partition, its challenges side by side, or else from the blank circuit), then every partition of every sector of that size is synthesized by witness
-//! only (`cuzk_synth::CompiledR1cs`).
+//! The compiled R1CS of a Filecoin circuit, cached beside its parameters: recorded once (for
+//! PoRep from a sample partition, its challenges side by side, or else from the blank circuit;
+//! for PoSt from the blank circuit), then every partition of that circuit is synthesized by
+//! witness only (`cuzk_synth::CompiledR1cs`).
 
 use std::io::ErrorKind;
 use std::sync::Arc;
@@ -13,9 +14,10 @@ use cuzk_synth::Sectioned;
 use filecoin_proofs::parameters::public_params;
 
 use crate::error::{filecoin, io};
-use crate::shapes::blank_circuit;
+use crate::shapes::{blank_circuit, blank_post_circuit};
 use crate::{
-    sample_sector, FilecoinError, ParamFiles, PartitionCircuit, Revision, SealProof, SectorCircuits,
+    sample_sector, CircuitId, FilecoinError, ParamFiles, PartitionCircuit, Revision, SealProof,
+    SectorCircuits,
 };
 
 /// Where a compiled R1CS came from.
@@ -29,7 +31,7 @@ pub enum R1csOrigin {
     RecordedUncached(std::io::Error),
 }
 
-/// The compiled R1CS of `files.proof`'s circuit: from `files.r1cs` when it holds a current one,
+/// The compiled R1CS of `files.circuit`: from `files.r1cs` when it holds a current one,
 /// else recorded and written there atomically. A damaged or older-format file is replaced.
 pub fn compiled_r1cs(files: &ParamFiles) -> Result<(Arc<CompiledR1cs>, R1csOrigin), FilecoinError> {
     match std::fs::read(&files.r1cs) {
@@ -43,7 +45,7 @@ pub fn compiled_r1cs(files: &ParamFiles) -> Result<(Arc<CompiledR1cs>, R1csOrigi
         Err(e) if e.kind() == ErrorKind::NotFound => {}
         Err(e) => return Err(io(&files.r1cs)(e)),
     }
-    let compiled = with_shape!(files.proof.size.bytes(), record, files.proof,)?;
+    let compiled = with_shape!(files.circuit.size().bytes(), record, files.circuit,)?;
     let origin = match write_atomically(&files.r1cs, |out| compiled.write(out)) {
         Ok(()) => R1csOrigin::Recorded,
         Err(e) => R1csOrigin::RecordedUncached(e),
@@ -52,14 +54,17 @@ pub fn compiled_r1cs(files: &ParamFiles) -> Result<(Arc<CompiledR1cs>, R1csOrigi
 }
 
 fn record<Tree: 'static + MerkleTreeTrait>(
-    proof: SealProof,
+    circuit: CircuitId,
 ) -> Result<CompiledR1cs, FilecoinError> {
-    let recorded = match sample_partition::<Tree>(proof)? {
-        Some(circuit) => CompiledR1cs::record_sectioned(&circuit),
-        None => CompiledR1cs::record(blank_circuit::<Tree>(proof)?),
+    let recorded = match circuit {
+        CircuitId::Seal(proof) => match sample_partition::<Tree>(proof)? {
+            Some(circuit) => CompiledR1cs::record_sectioned(&circuit),
+            None => CompiledR1cs::record(blank_circuit::<Tree>(proof)?),
+        },
+        CircuitId::Post(proof) => CompiledR1cs::record(blank_post_circuit::<Tree>(proof)?),
     };
     recorded.map_err(|e| FilecoinError::Filecoin {
-        what: format!("recording the R1CS of {proof}"),
+        what: format!("recording the R1CS of {circuit}"),
         reason: e.to_string(),
     })
 }

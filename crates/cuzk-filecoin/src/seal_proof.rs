@@ -60,7 +60,8 @@ impl SectorSize {
         format!("StackedDrg{}V1", self.name())
     }
 
-    fn index(self) -> u64 {
+    /// Its place among the five sizes, as registered proofs number them.
+    pub(crate) fn index(self) -> u64 {
         match self {
             SectorSize::S2KiB => 0,
             SectorSize::S8MiB => 1,

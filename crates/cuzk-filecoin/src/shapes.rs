@@ -1,12 +1,15 @@
-//! The PoRep types of filecoin's crates for one tree shape, named once.
+//! The PoRep and PoSt types of filecoin's crates for one tree shape, named once.
 
-use filecoin_proofs::parameters::public_params;
+use filecoin_proofs::parameters::{
+    public_params, window_post_public_params, winning_post_public_params,
+};
 use filecoin_proofs::{DefaultPieceHasher, MerkleTreeTrait};
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_porep::stacked::{StackedCircuit, StackedCompound, StackedDrg};
+use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound};
 
 use crate::error::filecoin;
-use crate::{FilecoinError, SealProof};
+use crate::{FilecoinError, PostKind, PostProof, SealProof};
 
 pub(crate) type Drg<'a, Tree> = StackedDrg<'a, Tree, DefaultPieceHasher>;
 pub(crate) type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
@@ -22,5 +25,29 @@ pub(crate) fn blank_circuit<Tree: 'static + MerkleTreeTrait>(
         '_,
         Drg<'_, Tree>,
         Circuit<Tree>,
+    >>::blank_circuit(&vanilla))
+}
+
+/// The fallback PoSt public parameters of `proof` (WinningPoSt's or WindowPoSt's).
+pub(crate) fn post_public_params<Tree: 'static + MerkleTreeTrait>(
+    proof: PostProof,
+) -> Result<storage_proofs_post::fallback::PublicParams, FilecoinError> {
+    let config = proof.post_config()?;
+    match proof.kind {
+        PostKind::Winning => winning_post_public_params::<Tree>(&config),
+        PostKind::WindowV1 | PostKind::Window => window_post_public_params::<Tree>(&config),
+    }
+    .map_err(filecoin(format!("the public parameters of {proof}")))
+}
+
+/// The PoSt circuit of `proof` without a witness.
+pub(crate) fn blank_post_circuit<Tree: 'static + MerkleTreeTrait>(
+    proof: PostProof,
+) -> Result<FallbackPoStCircuit<Tree>, FilecoinError> {
+    let vanilla = post_public_params::<Tree>(proof)?;
+    Ok(<FallbackPoStCompound<Tree> as CompoundProof<
+        '_,
+        FallbackPoSt<'_, Tree>,
+        FallbackPoStCircuit<Tree>,
     >>::blank_circuit(&vanilla))
 }

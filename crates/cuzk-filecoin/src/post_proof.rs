@@ -1,0 +1,182 @@
+//! Filecoin's registered PoSt proofs: WinningPoSt and WindowPoSt for each sector size, by the
+//! numbers Curio sends (`RegisteredPoStProof`), and the PoSt configuration each stands for.
+//!
+//! On chain, WinningPoSt V1 is 0–4 and WindowPoSt V1 5–9, five sizes each; WindowPoSt V1_1
+//! (10–14) is the current WindowPoSt, which filecoin-proofs runs at API 1.2 (its fix of the
+//! challenges' grindability). Its circuit and parameters are those of V1: only the challenges
+//! differ.
+
+use std::fmt;
+use std::str::FromStr;
+
+use filecoin_proofs::constants::{
+    WINDOW_POST_CHALLENGE_COUNT, WINDOW_POST_SECTOR_COUNT, WINNING_POST_CHALLENGE_COUNT,
+    WINNING_POST_SECTOR_COUNT,
+};
+use filecoin_proofs::{PoStConfig, PoStType};
+use storage_proofs_core::api_version::ApiVersion;
+
+use crate::{FilecoinError, SectorSize, SECTOR_SIZES};
+
+/// Which PoSt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PostKind {
+    /// One sector, 66 challenges, proven within an epoch to win a block.
+    Winning,
+    /// A partition of a deadline's sectors, 10 challenges each (V1, API 1.0).
+    WindowV1,
+    /// WindowPoSt as the network runs it today (on chain `V1_1`, API 1.2).
+    Window,
+}
+
+const KINDS: [PostKind; 3] = [PostKind::Winning, PostKind::WindowV1, PostKind::Window];
+
+impl PostKind {
+    fn index(self) -> u64 {
+        match self {
+            PostKind::Winning => 0,
+            PostKind::WindowV1 => 1,
+            PostKind::Window => 2,
+        }
+    }
+}
+
+/// One registered PoSt proof, such as `StackedDrgWindow32GiBV1_1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PostProof {
+    pub kind: PostKind,
+    pub size: SectorSize,
+}
+
+impl PostProof {
+    /// The registered proof with this number (`RegisteredPoStProof`), if there is one.
+    pub fn from_number(number: u64) -> Option<Self> {
+        let kind = *KINDS.get(usize::try_from(number / 5).ok()?)?;
+        let size = SECTOR_SIZES[(number % 5) as usize];
+        Some(PostProof { kind, size })
+    }
+
+    /// The registered number: five sizes per kind, kinds in order.
+    pub fn number(self) -> u64 {
+        self.kind.index() * 5 + self.size.index()
+    }
+
+    /// The name on chain (`StackedDrgWinning2KiBV1`, `StackedDrgWindow32GiBV1_1` …).
+    pub fn name(self) -> String {
+        let (kind, version) = match self.kind {
+            PostKind::Winning => ("Winning", "V1"),
+            PostKind::WindowV1 => ("Window", "V1"),
+            PostKind::Window => ("Window", "V1_1"),
+        };
+        format!("StackedDrg{kind}{}{version}", self.size.name())
+    }
+
+    /// filecoin-proofs' configuration for this proof, as the FFI's registry makes it.
+    pub fn post_config(self) -> Result<PoStConfig, FilecoinError> {
+        let sector_size = filecoin_proofs::SectorSize(self.size.bytes());
+        let (typ, sector_count, challenge_count, api_version) = match self.kind {
+            PostKind::Winning => (
+                PoStType::Winning,
+                WINNING_POST_SECTOR_COUNT,
+                WINNING_POST_CHALLENGE_COUNT,
+                ApiVersion::V1_0_0,
+            ),
+            PostKind::WindowV1 | PostKind::Window => {
+                let sectors = WINDOW_POST_SECTOR_COUNT
+                    .read()
+                    .map_err(|_| FilecoinError::Filecoin {
+                        what: format!("the WindowPoSt sector count of {self}"),
+                        reason: "its table's lock is poisoned".into(),
+                    })?
+                    .get(&self.size.bytes())
+                    .copied()
+                    .ok_or_else(|| FilecoinError::Filecoin {
+                        what: format!("the WindowPoSt sector count of {self}"),
+                        reason: "no entry for the sector size".into(),
+                    })?;
+                let version = match self.kind {
+                    PostKind::WindowV1 => ApiVersion::V1_0_0,
+                    _ => ApiVersion::V1_2_0,
+                };
+                (
+                    PoStType::Window,
+                    sectors,
+                    WINDOW_POST_CHALLENGE_COUNT,
+                    version,
+                )
+            }
+        };
+        Ok(PoStConfig {
+            sector_size,
+            challenge_count,
+            sector_count,
+            typ,
+            priority: true,
+            api_version,
+        })
+    }
+}
+
+impl fmt::Display for PostProof {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+impl FromStr for PostProof {
+    type Err = FilecoinError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        SECTOR_SIZES
+            .into_iter()
+            .flat_map(|size| KINDS.map(|kind| PostProof { kind, size }))
+            .find(|proof| proof.name() == text)
+            .ok_or_else(|| FilecoinError::UnknownPostProof(text.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn numbers_and_names_follow_the_chain() {
+        for number in 0..15 {
+            assert_eq!(PostProof::from_number(number).unwrap().number(), number);
+        }
+        assert_eq!(PostProof::from_number(15), None);
+        assert_eq!(PostProof::from_number(u64::MAX), None);
+        assert_eq!(
+            PostProof::from_number(0).unwrap().name(),
+            "StackedDrgWinning2KiBV1"
+        );
+        assert_eq!(
+            PostProof::from_number(8).unwrap().name(),
+            "StackedDrgWindow32GiBV1"
+        );
+        assert_eq!(
+            PostProof::from_number(13).unwrap().name(),
+            "StackedDrgWindow32GiBV1_1"
+        );
+        let parsed: PostProof = "StackedDrgWinning64GiBV1".parse().unwrap();
+        assert_eq!(parsed.number(), 4);
+        assert!("StackedDrgWinning64GiBV1_1".parse::<PostProof>().is_err());
+    }
+
+    #[test]
+    fn configs_are_the_registrys() {
+        let winning = PostProof::from_number(0).unwrap().post_config().unwrap();
+        assert_eq!(winning.typ, PoStType::Winning);
+        assert_eq!((winning.sector_count, winning.challenge_count), (1, 66));
+        assert_eq!(winning.api_version, ApiVersion::V1_0_0);
+        let window = PostProof::from_number(13).unwrap().post_config().unwrap();
+        assert_eq!(window.typ, PoStType::Window);
+        assert_eq!((window.sector_count, window.challenge_count), (2349, 10));
+        assert_eq!(u64::from(window.sector_size), 32 << 30);
+        assert_eq!(window.api_version, ApiVersion::V1_2_0);
+        let v1 = PostProof::from_number(5).unwrap().post_config().unwrap();
+        assert_eq!((v1.sector_count, v1.api_version), (2, ApiVersion::V1_0_0));
+    }
+}
