@@ -306,32 +306,7 @@ fn build<Tree: 'static + MerkleTreeTrait>(
     compiled: Option<Arc<CompiledR1cs>>,
 ) -> Result<(JobRequest, usize), FilecoinError> {
     let mut sector = SectorCircuits::<Tree>::new(c1)?;
-    let wrong = |reason: String| FilecoinError::WrongParams {
-        file: files.params.display().to_string(),
-        proof: c1.proof.name(),
-        reason,
-    };
-    let inputs = sector.public_inputs[0].len();
-    if params.vk.ic.len() != inputs + 1 {
-        return Err(wrong(format!(
-            "the verifying key takes {} public inputs, the circuit has {inputs}",
-            params.vk.ic.len().saturating_sub(1),
-        )));
-    }
-    // With the circuit's shape at hand, the rest is checked before any synthesis too.
-    if let Some(r1cs) = &compiled {
-        let lengths = params.lengths();
-        let rows = lengths.h + 1;
-        if lengths.l != r1cs.num_aux() || r1cs.num_rows() > rows || 2 * r1cs.num_rows() <= rows {
-            return Err(wrong(format!(
-                "they hold {} aux variables and a domain of {rows} rows, the circuit has {} aux \
-                 variables and {} rows",
-                lengths.l,
-                r1cs.num_aux(),
-                r1cs.num_rows()
-            )));
-        }
-    }
+    files.check_fit(&params, sector.public_inputs[0].len(), compiled.as_deref())?;
     sector.compiled = compiled;
     let partitions = sector.circuits.len();
     Ok((JobRequest::new(id, params, partitions, sector), partitions))

@@ -2,6 +2,8 @@
 //! out.
 //!
 //! - [`seal_proof`]: registered seal proofs (`StackedDrg2KiBV1_1` …) and their PoRep configs.
+//! - [`post`]: a WinningPoSt's or WindowPoSt partition's fallback PoSt circuit and public inputs,
+//!   built from the vanilla proofs Curio sends as filecoin-proofs builds them, as one engine job.
 //! - [`post_proof`]: registered PoSt proofs (`StackedDrgWinning2KiBV1` …) and their PoSt
 //!   configs.
 //! - [`c1`]: C1 outputs, raw or in the FFI's form, with errors naming the file and field.
@@ -25,6 +27,7 @@ pub mod c2;
 mod error;
 pub mod params;
 mod partition;
+pub mod post;
 pub mod post_proof;
 pub mod r1cs;
 pub mod sample;
@@ -38,9 +41,10 @@ pub use c2::{SectorCircuits, SectorFinish, SectorJob};
 pub use error::FilecoinError;
 pub use params::{check_parameter_dir, parameter_dir, use_parameter_dir, CircuitId, ParamFiles};
 pub use partition::PartitionCircuit;
+pub use post::{PostCircuits, PostJob, PostRequest};
 pub use post_proof::{PostKind, PostProof};
 pub use r1cs::{compiled_r1cs, R1csOrigin};
 pub use sample::sample_sector;
 pub use seal_proof::{Revision, SealProof, SectorSize, SECTOR_SIZES};
-pub use sealer::{prover_id_of_miner, seal_random_sector, SealedSector};
-pub use verify::{verify_seal, SectorIdentity};
+pub use sealer::{post_vanilla_proofs, prover_id_of_miner, seal_random_sector, SealedSector};
+pub use verify::{verify_post, verify_seal, SectorIdentity};

@@ -147,6 +147,42 @@ impl ParamFiles {
         write_atomically(&self.srs, |out| srs.write(out)).map_err(io(&self.srs))
     }
 
+    /// Checks that `params` (read from these files) fit a circuit with `inputs` public inputs
+    /// and, when known, the compiled R1CS `compiled`, before any synthesis.
+    pub(crate) fn check_fit(
+        &self,
+        params: &Parameters,
+        inputs: usize,
+        compiled: Option<&CompiledR1cs>,
+    ) -> Result<(), FilecoinError> {
+        let wrong = |reason: String| FilecoinError::WrongParams {
+            file: self.params.display().to_string(),
+            proof: self.circuit.to_string(),
+            reason,
+        };
+        if params.vk.ic.len() != inputs + 1 {
+            return Err(wrong(format!(
+                "the verifying key takes {} public inputs, the circuit has {inputs}",
+                params.vk.ic.len().saturating_sub(1),
+            )));
+        }
+        if let Some(r1cs) = compiled {
+            let lengths = params.lengths();
+            let rows = lengths.h + 1;
+            if lengths.l != r1cs.num_aux() || r1cs.num_rows() > rows || 2 * r1cs.num_rows() <= rows
+            {
+                return Err(wrong(format!(
+                    "they hold {} aux variables and a domain of {rows} rows, the circuit has {} \
+                     aux variables and {} rows",
+                    lengths.l,
+                    r1cs.num_aux(),
+                    r1cs.num_rows()
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Fails with [`FilecoinError::ParamsMissing`] when `file` does not exist.
     pub(crate) fn require(&self, file: &Path) -> Result<(), FilecoinError> {
         if file.is_file() {

@@ -1,6 +1,7 @@
 //! A sealer for tests and benches: a sector of random data sealed by filecoin-proofs itself
 //! (add piece, precommit 1 and 2, the synthetic proofs for synthetic PoRep, commit 1), so C1
-//! outputs need no external data.
+//! outputs need no external data; and the PoSt vanilla proofs of sealed sectors, as the FFI
+//! hands them to Curio.
 //!
 //! Commit 1 needs no Groth16 parameters, only the SDR parent cache (made on demand where
 //! filecoin-proofs' settings say, `FIL_PROOFS_PARENT_CACHE`).
@@ -9,15 +10,15 @@ use std::fs::File;
 use std::path::Path;
 
 use filecoin_proofs::{
-    add_piece, generate_synth_proofs, seal_commit_phase1, seal_pre_commit_phase1,
-    seal_pre_commit_phase2, with_shape, MerkleTreeTrait, SealCommitPhase1Output,
-    UnpaddedBytesAmount,
+    add_piece, generate_fallback_sector_challenges, generate_single_vanilla_proof,
+    generate_synth_proofs, seal_commit_phase1, seal_pre_commit_phase1, seal_pre_commit_phase2,
+    with_shape, MerkleTreeTrait, PrivateReplicaInfo, SealCommitPhase1Output, UnpaddedBytesAmount,
 };
 use rand::RngCore;
 use storage_proofs_core::sector::SectorId;
 
 use crate::error::{filecoin, io};
-use crate::{C1Output, FilecoinError, Revision, SealProof, SectorIdentity};
+use crate::{C1Output, FilecoinError, PostProof, Revision, SealProof, SectorIdentity};
 
 /// A freshly sealed sector: its C1 output and who sealed it.
 #[derive(Clone, Debug)]
@@ -73,6 +74,69 @@ pub fn prover_id_of_miner(miner_id: u64) -> [u8; 32] {
         *byte |= 0x80;
     }
     id
+}
+
+/// The vanilla proofs of `sectors` (each sealed by [`seal_random_sector`] into its work
+/// directory) for `proof` and `randomness`, as the FFI makes them for Curio: the sectors'
+/// challenges derived together, then one bincode-serialized fallback-PoSt sector proof each.
+pub fn post_vanilla_proofs(
+    proof: PostProof,
+    sectors: &[(&SealedSector, &Path)],
+    randomness: [u8; 32],
+) -> Result<Vec<Vec<u8>>, FilecoinError> {
+    with_shape!(
+        proof.size.bytes(),
+        vanilla_proofs,
+        proof,
+        sectors,
+        randomness,
+    )
+}
+
+fn vanilla_proofs<Tree: 'static + MerkleTreeTrait>(
+    proof: PostProof,
+    sectors: &[(&SealedSector, &Path)],
+    randomness: [u8; 32],
+) -> Result<Vec<Vec<u8>>, FilecoinError> {
+    let config = proof.post_config()?;
+    let Some((first, _)) = sectors.first() else {
+        return Ok(Vec::new());
+    };
+    let ids: Vec<SectorId> = sectors
+        .iter()
+        .map(|(sector, _)| SectorId::from(sector.identity.sector_id))
+        .collect();
+    let challenges = generate_fallback_sector_challenges::<Tree>(
+        &config,
+        &randomness,
+        &ids,
+        first.identity.prover_id,
+    )
+    .map_err(filecoin("generate_fallback_sector_challenges"))?;
+    sectors
+        .iter()
+        .zip(&ids)
+        .map(|((sector, work_dir), id)| {
+            let comm_r = sector.c1.commitments()?.comm_r;
+            let replica = PrivateReplicaInfo::<Tree>::new(
+                work_dir.join("sealed"),
+                comm_r,
+                work_dir.join("cache"),
+            )
+            .map_err(filecoin(format!(
+                "the replica of sector {}",
+                u64::from(*id)
+            )))?;
+            let sector_challenges = challenges.get(id).map(Vec::as_slice).unwrap_or_default();
+            let vanilla =
+                generate_single_vanilla_proof::<Tree>(&config, *id, &replica, sector_challenges)
+                    .map_err(filecoin("generate_single_vanilla_proof"))?;
+            bincode::serialize(&vanilla).map_err(|e| FilecoinError::Filecoin {
+                what: "serializing a vanilla proof".into(),
+                reason: e.to_string(),
+            })
+        })
+        .collect()
 }
 
 pub(crate) fn random_bytes(rng: &mut impl RngCore) -> [u8; 32] {

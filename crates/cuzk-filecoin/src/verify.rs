@@ -1,14 +1,15 @@
-//! Verification by filecoin-proofs itself (`verify_seal`), so a cuzk proof is judged exactly as
-//! the network's tools judge it.
+//! Verification by filecoin-proofs itself (`verify_seal`, `verify_winning_post`,
+//! `verify_window_post`), so a cuzk proof is judged exactly as the network's tools judge it.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
-use filecoin_proofs::{with_shape, MerkleTreeTrait};
+use filecoin_proofs::{with_shape, MerkleTreeTrait, PublicReplicaInfo};
 use storage_proofs_core::sector::SectorId;
 
 use crate::error::filecoin;
 use crate::params::check_parameter_dir;
-use crate::{FilecoinError, ParamFiles, Revision, SealCommitments, SealProof};
+use crate::{FilecoinError, ParamFiles, PostKind, PostProof, Revision, SealCommitments, SealProof};
 
 /// Who sealed which sector: with a C1 output's commitments, what `verify_seal` needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,4 +62,72 @@ fn verify<Tree: 'static + MerkleTreeTrait>(
         proof_bytes,
     )
     .map_err(filecoin(format!("verify_seal ({proof})")))
+}
+
+/// Checks a PoSt proof with filecoin-proofs' `verify_winning_post` or `verify_window_post`
+/// (WindowPoSt: `sectors` are all of the proof's sectors, in one partition), reading the
+/// verifying key from `params_dir` (filecoin-proofs' parameter directory). `sectors` are
+/// (sector id, comm_r) pairs. `Ok(false)` is a proof that does not verify.
+pub fn verify_post(
+    proof: PostProof,
+    randomness: [u8; 32],
+    prover_id: [u8; 32],
+    sectors: &[(u64, [u8; 32])],
+    proof_bytes: &[u8],
+    params_dir: &Path,
+) -> Result<bool, FilecoinError> {
+    check_parameter_dir(params_dir)?;
+    let files = ParamFiles::new(params_dir, proof)?;
+    files.require(&files.vk)?;
+    with_shape!(
+        proof.size.bytes(),
+        verify_post_of,
+        proof,
+        randomness,
+        prover_id,
+        sectors,
+        proof_bytes,
+    )
+}
+
+fn verify_post_of<Tree: 'static + MerkleTreeTrait>(
+    proof: PostProof,
+    randomness: [u8; 32],
+    prover_id: [u8; 32],
+    sectors: &[(u64, [u8; 32])],
+    proof_bytes: &[u8],
+) -> Result<bool, FilecoinError> {
+    let config = proof.post_config()?;
+    let replica = |comm_r: [u8; 32]| {
+        PublicReplicaInfo::new(comm_r).map_err(filecoin(format!("the comm_r of {proof}")))
+    };
+    match proof.kind {
+        PostKind::Winning => {
+            let replicas = sectors
+                .iter()
+                .map(|&(id, comm_r)| Ok((SectorId::from(id), replica(comm_r)?)))
+                .collect::<Result<Vec<_>, FilecoinError>>()?;
+            filecoin_proofs::verify_winning_post::<Tree>(
+                &config,
+                &randomness,
+                &replicas,
+                prover_id,
+                proof_bytes,
+            )
+        }
+        PostKind::WindowV1 | PostKind::Window => {
+            let replicas = sectors
+                .iter()
+                .map(|&(id, comm_r)| Ok((SectorId::from(id), replica(comm_r)?)))
+                .collect::<Result<BTreeMap<_, _>, FilecoinError>>()?;
+            filecoin_proofs::verify_window_post::<Tree>(
+                &config,
+                &randomness,
+                &replicas,
+                prover_id,
+                proof_bytes,
+            )
+        }
+    }
+    .map_err(filecoin(format!("verifying the {proof} proof")))
 }

@@ -1,0 +1,238 @@
+//! WinningPoSt and WindowPoSt as cuzk runs them: the fallback PoSt circuit and its public inputs,
+//! built from the per-sector vanilla proofs Curio sends exactly as filecoin-proofs'
+//! `generate_winning_post_with_vanilla` and `generate_single_window_post_with_vanilla` build
+//! them, handed to the engine as a job of one partition.
+
+use std::sync::Arc;
+
+use cuzk_groth16::Parameters;
+use cuzk_math::Scalar;
+use cuzk_pipeline::engine::PartitionedCircuit;
+use cuzk_pipeline::{JobRequest, Partition};
+use cuzk_synth::CompiledR1cs;
+use filecoin_proofs::{
+    as_safe_commitment, partition_vanilla_proofs, single_partition_vanilla_proofs, with_shape,
+    FallbackPoStSectorProof, MerkleTreeTrait,
+};
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_post::fallback::{
+    self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
+};
+
+use crate::error::filecoin;
+use crate::shapes::post_public_params;
+use crate::{FilecoinError, ParamFiles, PostKind, PostProof};
+
+/// What Curio sends for one PoSt: the registered proof, the vanilla proof of each sector (the
+/// FFI's bincode bytes), the 32-byte randomness, the prover (from the miner id) and, for
+/// WindowPoSt, the partition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PostRequest {
+    pub proof: PostProof,
+    pub vanilla_proofs: Vec<Vec<u8>>,
+    pub randomness: [u8; 32],
+    pub prover_id: [u8; 32],
+    /// WindowPoSt's partition index; 0 for WinningPoSt.
+    pub partition: usize,
+}
+
+/// A PoSt, ready to be proven: one engine job of one partition, whose proof (192 bytes) is the
+/// PoSt's as filecoin-proofs returns it.
+#[derive(Debug)]
+pub struct PostJob {
+    pub request: JobRequest,
+}
+
+impl PostJob {
+    /// Decodes and checks `post`'s vanilla proofs, then builds its circuit for proving with
+    /// `params`, read from `files`; with `compiled` the engine synthesizes by witness only.
+    pub fn new(
+        id: impl Into<String>,
+        post: &PostRequest,
+        params: Arc<Parameters>,
+        files: &ParamFiles,
+        compiled: Option<Arc<CompiledR1cs>>,
+    ) -> Result<Self, FilecoinError> {
+        let request = with_shape!(
+            post.proof.size.bytes(),
+            build,
+            id.into(),
+            post,
+            params,
+            files,
+            compiled,
+        )?;
+        Ok(PostJob { request })
+    }
+}
+
+fn build<Tree: 'static + MerkleTreeTrait>(
+    id: String,
+    post: &PostRequest,
+    params: Arc<Parameters>,
+    files: &ParamFiles,
+    compiled: Option<Arc<CompiledR1cs>>,
+) -> Result<JobRequest, FilecoinError> {
+    let mut circuits = PostCircuits::<Tree>::new(post)?;
+    files.check_fit(&params, circuits.public_inputs.len(), compiled.as_deref())?;
+    circuits.compiled = compiled;
+    Ok(JobRequest::new(id, params, 1, circuits))
+}
+
+/// A PoSt's circuit and public inputs, built from its vanilla proofs as filecoin-proofs builds
+/// them.
+pub struct PostCircuits<Tree: 'static + MerkleTreeTrait> {
+    pub circuit: FallbackPoStCircuit<Tree>,
+    pub public_inputs: Vec<Scalar>,
+    compiled: Option<Arc<CompiledR1cs>>,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PostCircuits<Tree> {
+    /// Decodes `post`'s vanilla proofs (naming the one that does not decode), verifies them
+    /// against its randomness and prover (so a tampered proof or a wrong randomness is named now,
+    /// not found as a proof that does not verify), then builds the circuit and public inputs.
+    pub fn new(post: &PostRequest) -> Result<Self, FilecoinError> {
+        let invalid = |field: String, reason: String| FilecoinError::PostInput {
+            proof: post.proof.to_string(),
+            field,
+            reason,
+        };
+        let config = post.proof.post_config()?;
+        if post.vanilla_proofs.is_empty() {
+            return Err(invalid("vanilla_proofs".into(), "none given".into()));
+        }
+        let mut vanilla: Vec<FallbackPoStSectorProof<Tree>> = post
+            .vanilla_proofs
+            .iter()
+            .enumerate()
+            .map(|(i, bytes)| {
+                bincode::deserialize(bytes).map_err(|e| {
+                    invalid(
+                        format!("vanilla_proofs[{i}]"),
+                        format!(
+                            "not a bincode fallback-PoSt sector proof of {}: {e}",
+                            post.proof
+                        ),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        // In the order the verifier takes the sectors (by id, from a map), whatever the request's.
+        vanilla.sort_by_key(|proof| u64::from(proof.sector_id));
+        let randomness = as_safe_commitment(&post.randomness, "randomness")
+            .map_err(|e| invalid("randomness".into(), format!("{e:#}")))?;
+        let prover_id = as_safe_commitment(&post.prover_id, "prover_id")
+            .map_err(|e| invalid("prover_id".into(), format!("{e:#}")))?;
+        let params = post_public_params::<Tree>(post.proof)?;
+        let sectors: Vec<PublicSector<_>> = vanilla
+            .iter()
+            .map(|proof| PublicSector {
+                id: proof.sector_id,
+                comm_r: proof.comm_r,
+            })
+            .collect();
+        let too_many = |limit: usize| {
+            invalid(
+                "vanilla_proofs".into(),
+                format!("{} sectors, {} takes {limit}", vanilla.len(), post.proof),
+            )
+        };
+        let (partition_proof, partition) = match post.proof.kind {
+            PostKind::Winning => {
+                if vanilla.len() != config.sector_count {
+                    return Err(too_many(config.sector_count));
+                }
+                let inputs = fallback::PublicInputs {
+                    randomness,
+                    prover_id,
+                    sectors: sectors.clone(),
+                    k: None,
+                };
+                let mut partitions =
+                    partition_vanilla_proofs(&config, &params, &inputs, 1, &vanilla)
+                        .map_err(|e| invalid("vanilla_proofs".into(), format!("{e:#}")))?;
+                (partitions.remove(0), 0)
+            }
+            PostKind::WindowV1 | PostKind::Window => {
+                if vanilla.len() > params.sector_count {
+                    return Err(too_many(params.sector_count));
+                }
+                let inputs = fallback::PublicInputs {
+                    randomness,
+                    prover_id,
+                    sectors: sectors.clone(),
+                    k: Some(post.partition),
+                };
+                let proof = single_partition_vanilla_proofs(&config, &params, &inputs, &vanilla)
+                    .map_err(|e| invalid("vanilla_proofs".into(), format!("{e:#}")))?;
+                (proof, post.partition)
+            }
+        };
+        // The public inputs see the sectors as the verifier does. WinningPoSt's one sector is
+        // repeated for each of its challenges (one "sector" each in the circuit); a WindowPoSt
+        // partition's sectors come behind `partition` partitions of others (whose values do not
+        // matter here, only their number, which API 1.0's challenges count from).
+        let placed = match post.proof.kind {
+            PostKind::Winning => vec![sectors[0].clone(); params.sector_count],
+            PostKind::WindowV1 | PostKind::Window => {
+                let mut placed = vec![sectors[0].clone(); partition * params.sector_count];
+                placed.extend(sectors);
+                placed
+            }
+        };
+        let inputs = fallback::PublicInputs {
+            randomness,
+            prover_id,
+            sectors: placed,
+            k: Some(partition),
+        };
+        let circuit = <FallbackPoStCompound<Tree> as CompoundProof<
+            '_,
+            FallbackPoSt<'_, Tree>,
+            FallbackPoStCircuit<Tree>,
+        >>::circuit(
+            &inputs,
+            Default::default(),
+            &partition_proof,
+            &params,
+            Some(partition),
+        )
+        .map_err(filecoin(format!("the circuit of {}", post.proof)))?;
+        let public_inputs = <FallbackPoStCompound<Tree> as CompoundProof<
+            '_,
+            FallbackPoSt<'_, Tree>,
+            FallbackPoStCircuit<Tree>,
+        >>::generate_public_inputs(&inputs, &params, Some(partition))
+        .map_err(filecoin(format!("the public inputs of {}", post.proof)))?;
+        Ok(PostCircuits {
+            circuit,
+            public_inputs,
+            compiled: None,
+        })
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> std::fmt::Debug for PostCircuits<Tree> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostCircuits")
+            .field("sectors", &self.circuit.sectors.len())
+            .field("public_inputs", &self.public_inputs.len())
+            .field("compiled", &self.compiled.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PartitionedCircuit for PostCircuits<Tree> {
+    type Circuit = FallbackPoStCircuit<Tree>;
+
+    fn partition(&self, _k: usize) -> Partition<FallbackPoStCircuit<Tree>> {
+        Partition {
+            circuit: self.circuit.clone(),
+            public_inputs: self.public_inputs.clone(),
+        }
+    }
+
+    fn compiled(&self) -> Option<&Arc<CompiledR1cs>> {
+        self.compiled.as_ref()
+    }
+}

@@ -1,0 +1,212 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Real 2 KiB WinningPoSt and WindowPoSt: sectors sealed by filecoin-proofs, their vanilla
+//! proofs made as the FFI makes them for Curio, proven by cuzk on the CPU through the engine,
+//! judged by `filecoin_proofs::verify_winning_post` / `verify_window_post`; bad vanilla proofs
+//! and randomness named before any proving.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use cuzk_filecoin::{
+    compiled_r1cs, post_vanilla_proofs, seal_random_sector, use_parameter_dir, verify_post,
+    FilecoinError, ParamFiles, PostJob, PostKind, PostProof, PostRequest, SealProof, SealedSector,
+    SectorSize,
+};
+use cuzk_groth16::backend::CpuBackend;
+use cuzk_groth16::params_file::PointCheck;
+use cuzk_groth16::setup::Multiplier;
+use cuzk_groth16::Parameters;
+use cuzk_pipeline::sink::MemorySink;
+use cuzk_pipeline::{Engine, EngineConfig};
+use rand::RngCore;
+
+const WINNING: PostProof = PostProof {
+    kind: PostKind::Winning,
+    size: SectorSize::S2KiB,
+};
+const WINDOW: PostProof = PostProof {
+    kind: PostKind::Window,
+    size: SectorSize::S2KiB,
+};
+
+struct Fixture {
+    dir: PathBuf,
+    /// Two sectors, each sealed in its own work directory.
+    sectors: Vec<(SealedSector, PathBuf)>,
+    _work: tempfile::TempDir,
+}
+
+fn fixture() -> &'static Fixture {
+    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuzk-filecoin-params");
+        std::fs::create_dir_all(&dir).unwrap();
+        // Before any other Filecoin call: filecoin-proofs reads its settings once.
+        use_parameter_dir(&dir).unwrap();
+        let mut rng = cuzk_testkit::rng("post fixture");
+        let work = tempfile::tempdir().unwrap();
+        let prover = rng.next_u64() >> 1;
+        let sectors = (0..2)
+            .map(|i| {
+                let at = work.path().join(format!("s{i}"));
+                let proof = SealProof::current(SectorSize::S2KiB);
+                let sector = seal_random_sector(proof, &at, Some(prover), &mut rng).unwrap();
+                (sector, at)
+            })
+            .collect();
+        Fixture {
+            dir,
+            sectors,
+            _work: work,
+        }
+    })
+}
+
+/// `proof`'s parameters and files: read, or made on first use (kept under the target directory).
+fn parameters(proof: PostProof) -> (ParamFiles, Arc<Parameters>) {
+    let dir = &fixture().dir;
+    let files = ParamFiles::new(dir, proof).unwrap();
+    if files.params.is_file() && files.vk.is_file() {
+        let params = files.load(PointCheck::Unchecked).unwrap();
+        return (files, Arc::new(params));
+    }
+    let start = Instant::now();
+    let mut rng = cuzk_testkit::rng(&format!("setup {proof}"));
+    let (files, params) = ParamFiles::generate(dir, proof, &mut rng, &Multiplier::Cpu).unwrap();
+    eprintln!(
+        "setup of {proof}: {:.1} s (domain {}, {} aux)",
+        start.elapsed().as_secs_f64(),
+        params.h.len() + 1,
+        params.l.len()
+    );
+    (files, Arc::new(params))
+}
+
+/// A randomness that is a field element, as the chain's always is.
+fn randomness(seed: &str) -> [u8; 32] {
+    let mut bytes = [0u8; 32];
+    cuzk_testkit::rng(seed).fill_bytes(&mut bytes);
+    bytes[31] &= 0x3f;
+    bytes
+}
+
+/// The request Curio would send for `proof` over the first `count` sectors.
+fn request(proof: PostProof, count: usize, randomness: [u8; 32]) -> PostRequest {
+    let sectors: Vec<(&SealedSector, &Path)> = fixture().sectors[..count]
+        .iter()
+        .map(|(sector, at)| (sector, at.as_path()))
+        .collect();
+    PostRequest {
+        proof,
+        vanilla_proofs: post_vanilla_proofs(proof, &sectors, randomness).unwrap(),
+        randomness,
+        prover_id: sectors[0].0.identity.prover_id,
+        partition: 0,
+    }
+}
+
+/// cuzk's proof of `post` on the CPU through the engine, with its compiled R1CS.
+fn prove(post: &PostRequest) -> Result<Vec<u8>, FilecoinError> {
+    let (files, params) = parameters(post.proof);
+    let (compiled, _) = compiled_r1cs(&files)?;
+    let job = PostJob::new("post", post, params, &files, Some(compiled))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let engine = Engine::start(
+            EngineConfig::new(1, 16 << 30),
+            vec![Arc::new(CpuBackend)],
+            Arc::new(MemorySink::default()),
+        )
+        .unwrap();
+        Ok(engine.submit(job.request).wait().await?.proof_bytes())
+    })
+}
+
+fn verify(post: &PostRequest, count: usize, randomness: [u8; 32], proof: &[u8]) -> bool {
+    let sectors: Vec<(u64, [u8; 32])> = fixture().sectors[..count]
+        .iter()
+        .map(|(sector, _)| {
+            let comm_r = sector.c1.commitments().unwrap().comm_r;
+            (sector.identity.sector_id, comm_r)
+        })
+        .collect();
+    verify_post(
+        post.proof,
+        randomness,
+        post.prover_id,
+        &sectors,
+        proof,
+        &fixture().dir,
+    )
+    .unwrap()
+}
+
+#[test]
+fn winning_post_of_a_sealed_sector_verifies() {
+    let chosen = randomness("winning");
+    let post = request(WINNING, 1, chosen);
+    let proof = prove(&post).unwrap();
+    assert_eq!(proof.len(), 192);
+    assert!(verify(&post, 1, chosen, &proof), "the proof must verify");
+    assert!(
+        !verify(&post, 1, randomness("another"), &proof),
+        "not for another randomness"
+    );
+}
+
+#[test]
+fn window_post_of_two_sectors_verifies() {
+    let chosen = randomness("window");
+    let post = request(WINDOW, 2, chosen);
+    let proof = prove(&post).unwrap();
+    assert_eq!(proof.len(), 192);
+    assert!(verify(&post, 2, chosen, &proof), "the proof must verify");
+}
+
+#[test]
+fn bad_vanilla_proofs_and_randomness_are_named() {
+    let chosen = randomness("bad input");
+    let post = request(WINNING, 1, chosen);
+    let named = |post: &PostRequest, field: &str| {
+        let error = match prove(post) {
+            Ok(_) => panic!("{field}: proven"),
+            Err(error) => error.to_string(),
+        };
+        assert!(error.contains(field), "{field}: {error}");
+    };
+    let mut truncated = post.clone();
+    truncated.vanilla_proofs[0].truncate(100);
+    named(&truncated, "vanilla_proofs[0]");
+    // Its comm_r (after the 8-byte sector id): no longer H(comm_c, comm_r_last).
+    let mut tampered = post.clone();
+    tampered.vanilla_proofs[0][8 + 5] ^= 1;
+    named(&tampered, "vanilla_proofs");
+    named(
+        &PostRequest {
+            randomness: randomness("not the challenges' randomness"),
+            ..post.clone()
+        },
+        "vanilla_proofs",
+    );
+    named(
+        &PostRequest {
+            randomness: [0xff; 32],
+            ..post.clone()
+        },
+        "randomness",
+    );
+    named(
+        &PostRequest {
+            vanilla_proofs: Vec::new(),
+            ..post.clone()
+        },
+        "none given",
+    );
+    let mut two = post.clone();
+    two.vanilla_proofs.push(post.vanilla_proofs[0].clone());
+    named(&two, "2 sectors");
+}
