@@ -17,6 +17,12 @@ pub enum FilecoinError {
          StackedDrgWindow32GiBV1_1)"
     )]
     UnknownPostProof(String),
+    #[error("{file}: field {field}: {reason}")]
+    RequestField {
+        file: String,
+        field: String,
+        reason: String,
+    },
     #[error("{proof}: {field}: {reason}")]
     PostInput {
         proof: String,

@@ -3,13 +3,16 @@
 //! `generate_winning_post_with_vanilla` and `generate_single_window_post_with_vanilla` build
 //! them, handed to the engine as a job of one partition.
 
+use std::path::Path;
 use std::sync::Arc;
 
+use cuzk_groth16::params_file::write_atomically;
 use cuzk_groth16::Parameters;
 use cuzk_math::Scalar;
 use cuzk_pipeline::engine::PartitionedCircuit;
 use cuzk_pipeline::{JobRequest, Partition};
 use cuzk_synth::CompiledR1cs;
+use filecoin_hashers::Domain;
 use filecoin_proofs::{
     as_safe_commitment, partition_vanilla_proofs, single_partition_vanilla_proofs, with_shape,
     FallbackPoStSectorProof, MerkleTreeTrait,
@@ -19,7 +22,7 @@ use storage_proofs_post::fallback::{
     self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
 };
 
-use crate::error::filecoin;
+use crate::error::{filecoin, io};
 use crate::shapes::post_public_params;
 use crate::{FilecoinError, ParamFiles, PostKind, PostProof};
 
@@ -98,25 +101,7 @@ impl<Tree: 'static + MerkleTreeTrait> PostCircuits<Tree> {
             reason,
         };
         let config = post.proof.post_config()?;
-        if post.vanilla_proofs.is_empty() {
-            return Err(invalid("vanilla_proofs".into(), "none given".into()));
-        }
-        let mut vanilla: Vec<FallbackPoStSectorProof<Tree>> = post
-            .vanilla_proofs
-            .iter()
-            .enumerate()
-            .map(|(i, bytes)| {
-                bincode::deserialize(bytes).map_err(|e| {
-                    invalid(
-                        format!("vanilla_proofs[{i}]"),
-                        format!(
-                            "not a bincode fallback-PoSt sector proof of {}: {e}",
-                            post.proof
-                        ),
-                    )
-                })
-            })
-            .collect::<Result<_, _>>()?;
+        let mut vanilla = decode::<Tree>(post)?;
         // In the order the verifier takes the sectors (by id, from a map), whatever the request's.
         vanilla.sort_by_key(|proof| u64::from(proof.sector_id));
         let randomness = as_safe_commitment(&post.randomness, "randomness")
@@ -212,6 +197,35 @@ impl<Tree: 'static + MerkleTreeTrait> PostCircuits<Tree> {
     }
 }
 
+/// `post`'s vanilla proofs decoded (the FFI's bincode form), naming the one that does not.
+fn decode<Tree: 'static + MerkleTreeTrait>(
+    post: &PostRequest,
+) -> Result<Vec<FallbackPoStSectorProof<Tree>>, FilecoinError> {
+    let invalid = |field: String, reason: String| FilecoinError::PostInput {
+        proof: post.proof.to_string(),
+        field,
+        reason,
+    };
+    if post.vanilla_proofs.is_empty() {
+        return Err(invalid("vanilla_proofs".into(), "none given".into()));
+    }
+    post.vanilla_proofs
+        .iter()
+        .enumerate()
+        .map(|(i, bytes)| {
+            bincode::deserialize(bytes).map_err(|e| {
+                invalid(
+                    format!("vanilla_proofs[{i}]"),
+                    format!(
+                        "not a bincode fallback-PoSt sector proof of {}: {e}",
+                        post.proof
+                    ),
+                )
+            })
+        })
+        .collect()
+}
+
 impl<Tree: 'static + MerkleTreeTrait> std::fmt::Debug for PostCircuits<Tree> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PostCircuits")
@@ -235,4 +249,123 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedCircuit for PostCircuits<Tree> 
     fn compiled(&self) -> Option<&Arc<CompiledR1cs>> {
         self.compiled.as_ref()
     }
+}
+
+/// A [`PostRequest`] as a JSON file (what `cuzk seal-test-sector` writes and `cuzk prove
+/// winning-post|window-post` reads): Curio's gRPC fields, bytes as 0x-prefixed hex.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RequestFile {
+    /// The registered PoSt proof's name (`StackedDrgWinning2KiBV1` …) or number.
+    registered_proof: serde_json::Value,
+    randomness: String,
+    prover_id: String,
+    #[serde(default)]
+    partition: usize,
+    vanilla_proofs: Vec<String>,
+}
+
+impl PostRequest {
+    /// Reads a request file, naming the file and the field at fault.
+    pub fn read(path: &Path) -> Result<Self, FilecoinError> {
+        let file = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(io(path))?;
+        let field = |field: &str, reason: String| FilecoinError::RequestField {
+            file: file.clone(),
+            field: field.to_owned(),
+            reason,
+        };
+        let raw: RequestFile =
+            serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(&bytes))
+                .map_err(|e| field(&e.path().to_string(), e.inner().to_string()))?;
+        let proof = match &raw.registered_proof {
+            serde_json::Value::String(name) => name.parse().ok(),
+            serde_json::Value::Number(number) => number.as_u64().and_then(PostProof::from_number),
+            _ => None,
+        }
+        .ok_or_else(|| {
+            field(
+                "registered_proof",
+                format!("{}: not a registered PoSt proof", raw.registered_proof),
+            )
+        })?;
+        let bytes32 = |name: &str, text: &str| -> Result<[u8; 32], FilecoinError> {
+            let bytes = hex_bytes(text).map_err(|reason| field(name, reason))?;
+            bytes
+                .try_into()
+                .map_err(|b: Vec<u8>| field(name, format!("{} bytes, 32 expected", b.len())))
+        };
+        Ok(PostRequest {
+            proof,
+            randomness: bytes32("randomness", &raw.randomness)?,
+            prover_id: bytes32("prover_id", &raw.prover_id)?,
+            partition: raw.partition,
+            vanilla_proofs: raw
+                .vanilla_proofs
+                .iter()
+                .enumerate()
+                .map(|(i, text)| {
+                    hex_bytes(text).map_err(|r| field(&format!("vanilla_proofs[{i}]"), r))
+                })
+                .collect::<Result<_, _>>()?,
+        })
+    }
+
+    /// Writes the request file atomically.
+    pub fn write(&self, path: &Path) -> Result<(), FilecoinError> {
+        let raw = RequestFile {
+            registered_proof: self.proof.name().into(),
+            randomness: format!("0x{}", hex::encode(self.randomness)),
+            prover_id: format!("0x{}", hex::encode(self.prover_id)),
+            partition: self.partition,
+            vanilla_proofs: self
+                .vanilla_proofs
+                .iter()
+                .map(|bytes| format!("0x{}", hex::encode(bytes)))
+                .collect(),
+        };
+        write_atomically(path, |out| {
+            serde_json::to_writer_pretty(out, &raw).map_err(std::io::Error::other)
+        })
+        .map_err(io(path))
+    }
+
+    /// The sectors its vanilla proofs are for, as (sector id, comm_r): what a verifier is given.
+    pub fn sectors(&self) -> Result<Vec<(u64, [u8; 32])>, FilecoinError> {
+        with_shape!(self.proof.size.bytes(), sectors_of, self)
+    }
+}
+
+fn sectors_of<Tree: 'static + MerkleTreeTrait>(
+    post: &PostRequest,
+) -> Result<Vec<(u64, [u8; 32])>, FilecoinError> {
+    decode::<Tree>(post)?
+        .iter()
+        .map(|proof| {
+            let comm_r: [u8; 32] =
+                proof
+                    .comm_r
+                    .into_bytes()
+                    .try_into()
+                    .map_err(|_| FilecoinError::PostInput {
+                        proof: post.proof.to_string(),
+                        field: "vanilla_proofs".into(),
+                        reason: "a comm_r that is not 32 bytes".into(),
+                    })?;
+            Ok((u64::from(proof.sector_id), comm_r))
+        })
+        .collect()
+}
+
+/// `text` as bytes: 0x-prefixed hex.
+fn hex_bytes(text: &str) -> Result<Vec<u8>, String> {
+    let digits = text
+        .strip_prefix("0x")
+        .ok_or_else(|| format!("{:?}: expected 0x-prefixed hex", truncated(text)))?;
+    hex::decode(digits).map_err(|e| format!("{:?}: {e}", truncated(text)))
+}
+
+/// The start of a long value, for an error message.
+fn truncated(text: &str) -> &str {
+    text.get(..text.len().min(40)).unwrap_or(text)
 }

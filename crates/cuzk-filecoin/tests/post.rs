@@ -210,3 +210,53 @@ fn bad_vanilla_proofs_and_randomness_are_named() {
     two.vanilla_proofs.push(post.vanilla_proofs[0].clone());
     named(&two, "2 sectors");
 }
+
+#[test]
+fn request_files_round_trip_and_name_bad_fields() {
+    let post = request(WINDOW, 2, randomness("file"));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("window.json");
+    post.write(&path).unwrap();
+    assert_eq!(PostRequest::read(&path).unwrap(), post);
+    let mut ids: Vec<u64> = fixture()
+        .sectors
+        .iter()
+        .map(|(s, _)| s.identity.sector_id)
+        .collect();
+    ids.sort();
+    let sectors = post.sectors().unwrap();
+    let mut listed: Vec<u64> = sectors.iter().map(|(id, _)| *id).collect();
+    listed.sort();
+    assert_eq!(listed, ids);
+
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    for (key, value, field) in [
+        (
+            "registered_proof",
+            serde_json::json!("StackedDrgWindow3KiBV1"),
+            "registered_proof",
+        ),
+        (
+            "registered_proof",
+            serde_json::json!(15),
+            "registered_proof",
+        ),
+        ("randomness", serde_json::json!("0x1234"), "randomness"),
+        ("prover_id", serde_json::json!("1234"), "prover_id"),
+        (
+            "vanilla_proofs",
+            serde_json::json!(["0xzz"]),
+            "vanilla_proofs[0]",
+        ),
+        ("partition", serde_json::json!("one"), "partition"),
+    ] {
+        let mut bad = json.clone();
+        bad[key] = value;
+        std::fs::write(&path, bad.to_string()).unwrap();
+        let error = PostRequest::read(&path).unwrap_err().to_string();
+        assert!(
+            error.contains("window.json") && error.contains(field),
+            "{key}: {error}"
+        );
+    }
+}
