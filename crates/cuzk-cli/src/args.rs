@@ -174,16 +174,25 @@ pub struct DemoArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(mut_arg("constraints", |arg| arg.required(false).required_unless_present("porep")))]
+#[command(mut_arg("constraints", |arg| {
+    arg.required(false)
+        .required_unless_present_any(["porep", "winning_post", "window_post"])
+}))]
 pub struct SetupArgs {
     #[command(flatten)]
     pub circuit: Option<CircuitArgs>,
     /// Filecoin's PoRep circuit for this sector size (2KiB … 64GiB) or registered proof
     /// (StackedDrg2KiBV1_1 …) instead of a built-in circuit; --out is then a directory.
-    #[arg(long, value_name = "SIZE", conflicts_with = "CircuitArgs")]
+    #[arg(long, value_name = "SIZE", conflicts_with_all = ["CircuitArgs", "winning_post", "window_post"])]
     pub porep: Option<String>,
-    /// Where to write the parameters (bellperson's layout): a file, or for --porep a directory
-    /// that gets the .params and .vk files under filecoin-proofs' names.
+    /// Filecoin's WinningPoSt circuit for this sector size (or StackedDrgWinning2KiBV1 …).
+    #[arg(long, value_name = "SIZE", conflicts_with_all = ["CircuitArgs", "window_post"])]
+    pub winning_post: Option<String>,
+    /// Filecoin's WindowPoSt circuit for this sector size (or StackedDrgWindow2KiBV1_1 …).
+    #[arg(long, value_name = "SIZE", conflicts_with = "CircuitArgs")]
+    pub window_post: Option<String>,
+    /// Where to write the parameters (bellperson's layout): a file, or for a Filecoin circuit a
+    /// directory that gets the .params and .vk files under filecoin-proofs' names.
     #[arg(long)]
     pub out: PathBuf,
     /// Where the query points are multiplied out (the same points either way).
@@ -213,6 +222,10 @@ pub struct ProveCommand {
 pub enum ProveTarget {
     /// Filecoin PoRep C2: prove a sector from its C1 output (one job, a partition per proof).
     Porep(PorepProveArgs),
+    /// Filecoin WinningPoSt: prove a request (one sector's vanilla proof, the randomness).
+    WinningPost(PostProveArgs),
+    /// Filecoin WindowPoSt: prove one partition of a request.
+    WindowPost(PostProveArgs),
 }
 
 /// `verify` of a built-in circuit's proof, or `verify porep`.
@@ -229,6 +242,10 @@ pub struct VerifyCommand {
 pub enum VerifyTarget {
     /// Filecoin PoRep: check a C2 proof with filecoin-proofs' verify_seal.
     Porep(PorepVerifyArgs),
+    /// Filecoin WinningPoSt: check a proof with filecoin-proofs' verify_winning_post.
+    WinningPost(PostVerifyArgs),
+    /// Filecoin WindowPoSt: check a proof with filecoin-proofs' verify_window_post.
+    WindowPost(PostVerifyArgs),
 }
 
 /// Where a PoRep command finds its C1 output and parameters.
@@ -254,6 +271,13 @@ pub struct PorepProveArgs {
     /// with the extension `.proof`.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub proving: ProvingArgs,
+}
+
+/// How a Filecoin proof is proven: backend, workers, memory, checks, TIMELINE, synthesis path.
+#[derive(Debug, Args)]
+pub struct ProvingArgs {
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
     /// Partitions synthesized at once (default: one per partition, at most the CPU threads).
@@ -274,6 +298,40 @@ pub struct PorepProveArgs {
     /// compiled R1CS (recorded once, cached beside the parameters).
     #[arg(long)]
     pub direct_synthesis: bool,
+}
+
+/// Where a PoSt command finds its request and parameters.
+#[derive(Debug, Args)]
+pub struct PostInputArgs {
+    /// The PoSt request: Curio's fields as JSON (registered_proof, randomness, prover_id,
+    /// partition, vanilla_proofs as 0x-hex), as `cuzk seal-test-sector` writes them.
+    #[arg(long)]
+    pub request: PathBuf,
+    /// Parameter directory (files named as filecoin-proofs names them); default:
+    /// $FIL_PROOFS_PARAMETER_CACHE or filecoin-proofs' default.
+    #[arg(long)]
+    pub params_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct PostProveArgs {
+    #[command(flatten)]
+    pub input: PostInputArgs,
+    /// Where to write the 192-byte proof; default: the request file's name with the extension
+    /// `.proof`.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub proving: ProvingArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PostVerifyArgs {
+    #[command(flatten)]
+    pub input: PostInputArgs,
+    /// The proof.
+    #[arg(long)]
+    pub proof: PathBuf,
 }
 
 #[derive(Debug, Args)]

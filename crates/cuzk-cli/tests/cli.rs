@@ -804,3 +804,86 @@ fn a_kernels_file_that_cannot_be_read_is_named() {
         stderr(&output)
     );
 }
+
+/// WinningPoSt and WindowPoSt of a sealed 2 KiB sector, as an operator runs them: the requests
+/// `seal-test-sector` writes, test parameters, prove, verify (filecoin's verifiers); a flipped
+/// proof byte, a request of the other kind and missing parameters refused with exit 2.
+#[test]
+fn post_commands_prove_and_verify_a_sealed_sector() {
+    let files = Files::new();
+    let output = cuzk(&[
+        "seal-test-sector",
+        "--size",
+        "2KiB",
+        "--out",
+        &files.path("s"),
+    ]);
+    assert!(output.status.success(), "seal: {}", stderr(&output));
+    let params = files.path("params");
+    let empty = files.path("empty");
+    std::fs::create_dir(&empty).unwrap();
+    for (kind, flag) in [
+        ("winning-post", "--winning-post"),
+        ("window-post", "--window-post"),
+    ] {
+        let request = files.path(&format!("s/{kind}.json"));
+        let proof = files.path(&format!("s/{kind}.proof"));
+        let missing = cuzk(&["prove", kind, "--request", &request, "--params-dir", &empty]);
+        assert_eq!(missing.status.code(), Some(2), "{}", stderr(&missing));
+        assert!(
+            stderr(&missing).contains(&format!("cuzk setup {flag} 2KiB")),
+            "{}",
+            stderr(&missing)
+        );
+        assert!(!Path::new(&proof).exists(), "no proof from a failed run");
+
+        let setup = cuzk(&["setup", flag, "2KiB", "--out", &params, "--backend", "cpu"]);
+        assert!(setup.status.success(), "setup: {}", stderr(&setup));
+        let prove = cuzk(&[
+            "prove",
+            kind,
+            "--request",
+            &request,
+            "--params-dir",
+            &params,
+            "--backend",
+            "cpu",
+        ]);
+        assert!(prove.status.success(), "prove: {}", stderr(&prove));
+        assert_eq!(std::fs::read(&proof).unwrap().len(), 192);
+        let verify = |proof: &str| {
+            cuzk(&[
+                "verify",
+                kind,
+                "--request",
+                &request,
+                "--params-dir",
+                &params,
+                "--proof",
+                proof,
+            ])
+        };
+        let valid = verify(&proof);
+        assert!(valid.status.success(), "verify: {}", stderr(&valid));
+
+        let mut bytes = std::fs::read(&proof).unwrap();
+        bytes[100] ^= 1;
+        let flipped = files.path("flipped.proof");
+        std::fs::write(&flipped, bytes).unwrap();
+        assert_ne!(verify(&flipped).status.code(), Some(0), "a flipped byte");
+    }
+    let other = cuzk(&[
+        "prove",
+        "window-post",
+        "--request",
+        &files.path("s/winning-post.json"),
+        "--params-dir",
+        &params,
+    ]);
+    assert_eq!(other.status.code(), Some(2), "{}", stderr(&other));
+    assert!(
+        stderr(&other).contains("is not a WindowPoSt"),
+        "{}",
+        stderr(&other)
+    );
+}

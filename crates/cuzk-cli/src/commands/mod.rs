@@ -7,6 +7,7 @@ pub mod bench_prover;
 pub mod client;
 pub mod demo;
 pub mod porep;
+pub mod post;
 pub mod prove;
 pub mod serve;
 pub mod setup;

@@ -9,17 +9,19 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use cuzk_filecoin::{
-    compiled_r1cs, parameter_dir, seal_random_sector, verify_seal, C1Output, FilecoinError,
-    ParamFiles, R1csOrigin, SealProof, SealedSector, SectorIdentity, SectorJob,
+    compiled_r1cs, parameter_dir, seal_random_sector, verify_seal, C1Output, CircuitId, ParamFiles,
+    R1csOrigin, SealProof, SealedSector, SectorIdentity, SectorJob,
 };
 use cuzk_groth16::params_file::PointCheck;
+use cuzk_groth16::{Parameters, ProverBackend};
 use cuzk_pipeline::engine::{auto_memory_budget, resident_bytes};
 use cuzk_pipeline::sink::{MemorySink, TimelineSink, WriterSink};
-use cuzk_pipeline::{Engine, EngineConfig};
+use cuzk_pipeline::{Engine, EngineConfig, JobRequest};
+use cuzk_synth::CompiledR1cs;
 use serde_json::json;
 
 use crate::args::{
-    GlobalArgs, MemoryArg, PorepInputArgs, PorepProveArgs, PorepVerifyArgs, SetupArgs,
+    GlobalArgs, MemoryArg, PorepInputArgs, PorepProveArgs, PorepVerifyArgs, ProvingArgs, SetupArgs,
     TestSectorArgs,
 };
 use crate::progress::Progress;
@@ -44,22 +46,22 @@ impl PorepInput {
     }
 }
 
-pub fn setup(global: &GlobalArgs, proof: &str, args: &SetupArgs) -> Result<Outcome> {
-    let proof = SealProof::from_size_or_name(proof)?;
+/// `cuzk setup --porep|--winning-post|--window-post`: test parameters for a Filecoin circuit.
+pub fn setup(global: &GlobalArgs, circuit: CircuitId, args: &SetupArgs) -> Result<Outcome> {
     let out = &args.out;
     let multiplier = backend::multiplier(args.backend, global.json)?;
     let progress = Progress::new(global.json);
     eprintln!(
-        "cuzk: WARNING: random test parameters for {proof}, NOT the Filecoin network's: proofs \
+        "cuzk: WARNING: random test parameters for {circuit}, NOT the Filecoin network's: proofs \
          made with them verify only against this .vk, and they are not a trusted setup"
     );
-    let files = ParamFiles::new(out, proof)?;
+    let files = ParamFiles::new(out, circuit)?;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     // Setup reads the circuit's compiled R1CS, which proving reads too: made (or read) first.
     let (compiled, r1cs_time) =
         progress.stage("recording the circuit's R1CS", || compiled_r1cs(&files));
     let (compiled, origin) = compiled?;
-    let (generated, elapsed) = progress.stage("generating PoRep parameters", || {
+    let (generated, elapsed) = progress.stage("generating parameters", || {
         files.generate_for(
             &compiled,
             &mut super::setup::toxic_rng(args.toxic_seed),
@@ -68,7 +70,7 @@ pub fn setup(global: &GlobalArgs, proof: &str, args: &SetupArgs) -> Result<Outco
     });
     let params = generated?;
     let summary = json!({
-        "seal_proof": proof.name(),
+        "circuit": circuit.to_string(),
         "params": files.params,
         "vk": files.vk,
         "public_inputs": params.vk.ic.len() - 1,
@@ -105,77 +107,23 @@ pub fn prove(global: &GlobalArgs, args: PorepProveArgs) -> Result<Outcome> {
         .out
         .clone()
         .unwrap_or_else(|| default_proof_path(&args.input.c1));
-    let backends = backend::select_all(args.backend, global.json)?;
     let files = ParamFiles::new(&input.params_dir, proof)?;
-    let check = if args.check_params {
-        PointCheck::Checked
-    } else {
-        PointCheck::Unchecked
-    };
-    let (params, _) = progress.stage("loading parameters", || files.load(check));
-    let params = Arc::new(params?);
-    let compiled = if args.direct_synthesis {
-        None
-    } else {
-        let (compiled, _) = progress.stage("loading the compiled R1CS", || compiled_r1cs(&files));
-        let (compiled, origin) = compiled?;
-        if let R1csOrigin::RecordedUncached(e) = origin {
-            eprintln!(
-                "cuzk: could not cache the compiled R1CS in {}: {e}",
-                files.r1cs.display()
-            );
-        }
-        Some(compiled)
-    };
-    let mut config = EngineConfig::new(1, 1);
-    config.memory_budget = match args.memory_budget {
-        // What the parameters, the R1CS and the GPU staging hold is not the partitions'.
-        MemoryArg::Auto => auto_memory_budget()
-            .context("--memory-budget auto")?
-            .saturating_sub(resident_bytes(
-                &params,
-                compiled.as_deref(),
-                &backends,
-                config.gpu_workers_per_device,
-            ))
-            .max(1),
-        MemoryArg::Bytes(bytes) => bytes,
-    };
+    let prover = Prover::load(global, &args.proving, &files)?;
     let (job, _) = progress.stage("building the partition circuits", || {
         SectorJob::new(
             args.input.c1.display().to_string(),
             &input.c1,
-            params,
+            Arc::clone(&prover.params),
             &files,
-            compiled,
+            prover.compiled.clone(),
         )
     });
     let job = job?;
     let partitions = job.partitions;
-    config.partition_workers = args
-        .partition_workers
-        .unwrap_or_else(|| partitions.min(rayon::current_num_threads()));
-    config.synthesis_concurrency = 1;
-    let sink: Arc<dyn TimelineSink> = match &args.timeline {
-        Some(path) => {
-            let file = std::fs::File::create(path)
-                .with_context(|| format!("creating {}", path.display()))?;
-            Arc::new(WriterSink::new(file))
-        }
-        None => Arc::new(MemorySink::default()),
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the runtime")?;
+    let (request, finish) = job.split();
     let (bytes, elapsed) = progress.stage(
         &format!("proving {partitions} partition(s) of {proof}"),
-        || {
-            runtime.block_on(async {
-                let engine = Engine::start(config, backends, sink)?;
-                anyhow::Ok(job.prove(&engine).await?)
-            })
-        },
+        || anyhow::Ok(finish.finish(prover.run(partitions, request)?)?),
     );
     let bytes = bytes.with_context(|| format!("proving {}", args.input.c1.display()))?;
     super::write_output(&out, &bytes)?;
@@ -193,6 +141,94 @@ pub fn prove(global: &GlobalArgs, args: PorepProveArgs) -> Result<Outcome> {
         println!("wrote {} ({} bytes)", out.display(), bytes.len());
     }
     Ok(Outcome::Success)
+}
+
+/// What proving a Filecoin circuit holds: its parameters, its compiled R1CS (unless
+/// --direct-synthesis), the backends and the engine's settings.
+pub(super) struct Prover {
+    pub params: Arc<Parameters>,
+    pub compiled: Option<Arc<CompiledR1cs>>,
+    backends: Vec<Arc<dyn ProverBackend>>,
+    config: EngineConfig,
+    sink: Arc<dyn TimelineSink>,
+    partition_workers: Option<usize>,
+}
+
+impl Prover {
+    /// Loads `files`' parameters and compiled R1CS and settles the engine's memory and TIMELINE.
+    pub fn load(global: &GlobalArgs, args: &ProvingArgs, files: &ParamFiles) -> Result<Self> {
+        let progress = Progress::new(global.json);
+        let backends = backend::select_all(args.backend, global.json)?;
+        let check = if args.check_params {
+            PointCheck::Checked
+        } else {
+            PointCheck::Unchecked
+        };
+        let (params, _) = progress.stage("loading parameters", || files.load(check));
+        let params = Arc::new(params?);
+        let compiled = if args.direct_synthesis {
+            None
+        } else {
+            let (compiled, _) =
+                progress.stage("loading the compiled R1CS", || compiled_r1cs(files));
+            let (compiled, origin) = compiled?;
+            if let R1csOrigin::RecordedUncached(e) = origin {
+                eprintln!(
+                    "cuzk: could not cache the compiled R1CS in {}: {e}",
+                    files.r1cs.display()
+                );
+            }
+            Some(compiled)
+        };
+        let mut config = EngineConfig::new(1, 1);
+        config.memory_budget = match args.memory_budget {
+            // What the parameters, the R1CS and the GPU staging hold is not the partitions'.
+            MemoryArg::Auto => auto_memory_budget()
+                .context("--memory-budget auto")?
+                .saturating_sub(resident_bytes(
+                    &params,
+                    compiled.as_deref(),
+                    &backends,
+                    config.gpu_workers_per_device,
+                ))
+                .max(1),
+            MemoryArg::Bytes(bytes) => bytes,
+        };
+        config.synthesis_concurrency = 1;
+        let sink: Arc<dyn TimelineSink> = match &args.timeline {
+            Some(path) => {
+                let file = std::fs::File::create(path)
+                    .with_context(|| format!("creating {}", path.display()))?;
+                Arc::new(WriterSink::new(file))
+            }
+            None => Arc::new(MemorySink::default()),
+        };
+        Ok(Prover {
+            params,
+            compiled,
+            backends,
+            config,
+            sink,
+            partition_workers: args.partition_workers,
+        })
+    }
+
+    /// Proves `request` (`partitions` partitions) on an engine sized for it: its partition
+    /// proofs, concatenated.
+    pub fn run(self, partitions: usize, request: JobRequest) -> Result<Vec<u8>> {
+        let mut config = self.config;
+        config.partition_workers = self
+            .partition_workers
+            .unwrap_or_else(|| partitions.min(rayon::current_num_threads()));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .context("starting the runtime")?;
+        runtime.block_on(async {
+            let engine = Engine::start(config, self.backends, self.sink)?;
+            anyhow::Ok(engine.submit(request).wait().await?.proof_bytes())
+        })
+    }
 }
 
 fn parse_prover_id(text: &str) -> Result<[u8; 32]> {
@@ -235,13 +271,23 @@ pub fn verify(global: &GlobalArgs, args: PorepVerifyArgs) -> Result<Outcome> {
 pub fn seal_test_sector(global: &GlobalArgs, args: TestSectorArgs) -> Result<Outcome> {
     let sector_dir = args.out.join("sector");
     write_test_sector(global, &args, "sealing a random", |proof| {
-        seal_random_sector(proof, &sector_dir, args.miner_id, &mut rand::rngs::OsRng)
+        let sector = seal_random_sector(proof, &sector_dir, args.miner_id, &mut rand::rngs::OsRng)?;
+        // The sealed files are there to prove: PoSt requests of the sector too.
+        std::fs::create_dir_all(&args.out)
+            .with_context(|| format!("creating {}", args.out.display()))?;
+        super::post::write_test_requests(proof, &sector, &sector_dir, &args.out)
+            .context("writing the sector's PoSt requests")?;
+        Ok(sector)
     })
 }
 
 pub fn sample_sector(global: &GlobalArgs, args: TestSectorArgs) -> Result<Outcome> {
     write_test_sector(global, &args, "sampling a committed-capacity", |proof| {
-        cuzk_filecoin::sample_sector(proof, args.miner_id, &mut rand::rngs::OsRng)
+        Ok(cuzk_filecoin::sample_sector(
+            proof,
+            args.miner_id,
+            &mut rand::rngs::OsRng,
+        )?)
     })
 }
 
@@ -250,7 +296,7 @@ fn write_test_sector(
     global: &GlobalArgs,
     args: &TestSectorArgs,
     doing: &str,
-    make: impl FnOnce(SealProof) -> Result<SealedSector, FilecoinError>,
+    make: impl FnOnce(SealProof) -> Result<SealedSector>,
 ) -> Result<Outcome> {
     let proof = SealProof::from_size_or_name(&args.size)?;
     let c1_path = args.out.join("c1.json");

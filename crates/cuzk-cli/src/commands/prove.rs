@@ -65,6 +65,8 @@ pub fn load_params(path: &Path, check: PointCheck, progress: Progress) -> Result
 pub fn run(global: &GlobalArgs, command: ProveCommand) -> Result<Outcome> {
     match (command.target, command.args, command.circuit) {
         (Some(ProveTarget::Porep(args)), _, _) => super::porep::prove(global, args),
+        (Some(ProveTarget::WinningPost(args)), _, _) => super::post::prove(global, args, true),
+        (Some(ProveTarget::WindowPost(args)), _, _) => super::post::prove(global, args, false),
         (None, Some(args), Some(circuit)) => prove(global, args, &circuit),
         _ => bail!("give a circuit to prove (--params … --constraints …) or `prove porep`"),
     }

@@ -28,6 +28,8 @@ fn read_proofs(path: &Path) -> Result<Vec<Proof>> {
 pub fn run(global: &GlobalArgs, command: VerifyCommand) -> Result<Outcome> {
     match (command.target, command.proof) {
         (Some(VerifyTarget::Porep(args)), _) => super::porep::verify(global, args),
+        (Some(VerifyTarget::WinningPost(args)), _) => super::post::verify(global, args, true),
+        (Some(VerifyTarget::WindowPost(args)), _) => super::post::verify(global, args, false),
         (None, Some(args)) => verify(global, args),
         (None, None) => bail!("give a proof to verify (--params …) or `verify porep`"),
     }

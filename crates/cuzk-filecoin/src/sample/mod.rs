@@ -32,7 +32,7 @@ use storage_proofs_porep::stacked::{
 use typenum::{U0, U2};
 
 use crate::error::filecoin;
-use crate::sealer::random_bytes;
+use crate::sealer::{random_bytes, random_prover_id};
 use crate::shapes::Drg;
 use crate::{prover_id_of_miner, FilecoinError, Revision, SealProof, SealedSector, SectorIdentity};
 use sparse_tree::{arities_of, SparseTree};
@@ -94,7 +94,7 @@ fn sample<Tree: 'static + MerkleTreeTrait>(
     );
     let comm_d = tree_d.root();
     let identity = SectorIdentity {
-        prover_id: miner_id.map_or_else(|| random_bytes(rng), prover_id_of_miner),
+        prover_id: miner_id.map_or_else(|| random_prover_id(rng), prover_id_of_miner),
         sector_id: rng.next_u64(),
     };
     let (ticket, seed) = (random_bytes(rng), random_bytes(rng));

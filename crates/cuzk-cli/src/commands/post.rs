@@ -1,0 +1,139 @@
+//! Filecoin PoSt: `prove winning-post|window-post` and `verify winning-post|window-post` of a
+//! request file (Curio's fields as JSON, as `seal-test-sector` writes them), and the requests a
+//! freshly sealed test sector gets.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use cuzk_filecoin::{
+    parameter_dir, post_vanilla_proofs, verify_post, ParamFiles, PostJob, PostKind, PostProof,
+    PostRequest, SealProof, SealedSector,
+};
+use rand::RngCore;
+use serde_json::json;
+
+use super::porep::Prover;
+use crate::args::{GlobalArgs, PostInputArgs, PostProveArgs, PostVerifyArgs};
+use crate::progress::Progress;
+use crate::Outcome;
+
+/// What a PoSt command reads, validated: the parameter directory settled, the request parsed
+/// and of the kind the command names.
+struct PostInput {
+    params_dir: PathBuf,
+    post: PostRequest,
+}
+
+impl PostInput {
+    fn open(args: &PostInputArgs, winning: bool) -> Result<Self> {
+        let params_dir = parameter_dir(args.params_dir.as_deref())?;
+        let post = PostRequest::read(&args.request)?;
+        if (post.proof.kind == PostKind::Winning) != winning {
+            bail!(
+                "{}: registered_proof {} is not a {}",
+                args.request.display(),
+                post.proof,
+                if winning { "WinningPoSt" } else { "WindowPoSt" }
+            );
+        }
+        Ok(PostInput { params_dir, post })
+    }
+}
+
+pub fn prove(global: &GlobalArgs, args: PostProveArgs, winning: bool) -> Result<Outcome> {
+    let progress = Progress::new(global.json);
+    let input = PostInput::open(&args.input, winning)?;
+    let proof = input.post.proof;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| args.input.request.with_extension("proof"));
+    let files = ParamFiles::new(&input.params_dir, proof)?;
+    let prover = Prover::load(global, &args.proving, &files)?;
+    let (job, _) = progress.stage("building the circuit", || {
+        PostJob::new(
+            args.input.request.display().to_string(),
+            &input.post,
+            Arc::clone(&prover.params),
+            &files,
+            prover.compiled.clone(),
+        )
+    });
+    let job = job?;
+    let (bytes, elapsed) =
+        progress.stage(&format!("proving {proof}"), || prover.run(1, job.request));
+    let bytes = bytes.with_context(|| format!("proving {}", args.input.request.display()))?;
+    super::write_output(&out, &bytes)?;
+    if global.json {
+        println!(
+            "{}",
+            json!({
+                "proof": out,
+                "post_proof": proof.name(),
+                "sectors": input.post.vanilla_proofs.len(),
+                "prove_s": elapsed.as_secs_f64(),
+            })
+        );
+    } else {
+        println!("wrote {} ({} bytes)", out.display(), bytes.len());
+    }
+    Ok(Outcome::Success)
+}
+
+pub fn verify(global: &GlobalArgs, args: PostVerifyArgs, winning: bool) -> Result<Outcome> {
+    let input = PostInput::open(&args.input, winning)?;
+    let post = &input.post;
+    let proof_bytes =
+        std::fs::read(&args.proof).with_context(|| format!("reading {}", args.proof.display()))?;
+    let valid = verify_post(
+        post.proof,
+        post.randomness,
+        post.prover_id,
+        &post.sectors()?,
+        &proof_bytes,
+        &input.params_dir,
+    )
+    .with_context(|| format!("verifying {}", args.proof.display()))?;
+    Ok(super::verdict(
+        global,
+        valid,
+        json!({ "post_proof": post.proof.name() }),
+    ))
+}
+
+/// Writes a WinningPoSt and a WindowPoSt request for `sector` (sealed for `seal` into
+/// `sector_dir`) into `out`, with fresh randomness: `winning-post.json`, `window-post.json`.
+pub fn write_test_requests(
+    seal: SealProof,
+    sector: &SealedSector,
+    sector_dir: &Path,
+    out: &Path,
+) -> Result<Vec<PathBuf>> {
+    [
+        (PostKind::Winning, "winning-post.json"),
+        (PostKind::Window, "window-post.json"),
+    ]
+    .into_iter()
+    .map(|(kind, name)| {
+        let proof = PostProof {
+            kind,
+            size: seal.size,
+        };
+        let mut randomness = [0u8; 32];
+        rand::rngs::OsRng.fill_bytes(&mut randomness);
+        // A field element, as the chain's randomness always is.
+        randomness[31] &= 0x3f;
+        let request = PostRequest {
+            proof,
+            vanilla_proofs: post_vanilla_proofs(proof, &[(sector, sector_dir)], randomness)?,
+            randomness,
+            prover_id: sector.identity.prover_id,
+            partition: 0,
+        };
+        let path = out.join(name);
+        request.write(&path)?;
+        Ok(path)
+    })
+    .collect()
+}
