@@ -166,6 +166,18 @@ mod tests {
     }
 
     #[test]
+    fn both_windowpost_versions_share_their_parameter_files() {
+        let dir = std::path::Path::new("/params");
+        let files = |number| {
+            crate::ParamFiles::new(dir, PostProof::from_number(number).unwrap())
+                .unwrap()
+                .params
+        };
+        assert_eq!(files(5), files(10));
+        assert_ne!(files(0), files(10));
+    }
+
+    #[test]
     fn configs_are_the_registrys() {
         let winning = PostProof::from_number(0).unwrap().post_config().unwrap();
         assert_eq!(winning.typ, PoStType::Winning);

@@ -1,13 +1,15 @@
-//! Filecoin's circuits, as Curio sends them: PoRep C2 today (every size and revision); the
-//! other kinds are recognised and fail with a clear reason until the engine proves them.
+//! Filecoin's circuits, as Curio sends them: PoRep C2 (every size and revision), WinningPoSt and
+//! WindowPoSt partitions; SnapDeals is recognised and fails with a clear reason until the engine
+//! proves it.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use base64::Engine as _;
 use cuzk_filecoin::{
-    compiled_r1cs, prover_id_of_miner, verify_seal, C1Output, FilecoinError, ParamFiles,
-    R1csOrigin, SealProof, SectorIdentity, SectorJob, SectorSize, SECTOR_SIZES,
+    compiled_r1cs, prover_id_of_miner, verify_post, verify_seal, C1Output, CircuitId,
+    FilecoinError, ParamFiles, PostJob, PostKind, PostProof, PostRequest, R1csOrigin, SealProof,
+    SectorIdentity, SectorJob, SectorSize, SECTOR_SIZES,
 };
 use cuzk_groth16::params_file::PointCheck;
 use serde::Deserialize;
@@ -38,26 +40,51 @@ impl FilecoinCircuits {
     }
 }
 
-/// The circuit id of a PoRep sector size: `porep-2k`, `porep-32g` (the public engine's names).
-pub fn porep_circuit(size: SectorSize) -> String {
-    let short = match size {
+/// Every circuit the daemon serves: for each size, PoRep's (the current revision's parameters
+/// serve every revision of a size), WinningPoSt's and WindowPoSt's (both versions share them).
+fn served() -> impl Iterator<Item = CircuitId> {
+    SECTOR_SIZES.into_iter().flat_map(|size| {
+        [
+            CircuitId::Seal(SealProof::current(size)),
+            CircuitId::Post(PostProof {
+                kind: PostKind::Winning,
+                size,
+            }),
+            CircuitId::Post(PostProof {
+                kind: PostKind::Window,
+                size,
+            }),
+        ]
+    })
+}
+
+/// The circuit id of a circuit's parameters, by the public engine's names: `porep-32g`,
+/// `winning-32g`, `wpost-32g`.
+pub fn circuit_name(circuit: CircuitId) -> String {
+    let short = match circuit.size() {
         SectorSize::S2KiB => "2k",
         SectorSize::S8MiB => "8m",
         SectorSize::S512MiB => "512m",
         SectorSize::S32GiB => "32g",
         SectorSize::S64GiB => "64g",
     };
-    format!("porep-{short}")
+    let kind = match circuit {
+        CircuitId::Seal(_) => "porep",
+        CircuitId::Post(PostProof {
+            kind: PostKind::Winning,
+            ..
+        }) => "winning",
+        CircuitId::Post(_) => "wpost",
+    };
+    format!("{kind}-{short}")
 }
 
-fn porep_size(circuit: &str) -> Option<SectorSize> {
-    SECTOR_SIZES
-        .into_iter()
-        .find(|size| porep_circuit(*size) == circuit)
+fn circuit_of(name: &str) -> Option<CircuitId> {
+    served().find(|circuit| circuit_name(*circuit) == name)
 }
 
 fn unknown_circuit(circuit: &str) -> DaemonError {
-    let known: Vec<String> = SECTOR_SIZES.into_iter().map(porep_circuit).collect();
+    let known: Vec<String> = served().map(circuit_name).collect();
     DaemonError::invalid(
         "circuit_id",
         format!("unknown circuit {circuit:?} (known: {})", known.join(", ")),
@@ -142,45 +169,102 @@ fn check_porep(request: SubmitProofRequest) -> Result<PorepJob, DaemonError> {
     })
 }
 
-/// Checks the registered proof of a kind the engine does not prove yet, so a malformed request
-/// is still named as such.
-fn check_other(request: &SubmitProofRequest, kind: Kind) -> Result<(), DaemonError> {
-    let (valid, what) = match kind {
-        Kind::SnapDeals => (0..=4, "a RegisteredUpdateProof (0–4)"),
-        Kind::WindowPost => (5..=14, "a WindowPoSt RegisteredPoStProof (5–14)"),
-        Kind::WinningPost => (0..=4, "a WinningPoSt RegisteredPoStProof (0–4)"),
-        Kind::PoRep => (0..=19, "a RegisteredSealProof (0–19)"),
-    };
-    if !valid.contains(&request.registered_proof) {
+/// Checks the registered proof of a SnapDeals update, which the engine does not prove yet, so a
+/// malformed request is still named as such.
+fn check_snap(request: &SubmitProofRequest) -> Result<(), DaemonError> {
+    if request.registered_proof > 4 {
         return Err(DaemonError::invalid(
             "registered_proof",
-            format!("{} is not {what}", request.registered_proof),
+            format!(
+                "{} is not a RegisteredUpdateProof (0–4)",
+                request.registered_proof
+            ),
         ));
     }
     Ok(())
 }
 
+/// A WinningPoSt or WindowPoSt request's fields, checked as far as they go without parameters
+/// (the vanilla proofs are decoded and verified when the job is built).
+fn check_post(request: SubmitProofRequest, kind: Kind) -> Result<PostRequest, DaemonError> {
+    let winning = kind == Kind::WinningPost;
+    let proof = PostProof::from_number(request.registered_proof)
+        .filter(|proof| (proof.kind == PostKind::Winning) == winning)
+        .ok_or_else(|| {
+            let what = if winning {
+                "a WinningPoSt RegisteredPoStProof (0–4)"
+            } else {
+                "a WindowPoSt RegisteredPoStProof (5–14)"
+            };
+            DaemonError::invalid(
+                "registered_proof",
+                format!("{} is not {what}", request.registered_proof),
+            )
+        })?;
+    let randomness: [u8; 32] = request.randomness.as_slice().try_into().map_err(|_| {
+        DaemonError::invalid(
+            "randomness",
+            format!("{} bytes, 32 expected", request.randomness.len()),
+        )
+    })?;
+    if request.vanilla_proofs.is_empty() {
+        return Err(DaemonError::invalid(
+            "vanilla_proofs",
+            "none given (one per sector)",
+        ));
+    }
+    Ok(PostRequest {
+        proof,
+        vanilla_proofs: request.vanilla_proofs,
+        randomness,
+        prover_id: prover_id_of_miner(request.miner_id),
+        partition: request.partition_index as usize,
+    })
+}
+
 impl Circuits for FilecoinCircuits {
     fn check(&self, request: SubmitProofRequest, kind: Kind) -> Result<Work, DaemonError> {
-        if kind != Kind::PoRep {
-            check_other(&request, kind)?;
-            return Ok(Work::Unsupported(format!(
-                "{} proofs are not supported by this daemon yet (it proves PoRep C2)",
-                kind.title()
-            )));
+        match kind {
+            Kind::SnapDeals => {
+                check_snap(&request)?;
+                Ok(Work::Unsupported(format!(
+                    "{} proofs are not supported by this daemon yet (it proves PoRep C2, \
+                     WinningPoSt and WindowPoSt)",
+                    kind.title()
+                )))
+            }
+            Kind::WinningPost | Kind::WindowPost => {
+                let post = check_post(request, kind)?;
+                // Both WindowPoSt versions are proven with the current one's parameters.
+                let circuit = CircuitId::Post(PostProof {
+                    kind: match post.proof.kind {
+                        PostKind::Winning => PostKind::Winning,
+                        PostKind::WindowV1 | PostKind::Window => PostKind::Window,
+                    },
+                    size: post.proof.size,
+                });
+                Ok(Work::Prove {
+                    circuit: circuit_name(circuit),
+                    job: Box::new(PostBuild {
+                        post,
+                        params_dir: self.params_dir.clone(),
+                    }),
+                })
+            }
+            Kind::PoRep => {
+                let mut job = check_porep(request)?;
+                job.params_dir = self.params_dir.clone();
+                Ok(Work::Prove {
+                    circuit: circuit_name(CircuitId::Seal(SealProof::current(job.c1.proof.size))),
+                    job: Box::new(job),
+                })
+            }
         }
-        let mut job = check_porep(request)?;
-        job.params_dir = self.params_dir.clone();
-        Ok(Work::Prove {
-            circuit: porep_circuit(job.c1.proof.size),
-            job: Box::new(job),
-        })
     }
 
     fn on_disk(&self) -> Vec<String> {
-        SECTOR_SIZES
-            .into_iter()
-            .map(porep_circuit)
+        served()
+            .map(circuit_name)
             .filter(|circuit| {
                 self.describe(circuit)
                     .is_ok_and(|files| files.bytes.is_some())
@@ -189,12 +273,10 @@ impl Circuits for FilecoinCircuits {
     }
 
     fn describe(&self, circuit: &str) -> Result<CircuitFiles, DaemonError> {
-        let size = porep_size(circuit).ok_or_else(|| unknown_circuit(circuit))?;
-        let files = ParamFiles::new(&self.params_dir, SealProof::current(size)).map_err(|e| {
-            DaemonError::Parameters {
-                circuit: circuit.to_owned(),
-                reason: e.to_string(),
-            }
+        let id = circuit_of(circuit).ok_or_else(|| unknown_circuit(circuit))?;
+        let files = ParamFiles::new(&self.params_dir, id).map_err(|e| DaemonError::Parameters {
+            circuit: circuit.to_owned(),
+            reason: e.to_string(),
         })?;
         Ok(CircuitFiles {
             location: files.params.display().to_string(),
@@ -203,9 +285,8 @@ impl Circuits for FilecoinCircuits {
     }
 
     fn load(&self, circuit: &str) -> Result<ParamSet, String> {
-        let size = porep_size(circuit).ok_or_else(|| unknown_circuit(circuit).to_string())?;
-        let files = ParamFiles::new(&self.params_dir, SealProof::current(size))
-            .map_err(|e| e.to_string())?;
+        let id = circuit_of(circuit).ok_or_else(|| unknown_circuit(circuit).to_string())?;
+        let files = ParamFiles::new(&self.params_dir, id).map_err(|e| e.to_string())?;
         // Every proof is verified before it is returned, so the points need no check here.
         let params = files
             .load(PointCheck::Unchecked)
@@ -279,6 +360,56 @@ impl BuildJob for PorepJob {
     }
 }
 
+/// A checked WinningPoSt or WindowPoSt request.
+struct PostBuild {
+    post: PostRequest,
+    params_dir: PathBuf,
+}
+
+impl BuildJob for PostBuild {
+    fn build(self: Box<Self>, id: &str, params: &ParamSet) -> Result<PreparedJob, String> {
+        let PostBuild { post, params_dir } = *self;
+        let files = ParamFiles::new(&params_dir, post.proof).map_err(|e| e.to_string())?;
+        let job = PostJob::new(
+            id,
+            &post,
+            Arc::clone(&params.params),
+            &files,
+            params.compiled.clone(),
+        )
+        .map_err(|e| e.to_string())?;
+        let sectors = post.sectors().map_err(|e| e.to_string())?;
+        Ok(PreparedJob {
+            request: job.request,
+            finish: Box::new(move |output| {
+                let bytes = output.proof_bytes();
+                // The engine verified the proof against the circuit's public inputs; this checks
+                // it as Curio's chain will, where filecoin's verifier can see the whole
+                // statement: a WinningPoSt, or WindowPoSt's first partition.
+                if post.proof.kind != PostKind::Winning && post.partition != 0 {
+                    return Ok(bytes);
+                }
+                let proof = post.proof;
+                match verify_post(
+                    proof,
+                    post.randomness,
+                    post.prover_id,
+                    &sectors,
+                    &bytes,
+                    &params_dir,
+                ) {
+                    Ok(true) => Ok(bytes),
+                    Ok(false) => Err(format!(
+                        "the proof does not pass filecoin-proofs' verifier of {proof} (are the \
+                         vanilla proofs this miner's and this randomness's?)"
+                    )),
+                    Err(e) => Err(e.to_string()),
+                }
+            }),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -287,10 +418,12 @@ mod tests {
 
     #[test]
     fn circuit_ids_round_trip() {
-        for size in SECTOR_SIZES {
-            assert_eq!(porep_size(&porep_circuit(size)), Some(size));
+        for circuit in served() {
+            assert_eq!(circuit_of(&circuit_name(circuit)), Some(circuit));
         }
-        assert_eq!(porep_circuit(SectorSize::S32GiB), "porep-32g");
-        assert_eq!(porep_size("porep-1t"), None);
+        assert_eq!(served().count(), 15);
+        let names: Vec<String> = served().take(3).map(circuit_name).collect();
+        assert_eq!(names, ["porep-2k", "winning-2k", "wpost-2k"]);
+        assert_eq!(circuit_of("porep-1t"), None);
     }
 }

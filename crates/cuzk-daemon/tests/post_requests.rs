@@ -1,0 +1,188 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! WinningPoSt and WindowPoSt requests as Curio forms them (the FFI's vanilla proofs of a sealed
+//! 2 KiB sector, randomness, miner id), against a daemon serving Filecoin's circuits over a real
+//! socket: proven, the proofs accepted by filecoin's verifiers; malformed requests refused naming
+//! their field; a tampered vanilla proof failed with a reason, the daemon serving on. (One test:
+//! filecoin-proofs reads its parameter directory once per process.)
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cuzk_daemon::client::connect;
+use cuzk_daemon::config::Config;
+use cuzk_daemon::proto::await_proof_response::Status;
+use cuzk_daemon::proto::{self, SubmitProofRequest};
+use cuzk_daemon::server::circuits;
+use cuzk_daemon::{serve, Serving};
+use cuzk_filecoin::{
+    post_vanilla_proofs, seal_random_sector, verify_post, ParamFiles, PostKind, PostProof,
+    SealProof, SectorSize,
+};
+use cuzk_groth16::setup::Multiplier;
+use rand::RngCore;
+use tokio::sync::oneshot;
+use tonic::Code;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn post_requests_are_proven_and_malformed_ones_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let params = dir.path().join("params");
+    std::fs::create_dir_all(&params).unwrap();
+    let socket = dir.path().join("cuzk.sock");
+    let config = Config::from_toml(
+        &format!(
+            "[daemon]\nlisten = \"unix://{}\"\n[gpus]\nbackend = \"cpu\"\n[memory]\ntotal_budget = \"4GiB\"\n[srs]\nparam_cache = \"{}\"\n",
+            socket.display(),
+            params.display()
+        ),
+        "test.toml",
+    )
+    .unwrap();
+    // First: it settles filecoin-proofs' parameter directory.
+    let circuits = circuits(&config).unwrap();
+    let mut rng = cuzk_testkit::rng("post requests");
+    let sector_dir = dir.path().join("sector");
+    let sector = seal_random_sector(
+        SealProof::current(SectorSize::S2KiB),
+        &sector_dir,
+        Some(1000),
+        &mut rng,
+    )
+    .unwrap();
+    let comm_r = sector.c1.commitments().unwrap().comm_r;
+    let (winning, window) = (
+        PostProof::from_number(0).unwrap(),
+        PostProof::from_number(10).unwrap(),
+    );
+    for proof in [winning, window] {
+        ParamFiles::generate(&params, proof, &mut rng, &Multiplier::Cpu).unwrap();
+    }
+    let mut randomness = [0u8; 32];
+    rng.fill_bytes(&mut randomness);
+    randomness[31] &= 0x3f;
+    let request = |proof: PostProof| SubmitProofRequest {
+        request_id: format!("post-{}", proof.number()),
+        proof_kind: match proof.kind {
+            PostKind::Winning => proto::ProofKind::WinningPost,
+            _ => proto::ProofKind::WindowPostPartition,
+        }
+        .into(),
+        registered_proof: proof.number(),
+        vanilla_proofs: post_vanilla_proofs(proof, &[(&sector, &sector_dir)], randomness).unwrap(),
+        randomness: randomness.to_vec(),
+        miner_id: 1000,
+        ..Default::default()
+    };
+
+    let (tell, bound) = oneshot::channel();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let served = tokio::spawn(serve(
+        config,
+        Arc::clone(&circuits),
+        Serving {
+            backends: None,
+            on_bound: Some(tell),
+        },
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let bound = bound.await.unwrap();
+    let mut client = connect(&bound.grpc.to_string(), None).await.unwrap();
+    let mut prove = async |submit: SubmitProofRequest| {
+        client
+            .prove(proto::ProveRequest {
+                submit: Some(submit),
+            })
+            .await
+    };
+
+    for proof in [winning, window] {
+        let done = prove(request(proof))
+            .await
+            .unwrap()
+            .into_inner()
+            .result
+            .unwrap();
+        assert_eq!(
+            done.status(),
+            Status::Completed,
+            "{proof}: {}",
+            done.error_message
+        );
+        assert_eq!(done.proof.len(), 192);
+        let sectors = [(sector.identity.sector_id, comm_r)];
+        let valid = verify_post(
+            proof,
+            randomness,
+            sector.identity.prover_id,
+            &sectors,
+            &done.proof,
+            &params,
+        )
+        .unwrap();
+        assert!(valid, "{proof}: filecoin's verifier");
+    }
+
+    let with = |change: &dyn Fn(&mut SubmitProofRequest)| {
+        let mut changed = request(winning);
+        change(&mut changed);
+        changed
+    };
+    let cases: Vec<(&str, SubmitProofRequest, &str)> = vec![
+        (
+            "a WindowPoSt proof for WinningPoSt",
+            with(&|r| r.registered_proof = 10),
+            "registered_proof",
+        ),
+        (
+            "a registered proof out of range",
+            with(&|r| r.registered_proof = 15),
+            "registered_proof",
+        ),
+        (
+            "short randomness",
+            with(&|r| r.randomness.truncate(31)),
+            "randomness",
+        ),
+        (
+            "no vanilla proofs",
+            with(&|r| r.vanilla_proofs.clear()),
+            "vanilla_proofs",
+        ),
+    ];
+    for (what, mut submit, field) in cases {
+        // An id of its own: a known id would be answered with that job's result.
+        submit.request_id = what.into();
+        let refused = prove(submit).await.expect_err(what);
+        assert_eq!(refused.code(), Code::InvalidArgument, "{what}: {refused}");
+        assert!(
+            refused.message().starts_with(field),
+            "{what}: expected the field {field}, got {}",
+            refused.message()
+        );
+    }
+
+    // Well formed, but its vanilla proof was tampered with: FAILED, naming it; then served on.
+    let tampered = with(&|r| {
+        r.request_id = "tampered".into();
+        r.vanilla_proofs[0][8 + 5] ^= 1;
+    });
+    let failed = prove(tampered).await.unwrap().into_inner().result.unwrap();
+    assert_eq!(failed.status(), Status::Failed);
+    assert!(
+        failed.error_message.contains("vanilla_proofs"),
+        "{}",
+        failed.error_message
+    );
+    let again = with(&|r| r.request_id = "again".into());
+    let done = prove(again).await.unwrap().into_inner().result.unwrap();
+    assert_eq!(done.status(), Status::Completed, "{}", done.error_message);
+
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(30), served)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
