@@ -9,7 +9,9 @@ use storage_proofs_core::sector::SectorId;
 
 use crate::error::filecoin;
 use crate::params::check_parameter_dir;
-use crate::{FilecoinError, ParamFiles, PostKind, PostProof, Revision, SealCommitments, SealProof};
+use crate::{
+    CircuitId, FilecoinError, ParamFiles, PostKind, PostProof, Revision, SealCommitments, SealProof,
+};
 
 /// Who sealed which sector: with a C1 output's commitments, what `verify_seal` needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,9 +30,7 @@ pub fn verify_seal(
     proof_bytes: &[u8],
     params_dir: &Path,
 ) -> Result<bool, FilecoinError> {
-    check_parameter_dir(params_dir)?;
-    let files = ParamFiles::new(params_dir, proof)?;
-    files.require(&files.vk)?;
+    let files = verifying_key_files(params_dir, proof)?;
     if proof.revision == Revision::NonInteractive {
         files.require_srs()?;
     }
@@ -76,9 +76,7 @@ pub fn verify_post(
     proof_bytes: &[u8],
     params_dir: &Path,
 ) -> Result<bool, FilecoinError> {
-    check_parameter_dir(params_dir)?;
-    let files = ParamFiles::new(params_dir, proof)?;
-    files.require(&files.vk)?;
+    verifying_key_files(params_dir, proof)?;
     with_shape!(
         proof.size.bytes(),
         verify_post_of,
@@ -130,4 +128,16 @@ fn verify_post_of<Tree: 'static + MerkleTreeTrait>(
         }
     }
     .map_err(filecoin(format!("verifying the {proof} proof")))
+}
+
+/// `circuit`'s files in `params_dir`, which must be filecoin-proofs' parameter directory (its
+/// verifiers read the verifying key from there) and must hold the verifying key.
+fn verifying_key_files(
+    params_dir: &Path,
+    circuit: impl Into<CircuitId>,
+) -> Result<ParamFiles, FilecoinError> {
+    check_parameter_dir(params_dir)?;
+    let files = ParamFiles::new(params_dir, circuit)?;
+    files.require(&files.vk)?;
+    Ok(files)
 }
