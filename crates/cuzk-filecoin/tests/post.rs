@@ -32,7 +32,8 @@ const WINDOW: PostProof = PostProof {
 
 struct Fixture {
     dir: PathBuf,
-    /// Two sectors, each sealed in its own work directory.
+    /// Three sectors, each sealed in its own work directory, in order of their ids (the
+    /// verifier's order).
     sectors: Vec<(SealedSector, PathBuf)>,
     _work: tempfile::TempDir,
 }
@@ -47,7 +48,7 @@ fn fixture() -> &'static Fixture {
         let mut rng = cuzk_testkit::rng("post fixture");
         let work = tempfile::tempdir().unwrap();
         let prover = rng.next_u64() >> 1;
-        let sectors = (0..2)
+        let mut sectors: Vec<(SealedSector, PathBuf)> = (0..3)
             .map(|i| {
                 let at = work.path().join(format!("s{i}"));
                 let proof = SealProof::current(SectorSize::S2KiB);
@@ -55,6 +56,7 @@ fn fixture() -> &'static Fixture {
                 (sector, at)
             })
             .collect();
+        sectors.sort_by_key(|(sector, _)| sector.identity.sector_id);
         Fixture {
             dir,
             sectors,
@@ -103,6 +105,40 @@ fn request(proof: PostProof, count: usize, randomness: [u8; 32]) -> PostRequest 
         randomness,
         prover_id: sectors[0].0.identity.prover_id,
         partition: 0,
+    }
+}
+
+/// WindowPoSt over all three sectors, two per partition at 2 KiB: each partition proven from its
+/// own sectors' vanilla proofs (challenged together, as Curio's deadline does), the partition
+/// proofs concatenated and judged by `verify_window_post` over every sector — for both versions
+/// (API 1.0 counts challenges from a sector's place in the whole set).
+#[test]
+fn window_post_partitions_verify_together() {
+    for proof in [
+        WINDOW,
+        PostProof {
+            kind: PostKind::WindowV1,
+            ..WINDOW
+        },
+    ] {
+        let chosen = randomness(&format!("partitions {proof}"));
+        let all = request(proof, 3, chosen);
+        let mut proofs = Vec::new();
+        for (partition, range) in [(0, 0..2), (1, 2..3)] {
+            let part = PostRequest {
+                vanilla_proofs: all.vanilla_proofs[range].to_vec(),
+                partition,
+                ..all.clone()
+            };
+            proofs.extend(prove(&part).unwrap());
+        }
+        assert_eq!(proofs.len(), 2 * 192);
+        assert!(verify(&all, 3, chosen, &proofs), "{proof}: both partitions");
+        proofs.rotate_left(192);
+        assert!(
+            !verify(&all, 3, chosen, &proofs),
+            "{proof}: partitions out of order"
+        );
     }
 }
 
@@ -218,8 +254,7 @@ fn request_files_round_trip_and_name_bad_fields() {
     let path = dir.path().join("window.json");
     post.write(&path).unwrap();
     assert_eq!(PostRequest::read(&path).unwrap(), post);
-    let mut ids: Vec<u64> = fixture()
-        .sectors
+    let mut ids: Vec<u64> = fixture().sectors[..2]
         .iter()
         .map(|(s, _)| s.identity.sector_id)
         .collect();
