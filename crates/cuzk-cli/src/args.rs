@@ -452,7 +452,9 @@ pub struct AnalyzeArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(mut_arg("constraints", |arg| arg.required(false).required_unless_present("c1")))]
+#[command(mut_arg("constraints", |arg| {
+    arg.required(false).required_unless_present_any(["c1", "post"])
+}))]
 pub struct BenchArgs {
     #[command(flatten)]
     pub circuit: Option<CircuitArgs>,
@@ -460,8 +462,12 @@ pub struct BenchArgs {
     /// the real circuit and partitions, with the parameters of --params-dir.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["CircuitArgs", "partitions"])]
     pub c1: Option<PathBuf>,
-    /// Parameter directory for --c1 (default: filecoin-proofs').
-    #[arg(long, requires = "c1")]
+    /// Prove this WinningPoSt or WindowPoSt request (a request file, as `cuzk seal-test-sector`
+    /// writes them) in every job: one partition each, with the parameters of --params-dir.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["CircuitArgs", "partitions", "c1"])]
+    pub post: Option<PathBuf>,
+    /// Parameter directory for --c1 or --post (default: filecoin-proofs').
+    #[arg(long)]
     pub params_dir: Option<PathBuf>,
     /// With --c1: prove with random test parameters made in this process (their points on the
     /// GPU when --backend allows one) instead of reading the .params file: nothing is written but

@@ -871,6 +871,27 @@ fn post_commands_prove_and_verify_a_sealed_sector() {
         let flipped = files.path("flipped.proof");
         std::fs::write(&flipped, bytes).unwrap();
         assert_ne!(verify(&flipped).status.code(), Some(0), "a flipped byte");
+
+        let bench = cuzk(&[
+            "--json",
+            "bench",
+            "--post",
+            &request,
+            "--params-dir",
+            &params,
+            "--backend",
+            "cpu",
+            "-j",
+            "1",
+            "-c",
+            "1",
+            "--warmup",
+            "0",
+        ]);
+        assert!(bench.status.success(), "bench: {}", stderr(&bench));
+        let summary: serde_json::Value = serde_json::from_slice(&bench.stdout).unwrap();
+        assert_eq!(summary["circuit"], "post", "{summary}");
+        assert_eq!(summary["partitions"], 1, "{summary}");
     }
     let other = cuzk(&[
         "prove",

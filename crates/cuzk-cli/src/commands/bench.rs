@@ -7,10 +7,13 @@
 //! jobs carry its shape key, so the engine records its R1CS from the first partition and
 //! synthesizes the rest by witness only, unless --direct-synthesis.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{bail, ensure, Context, Result};
-use cuzk_filecoin::{compiled_r1cs, parameter_dir, C1Output, ParamFiles, SectorJob};
+use cuzk_filecoin::{
+    compiled_r1cs, parameter_dir, C1Output, ParamFiles, PostJob, PostRequest, SectorJob,
+};
 use cuzk_gpu::Gpu;
 use cuzk_groth16::backend::GpuBackend;
 use cuzk_groth16::params_file::PointCheck;
@@ -46,6 +49,13 @@ enum Workload {
         compiled: Option<Arc<CompiledR1cs>>,
         test_params: Option<TestParams>,
     },
+    /// One WinningPoSt or WindowPoSt request, with its parameter files and compiled R1CS.
+    Post {
+        post: PostRequest,
+        source: PathBuf,
+        files: ParamFiles,
+        compiled: Option<Arc<CompiledR1cs>>,
+    },
 }
 
 /// Where random test parameters are made.
@@ -58,6 +68,21 @@ enum TestParams {
 
 impl Workload {
     fn from_args(args: &BenchArgs, quiet: bool) -> Result<Self> {
+        if let Some(source) = &args.post {
+            let dir = parameter_dir(args.params_dir.as_deref())?;
+            let post = PostRequest::read(source)?;
+            let files = ParamFiles::new(&dir, post.proof)?;
+            let compiled = match args.direct_synthesis {
+                true => None,
+                false => Some(compiled_r1cs(&files)?.0),
+            };
+            return Ok(Workload::Post {
+                post,
+                source: source.clone(),
+                files,
+                compiled,
+            });
+        }
         match (&args.c1, &args.circuit) {
             (Some(c1), _) => {
                 // Before any file is read: a GPU that is not there fails at once.
@@ -88,7 +113,9 @@ impl Workload {
                 })
             }
             (None, Some(circuit)) => Ok(Workload::Synthetic(CircuitSpec::from_args(circuit)?)),
-            (None, None) => bail!("give a circuit (--constraints N) or a sector (--c1 FILE)"),
+            (None, None) => {
+                bail!("give a circuit (--constraints N), a sector (--c1 FILE) or --post FILE")
+            }
         }
     }
 
@@ -96,6 +123,9 @@ impl Workload {
         match self {
             Workload::Synthetic(spec) => spec.describe(),
             Workload::Porep { c1, .. } => format!("{} C2 of {}", c1.proof, c1.source),
+            Workload::Post { post, source, .. } => {
+                format!("{} of {}", post.proof, source.display())
+            }
         }
     }
 
@@ -135,9 +165,10 @@ impl Workload {
                     })
                 },
             ),
-            Workload::Porep { files, .. } => progress.stage("loading parameters", || {
-                anyhow::Ok(files.load(PointCheck::Unchecked)?)
-            }),
+            Workload::Porep { files, .. } | Workload::Post { files, .. } => progress
+                .stage("loading parameters", || {
+                    anyhow::Ok(files.load(PointCheck::Unchecked)?)
+                }),
         };
         params.context("parameters")
     }
@@ -145,7 +176,9 @@ impl Workload {
     /// The compiled R1CS the run holds, if any.
     fn compiled(&self) -> Option<&CompiledR1cs> {
         match self {
-            Workload::Porep { compiled, .. } => compiled.as_deref(),
+            Workload::Porep { compiled, .. } | Workload::Post { compiled, .. } => {
+                compiled.as_deref()
+            }
             Workload::Synthetic(_) => None,
         }
     }
@@ -161,6 +194,12 @@ impl Workload {
             Workload::Porep { c1, compiled, .. } => json!({
                 "circuit": "porep",
                 "seal_proof": c1.proof.name(),
+                "rows": compiled.as_ref().map(|c| c.num_rows()),
+            }),
+            Workload::Post { post, compiled, .. } => json!({
+                "circuit": "post",
+                "post_proof": post.proof.name(),
+                "sectors": post.vanilla_proofs.len(),
                 "rows": compiled.as_ref().map(|c| c.num_rows()),
             }),
         }
@@ -190,6 +229,7 @@ impl Plan {
         let partitions = match &workload {
             Workload::Synthetic(_) => args.partitions,
             Workload::Porep { c1, .. } => usize::from(c1.proof.porep_config()?.partitions),
+            Workload::Post { .. } => 1,
         };
         Ok(Plan {
             workload,
@@ -233,6 +273,12 @@ impl Plan {
                 compiled,
                 ..
             } => Ok(SectorJob::new(id, c1, Arc::clone(params), files, compiled.clone())?.request),
+            Workload::Post {
+                post,
+                files,
+                compiled,
+                ..
+            } => Ok(PostJob::new(id, post, Arc::clone(params), files, compiled.clone())?.request),
         }
     }
 }
