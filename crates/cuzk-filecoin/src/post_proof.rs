@@ -49,6 +49,14 @@ pub struct PostProof {
 }
 
 impl PostProof {
+    /// `kind` for a sector size, or a registered PoSt proof's name (of any kind).
+    pub fn from_size_or_name(text: &str, kind: PostKind) -> Result<Self, FilecoinError> {
+        match text.parse::<SectorSize>() {
+            Ok(size) => Ok(PostProof { kind, size }),
+            Err(_) => text.parse(),
+        }
+    }
+
     /// The registered proof with this number (`RegisteredPoStProof`), if there is one.
     pub fn from_number(number: u64) -> Option<Self> {
         let kind = *KINDS.get(usize::try_from(number / 5).ok()?)?;
@@ -160,6 +168,10 @@ mod tests {
             PostProof::from_number(13).unwrap().name(),
             "StackedDrgWindow32GiBV1_1"
         );
+        let window = PostProof::from_size_or_name("32GiB", PostKind::Window).unwrap();
+        assert_eq!(window.number(), 13);
+        let named = PostProof::from_size_or_name("StackedDrgWindow2KiBV1", PostKind::Winning);
+        assert_eq!(named.unwrap().number(), 5);
         let parsed: PostProof = "StackedDrgWinning64GiBV1".parse().unwrap();
         assert_eq!(parsed.number(), 4);
         assert!("StackedDrgWinning64GiBV1_1".parse::<PostProof>().is_err());

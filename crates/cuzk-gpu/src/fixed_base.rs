@@ -46,7 +46,6 @@ pub fn fixed_base_multiply<A: FixedBaseAffine>(
         window_bits,
         windows,
         scalars,
-        0,
         |start, points| {
             let out = &mut out[start..start + points.len() / A::WORDS];
             // SAFETY: the kernel writes affine points in blst's layout: reduced Montgomery
@@ -81,7 +80,6 @@ pub fn fixed_base_multiply_on_device<A: FixedBaseAffine + MsmAffine>(
         window_bits,
         windows,
         scalars,
-        bytes,
         |start, points| {
             let end = start + points.len() / A::WORDS;
             gpu.stream()
@@ -96,15 +94,14 @@ pub fn fixed_base_multiply_on_device<A: FixedBaseAffine + MsmAffine>(
 }
 
 /// Multiplies `scalars` in chunks, handing each chunk's points (a device view, valid until the
-/// next chunk) to `take` with the index of its first scalar; `reserved` device bytes are held
-/// apart already (the caller's output).
+/// next chunk) to `take` with the index of its first scalar. Its check of free memory sees what
+/// the caller allocated before (an output on the device) as taken already.
 fn multiply_chunks<A: FixedBaseAffine>(
     gpu: &Gpu,
     table: &[A],
     window_bits: u32,
     windows: u32,
     scalars: &[Scalar],
-    reserved: usize,
     mut take: impl FnMut(usize, CudaView<'_, u32>) -> Result<(), GpuError>,
 ) -> Result<(), GpuError> {
     let what = "fixed-base table";
@@ -133,7 +130,7 @@ fn multiply_chunks<A: FixedBaseAffine>(
     let chunk = CHUNK.min(scalars.len());
     gpu.ensure_fits(
         "fixed-base multiplication",
-        reserved + (table.len() + chunk) * A::WORDS * 4 + chunk * SCALAR_WORDS * 4,
+        (table.len() + chunk) * A::WORDS * 4 + chunk * SCALAR_WORDS * 4,
     )?;
     let stream = gpu.stream();
     let kernel = gpu.kernel(A::KERNEL)?;

@@ -58,6 +58,15 @@ enum Workload {
     },
 }
 
+/// The compiled R1CS of `files`' circuit (read, or recorded and cached), none with
+/// --direct-synthesis.
+fn compiled_unless_direct(files: &ParamFiles, direct: bool) -> Result<Option<Arc<CompiledR1cs>>> {
+    Ok(match direct {
+        true => None,
+        false => Some(compiled_r1cs(files)?.0),
+    })
+}
+
 /// Where random test parameters are made.
 enum TestParams {
     /// Multiplied out there, held on the host.
@@ -72,10 +81,7 @@ impl Workload {
             let dir = parameter_dir(args.params_dir.as_deref())?;
             let post = PostRequest::read(source)?;
             let files = ParamFiles::new(&dir, post.proof)?;
-            let compiled = match args.direct_synthesis {
-                true => None,
-                false => Some(compiled_r1cs(&files)?.0),
-            };
+            let compiled = compiled_unless_direct(&files, args.direct_synthesis)?;
             return Ok(Workload::Post {
                 post,
                 source: source.clone(),
@@ -100,11 +106,7 @@ impl Workload {
                 let dir = parameter_dir(args.params_dir.as_deref())?;
                 let c1 = C1Output::read(c1, None)?;
                 let files = ParamFiles::new(&dir, c1.proof)?;
-                let compiled = if args.direct_synthesis {
-                    None
-                } else {
-                    Some(compiled_r1cs(&files)?.0)
-                };
+                let compiled = compiled_unless_direct(&files, args.direct_synthesis)?;
                 Ok(Workload::Porep {
                     c1,
                     files,

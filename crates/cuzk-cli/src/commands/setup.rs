@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use cuzk_filecoin::{CircuitId, PostKind, PostProof, SealProof, SectorSize};
+use cuzk_filecoin::{CircuitId, PostKind, PostProof, SealProof};
 use cuzk_groth16::setup::{generate_parameters_on, Multiplier, ToxicWaste};
 use cuzk_groth16::Parameters;
 use rand::rngs::OsRng;
@@ -46,19 +46,17 @@ pub fn generate(
     Ok((params, elapsed.as_secs_f64()))
 }
 
-/// A PoSt proof of `kind` for a sector size, or a registered PoSt proof's name.
-pub fn post_proof(text: &str, kind: PostKind) -> Result<PostProof> {
-    match text.parse::<SectorSize>() {
-        Ok(size) => Ok(PostProof { kind, size }),
-        Err(_) => Ok(text.parse::<PostProof>()?),
-    }
-}
-
 pub fn run(global: &GlobalArgs, args: SetupArgs) -> Result<Outcome> {
     let filecoin = match (&args.porep, &args.winning_post, &args.window_post) {
         (Some(proof), _, _) => Some(CircuitId::from(SealProof::from_size_or_name(proof)?)),
-        (_, Some(proof), _) => Some(CircuitId::from(post_proof(proof, PostKind::Winning)?)),
-        (_, _, Some(proof)) => Some(CircuitId::from(post_proof(proof, PostKind::Window)?)),
+        (_, Some(proof), _) => Some(CircuitId::from(PostProof::from_size_or_name(
+            proof,
+            PostKind::Winning,
+        )?)),
+        (_, _, Some(proof)) => Some(CircuitId::from(PostProof::from_size_or_name(
+            proof,
+            PostKind::Window,
+        )?)),
         _ => None,
     };
     if let Some(circuit) = filecoin {
