@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The device region's tail under host load (issue 22): 2 KiB PoRep, 160 jobs, 16 syntheses at
-# once, with the synthesis threads niced (the default) and not (--synthesis-nice 0), and with a
+# once, with the synthesis threads niced (--synthesis-nice 10) and not (0), and with a
 # previous build's `cuzk-old` when the pack has one, ROUNDS times in turn; a table of the device
 # region (median, p90, p90/median), staging and throughput last.
 # Usage: benches/device/region_tail_h200.sh PACK [ROUNDS]
@@ -18,7 +18,7 @@ chmod +x "$BIN"/*
 [ -f "$SECTOR/c1.json" ] || "$BIN/cuzk" sample-sector --size 2KiB --out "$SECTOR" --miner-id 1000 > /dev/null
 ls "$PARAMS"/*.params > /dev/null 2>&1 || "$BIN/cuzk" setup --porep 2KiB --backend gpu --out "$PARAMS" > /dev/null
 
-variants=("nice10 cuzk" "nice0 cuzk --synthesis-nice 0")
+variants=("nice10 cuzk --synthesis-nice 10" "nice0 cuzk --synthesis-nice 0")
 [ -x "$BIN/cuzk-old" ] && variants+=("old cuzk-old")
 rows=()
 for round in $(seq "$ROUNDS"); do
