@@ -314,8 +314,9 @@ impl Gpu {
     /// Runs `f`, which enqueues work on this device's stream, and returns its result with the device
     /// time that work took in milliseconds (CUDA events around it; waits for the work to finish).
     /// For benchmarks: the clock covers the device, not host-side launch overhead before it.
+    /// The wait sleeps: an event made without the blocking flag spins whatever the context says.
     pub fn time<T>(&self, f: impl FnOnce() -> Result<T, GpuError>) -> Result<(T, f32), GpuError> {
-        let timed = Some(CUevent_flags::CU_EVENT_DEFAULT);
+        let timed = Some(CUevent_flags::CU_EVENT_BLOCKING_SYNC);
         let start = self
             .stream
             .record_event(timed)
