@@ -3,7 +3,7 @@
 # once, with the synthesis threads niced (--synthesis-nice 10) and not (0), and with a
 # previous build's `cuzk-old` when the pack has one, ROUNDS times in turn; a table of the device
 # region (median, p90, p90/median), staging and throughput last.
-# Usage: benches/device/region_tail_h200.sh PACK [ROUNDS]
+# Usage: [VARIANTS="name binary flags;…"] benches/device/region_tail_h200.sh PACK [ROUNDS]
 #   PACK: a .tar.xz holding `cuzk` (and optionally `cuzk-old`), built here and stripped.
 set -uo pipefail
 PACK=${1:?usage: region_tail_h200.sh PACK [ROUNDS]}
@@ -18,8 +18,12 @@ chmod +x "$BIN"/*
 [ -f "$SECTOR/c1.json" ] || "$BIN/cuzk" sample-sector --size 2KiB --out "$SECTOR" --miner-id 1000 > /dev/null
 ls "$PARAMS"/*.params > /dev/null 2>&1 || "$BIN/cuzk" setup --porep 2KiB --backend gpu --out "$PARAMS" > /dev/null
 
-variants=("nice10 cuzk --synthesis-nice 10" "nice0 cuzk --synthesis-nice 0")
-[ -x "$BIN/cuzk-old" ] && variants+=("old cuzk-old")
+if [ -n "${VARIANTS:-}" ]; then
+  IFS=';' read -ra variants <<< "$VARIANTS"
+else
+  variants=("nice10 cuzk --synthesis-nice 10" "nice0 cuzk --synthesis-nice 0")
+  [ -x "$BIN/cuzk-old" ] && variants+=("old cuzk-old")
+fi
 rows=()
 for round in $(seq "$ROUNDS"); do
   for variant in "${variants[@]}"; do
