@@ -1,25 +1,27 @@
 #!/usr/bin/env bash
-# WinningPoSt and WindowPoSt on one H200 beside PoRep (issue 23): a 2 KiB sector sealed by
+# WinningPoSt and WindowPoSt on one H200 beside PoRep (issue 23): a 2 KiB (or SIZE) sector sealed by
 # filecoin-proofs, test parameters made on the GPU, one proof of each PoSt kind verified by
 # filecoin's verifiers, then `cuzk bench` of each kind and of the sector's PoRep C2, one job at a
 # time (-c 1: a job's wall time is its latency); a table last.
 # Usage: benches/device/post_h200.sh PACK [JOBS]
-#   PACK: a .tar.xz holding `cuzk`, built here and stripped. BACKEND=cpu tries it without a GPU.
+#   PACK: a .tar.xz holding `cuzk`, built here and stripped. SIZE=8MiB for another sector size;
+#   BACKEND=cpu tries it without a GPU.
 set -uo pipefail
 PACK=${1:?usage: post_h200.sh PACK [JOBS]}
 JOBS=${2:-30}
 BACKEND=${BACKEND:-gpu}
 OUT=${OUT:-/tmp/post-out}
 BIN=/tmp/post-bin
-SECTOR=/tmp/post-sector
-PARAMS=/tmp/post-params
+SIZE=${SIZE:-2KiB}
+SECTOR=/tmp/post-sector-$SIZE
+PARAMS=/tmp/post-params-$SIZE
 mkdir -p "$OUT" "$BIN" "$PARAMS"
 python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$PACK" "$BIN"
 chmod +x "$BIN/cuzk"
 cuzk() { "$BIN/cuzk" "$@"; }
 
-[ -f "$SECTOR/winning-post.json" ] || cuzk seal-test-sector --size 2KiB --out "$SECTOR" --miner-id 1000 > /dev/null
-for setup in "--winning-post 2KiB" "--window-post 2KiB" "--porep 2KiB"; do
+[ -f "$SECTOR/winning-post.json" ] || cuzk seal-test-sector --size "$SIZE" --out "$SECTOR" --miner-id 1000 > /dev/null
+for setup in "--winning-post $SIZE" "--window-post $SIZE" "--porep $SIZE"; do
   # shellcheck disable=SC2086
   cuzk setup $setup --backend "$BACKEND" --out "$PARAMS" > /dev/null || echo "setup $setup: failed"
 done

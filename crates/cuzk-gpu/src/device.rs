@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::sys::{self, CUdevice_attribute, CUevent_flags, CUmemPool_attribute};
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
 
 use crate::error::{DriverContext, GpuError};
@@ -314,8 +314,18 @@ impl Gpu {
     /// Runs `f`, which enqueues work on this device's stream, and returns its result with the device
     /// time that work took in milliseconds (CUDA events around it; waits for the work to finish).
     /// For benchmarks: the clock covers the device, not host-side launch overhead before it.
-    /// The wait sleeps: an event made without the blocking flag spins whatever the context says.
     pub fn time<T>(&self, f: impl FnOnce() -> Result<T, GpuError>) -> Result<(T, f32), GpuError> {
+        let (out, timing) = self.timed(f)?;
+        Ok((out, timing.ms()?))
+    }
+
+    /// As [`Gpu::time`], without waiting: the device time is read from the [`Timing`] later, so
+    /// the host can queue what comes next while the device works.
+    pub fn timed<T>(
+        &self,
+        f: impl FnOnce() -> Result<T, GpuError>,
+    ) -> Result<(T, Timing), GpuError> {
+        // The wait sleeps: an event made without the blocking flag spins whatever the context says.
         let timed = Some(CUevent_flags::CU_EVENT_BLOCKING_SYNC);
         let start = self
             .stream
@@ -326,8 +336,7 @@ impl Gpu {
             .stream
             .record_event(timed)
             .call("cuEventRecord (end)")?;
-        let ms = start.elapsed_ms(&end).call("cuEventElapsedTime")?;
-        Ok((out, ms))
+        Ok((out, Timing { start, end }))
     }
 
     /// Refuses an allocation of `needed` bytes that cannot fit, with a clear error instead of an
@@ -338,5 +347,19 @@ impl Gpu {
             return Err(GpuError::OutOfMemory { what, needed, free });
         }
         Ok(())
+    }
+}
+
+/// The device time of work queued between two events (see [`Gpu::timed`]).
+#[derive(Debug)]
+pub struct Timing {
+    start: CudaEvent,
+    end: CudaEvent,
+}
+
+impl Timing {
+    /// Milliseconds between the events, once the device has passed the second (waits for it).
+    pub fn ms(&self) -> Result<f32, GpuError> {
+        self.start.elapsed_ms(&self.end).call("cuEventElapsedTime")
     }
 }

@@ -27,7 +27,7 @@ pub mod rate;
 mod scalars;
 pub mod sparse;
 
-pub use device::Gpu;
+pub use device::{Gpu, Timing};
 pub use error::GpuError;
 pub use pinned::{pinned_bytes, Pinned};
 pub use probe::{probe, DeviceInfo, GpuUnavailable};

@@ -38,7 +38,7 @@ use cuzk_gpu::msm::{
 };
 use cuzk_gpu::ntt::{ab_minus_c, ntt, NttOrder, NttTables, Transform};
 use cuzk_gpu::sparse::{DeviceSparse, SparseRows};
-use cuzk_gpu::{DeviceIndex, DeviceScalars, Gpu, GpuError, Pinned};
+use cuzk_gpu::{DeviceIndex, DeviceScalars, Gpu, GpuError, Pinned, Timing};
 use cuzk_math::{Bitmap, FixedBaseTable, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_synth::{CompiledR1cs, ProvingAssignment};
 use ff::{Field, PrimeField};
@@ -435,23 +435,31 @@ enum IndexSource {
     Fresh(Densities),
 }
 
-/// Collects stage timings as they happen.
+/// Collects stage timings: host times as they happen, device times once the region is over.
 #[derive(Default)]
-struct Stages(Vec<StageMetric>);
+struct Stages {
+    metrics: Vec<StageMetric>,
+    /// Device stages whose events are read at the end: waiting for each stage's end before the
+    /// next was queued left H's lane idle while its thread woke (behind 16 syntheses, H200 host).
+    pending: Vec<(&'static str, Timing)>,
+}
 
 impl Stages {
     fn push(&mut self, key: &'static str, value: f64) {
-        self.0.push(StageMetric { key, value });
+        self.metrics.push(StageMetric { key, value });
     }
 
-    /// Runs `f` (device work on the GPU's stream) and records its device time under `key`.
+    /// Runs `f` (device work on the GPU's stream) and keeps its device time for `key`, without
+    /// waiting for the work.
     fn time<T>(
         &mut self,
         gpu: &Gpu,
         key: &'static str,
         f: impl FnOnce() -> Result<T, GpuError>,
     ) -> Result<T, GpuError> {
-        self.record(key, gpu.time(f))
+        let (out, timing) = gpu.timed(f)?;
+        self.pending.push((key, timing));
+        Ok(out)
     }
 
     /// The value of a timed device call, its device time recorded under `key`.
@@ -463,6 +471,17 @@ impl Stages {
         let (out, ms) = timed?;
         self.push(key, f64::from(ms));
         Ok(out)
+    }
+
+    /// Every metric, the device stages' read now (the device is idle; a stage whose events cannot
+    /// be read, after a failure on the device, is left out).
+    fn settle(mut self) -> Vec<StageMetric> {
+        for (key, timing) in std::mem::take(&mut self.pending) {
+            if let Ok(ms) = timing.ms() {
+                self.push(key, f64::from(ms));
+            }
+        }
+        self.metrics
     }
 }
 
@@ -1090,7 +1109,7 @@ impl ProverBackend for GpuBackend {
         }
         Ok(Started {
             sums: sums.map_err(ProveError::Gpu)?,
-            stages: stages.0,
+            stages: stages.settle(),
         })
     }
 
