@@ -38,7 +38,7 @@ for kind in winning-post window-post porep; do
   input=(--post "$SECTOR/$kind.json")
   [ "$kind" = porep ] && input=(--c1 "$SECTOR/c1.json")
   cuzk bench "${input[@]}" --params-dir "$PARAMS" --backend "$BACKEND" -j "$JOBS" -c 1 \
-    --json-out "$OUT/bench-$kind.json" > "$OUT/bench-$kind.txt" 2>&1 || { echo "bench $kind: failed"; tail -5 "$OUT/bench-$kind.txt"; continue; }
+    --json-out "$OUT/bench-$kind.json" --timeline "$OUT/timeline-$kind.log" > "$OUT/bench-$kind.txt" 2>&1 || { echo "bench $kind: failed"; tail -5 "$OUT/bench-$kind.txt"; continue; }
   rows+=("$kind | $(python3 - "$OUT/bench-$kind.json" <<'PY'
 import json, sys
 b = json.load(open(sys.argv[1]))

@@ -3,15 +3,18 @@
 //! `generate_winning_post_with_vanilla` and `generate_single_window_post_with_vanilla` build
 //! them, handed to the engine as a job of one partition.
 
+use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
+
+use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 
 use cuzk_groth16::params_file::write_atomically;
 use cuzk_groth16::Parameters;
 use cuzk_math::Scalar;
 use cuzk_pipeline::engine::PartitionedCircuit;
 use cuzk_pipeline::{JobRequest, Partition};
-use cuzk_synth::CompiledR1cs;
+use cuzk_synth::{CompiledError, CompiledR1cs, ProvingAssignment, Sectioned};
 use filecoin_hashers::Domain;
 use filecoin_proofs::{
     as_safe_commitment, partition_vanilla_proofs, single_partition_vanilla_proofs, with_shape,
@@ -85,7 +88,7 @@ fn build<Tree: 'static + MerkleTreeTrait>(
 /// A PoSt's circuit and public inputs, built from its vanilla proofs as filecoin-proofs builds
 /// them.
 pub struct PostCircuits<Tree: 'static + MerkleTreeTrait> {
-    pub circuit: FallbackPoStCircuit<Tree>,
+    pub circuit: PostCircuit<Tree>,
     pub public_inputs: Vec<Scalar>,
     compiled: Option<Arc<CompiledR1cs>>,
 }
@@ -190,7 +193,7 @@ impl<Tree: 'static + MerkleTreeTrait> PostCircuits<Tree> {
         >>::generate_public_inputs(&inputs, &params, Some(partition))
         .map_err(filecoin(format!("the public inputs of {}", post.proof)))?;
         Ok(PostCircuits {
-            circuit,
+            circuit: PostCircuit(circuit),
             public_inputs,
             compiled: None,
         })
@@ -229,7 +232,7 @@ fn decode<Tree: 'static + MerkleTreeTrait>(
 impl<Tree: 'static + MerkleTreeTrait> std::fmt::Debug for PostCircuits<Tree> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PostCircuits")
-            .field("sectors", &self.circuit.sectors.len())
+            .field("circuit", &self.circuit)
             .field("public_inputs", &self.public_inputs.len())
             .field("compiled", &self.compiled.is_some())
             .finish_non_exhaustive()
@@ -237,17 +240,67 @@ impl<Tree: 'static + MerkleTreeTrait> std::fmt::Debug for PostCircuits<Tree> {
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PartitionedCircuit for PostCircuits<Tree> {
-    type Circuit = FallbackPoStCircuit<Tree>;
+    type Circuit = PostCircuit<Tree>;
 
-    fn partition(&self, _k: usize) -> Partition<FallbackPoStCircuit<Tree>> {
+    fn partition(&self, _k: usize) -> Partition<PostCircuit<Tree>> {
         Partition {
-            circuit: self.circuit.clone(),
+            circuit: PostCircuit(self.circuit.0.clone()),
             public_inputs: self.public_inputs.clone(),
         }
     }
 
     fn compiled(&self) -> Option<&Arc<CompiledR1cs>> {
         self.compiled.as_ref()
+    }
+
+    /// The sectors side by side: a WinningPoSt's latency is then its slowest sector's (one of
+    /// 66, a few Poseidon paths each) instead of all of them on one thread.
+    fn witness_compiled(
+        &self,
+        circuit: PostCircuit<Tree>,
+        compiled: &Arc<CompiledR1cs>,
+    ) -> Result<ProvingAssignment, CompiledError> {
+        compiled.witness_sectioned(&circuit)
+    }
+}
+
+/// filecoin's fallback PoSt circuit, whose sectors are its sections: each sector's circuit reads
+/// nothing another allocated, and the whole circuit is the sectors in order.
+pub struct PostCircuit<Tree: 'static + MerkleTreeTrait>(pub FallbackPoStCircuit<Tree>);
+
+impl<Tree: 'static + MerkleTreeTrait> std::fmt::Debug for PostCircuit<Tree> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostCircuit")
+            .field("sectors", &self.0.sectors.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Circuit<Scalar> for PostCircuit<Tree> {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        self.0.synthesize(cs)
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Sectioned for PostCircuit<Tree> {
+    fn sections(&self) -> usize {
+        self.0.sectors.len()
+    }
+
+    fn synthesize_sections<CS: ConstraintSystem<Scalar>>(
+        &self,
+        cs: &mut CS,
+        range: Range<usize>,
+    ) -> Result<(), SynthesisError> {
+        let sectors = self
+            .0
+            .sectors
+            .get(range.clone())
+            .ok_or(SynthesisError::Unsatisfiable)?;
+        for (i, sector) in range.zip(sectors) {
+            sector.synthesize(&mut cs.namespace(|| format!("sector_{i}")))?;
+        }
+        Ok(())
     }
 }
 

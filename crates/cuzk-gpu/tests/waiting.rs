@@ -30,7 +30,7 @@ fn waiting_for_the_device_leaves_the_core_free() {
         .unwrap()
     };
     transforms(&mut values); // the kernels loaded, the pool grown
-    // Both ways a proof waits: timed lanes (events) and the stream itself.
+                             // Both ways a proof waits: timed lanes (events) and the stream itself.
     let (device_ms, timed) = on_core(|| transforms(&mut values).1);
     let ((), synchronized) = on_core(|| {
         for _ in 0..20 {
