@@ -176,21 +176,25 @@ pub struct DemoArgs {
 #[derive(Debug, Args)]
 #[command(mut_arg("constraints", |arg| {
     arg.required(false)
-        .required_unless_present_any(["porep", "winning_post", "window_post"])
+        .required_unless_present_any(["porep", "winning_post", "window_post", "snap"])
 }))]
 pub struct SetupArgs {
     #[command(flatten)]
     pub circuit: Option<CircuitArgs>,
     /// Filecoin's PoRep circuit for this sector size (2KiB … 64GiB) or registered proof
     /// (StackedDrg2KiBV1_1 …) instead of a built-in circuit; --out is then a directory.
-    #[arg(long, value_name = "SIZE", conflicts_with_all = ["CircuitArgs", "winning_post", "window_post"])]
+    #[arg(long, value_name = "SIZE", conflicts_with_all = ["CircuitArgs", "winning_post", "window_post", "snap"])]
     pub porep: Option<String>,
     /// Filecoin's WinningPoSt circuit for this sector size (or StackedDrgWinning2KiBV1 …).
-    #[arg(long, value_name = "SIZE", conflicts_with_all = ["CircuitArgs", "window_post"])]
+    #[arg(long, value_name = "SIZE", conflicts_with_all = ["CircuitArgs", "window_post", "snap"])]
     pub winning_post: Option<String>,
     /// Filecoin's WindowPoSt circuit for this sector size (or StackedDrgWindow2KiBV1_1 …).
-    #[arg(long, value_name = "SIZE", conflicts_with = "CircuitArgs")]
+    #[arg(long, value_name = "SIZE", conflicts_with_all = ["CircuitArgs", "snap"])]
     pub window_post: Option<String>,
+    /// Filecoin's SnapDeals (empty-sector-update) circuit for this sector size (or the
+    /// registered update proof's name, StackedDrg2KiBV1 …).
+    #[arg(long, value_name = "SIZE", conflicts_with = "CircuitArgs")]
+    pub snap: Option<String>,
     /// Where to write the parameters (bellperson's layout): a file, or for a Filecoin circuit a
     /// directory that gets the .params and .vk files under filecoin-proofs' names.
     #[arg(long)]
@@ -223,9 +227,11 @@ pub enum ProveTarget {
     /// Filecoin PoRep C2: prove a sector from its C1 output (one job, a partition per proof).
     Porep(PorepProveArgs),
     /// Filecoin WinningPoSt: prove a request (one sector's vanilla proof, the randomness).
-    WinningPost(PostProveArgs),
+    WinningPost(RequestProveArgs),
     /// Filecoin WindowPoSt: prove one partition of a request.
-    WindowPost(PostProveArgs),
+    WindowPost(RequestProveArgs),
+    /// Filecoin SnapDeals: prove a sector update (one partition proof per partition).
+    Snap(RequestProveArgs),
 }
 
 /// `verify` of a built-in circuit's proof, or `verify porep`.
@@ -243,9 +249,11 @@ pub enum VerifyTarget {
     /// Filecoin PoRep: check a C2 proof with filecoin-proofs' verify_seal.
     Porep(PorepVerifyArgs),
     /// Filecoin WinningPoSt: check a proof with filecoin-proofs' verify_winning_post.
-    WinningPost(PostVerifyArgs),
+    WinningPost(RequestVerifyArgs),
     /// Filecoin WindowPoSt: check a proof with filecoin-proofs' verify_window_post.
-    WindowPost(PostVerifyArgs),
+    WindowPost(RequestVerifyArgs),
+    /// Filecoin SnapDeals: check a proof with filecoin-proofs' verify_empty_sector_update_proof.
+    Snap(RequestVerifyArgs),
 }
 
 /// Where a PoRep command finds its C1 output and parameters.
@@ -300,11 +308,12 @@ pub struct ProvingArgs {
     pub direct_synthesis: bool,
 }
 
-/// Where a PoSt command finds its request and parameters.
+/// Where a PoSt or SnapDeals command finds its request and parameters.
 #[derive(Debug, Args)]
-pub struct PostInputArgs {
-    /// The PoSt request: Curio's fields as JSON (registered_proof, randomness, prover_id,
-    /// partition, vanilla_proofs as 0x-hex), as `cuzk seal-test-sector` writes them.
+pub struct RequestInputArgs {
+    /// The request: Curio's fields as JSON, bytes as 0x-hex (PoSt: registered_proof, randomness,
+    /// prover_id, partition, vanilla_proofs; SnapDeals: registered_proof, comm_r_old, comm_r_new,
+    /// comm_d_new, vanilla_proofs), as `cuzk seal-test-sector` writes them.
     #[arg(long)]
     pub request: PathBuf,
     /// Parameter directory (files named as filecoin-proofs names them); default:
@@ -314,11 +323,11 @@ pub struct PostInputArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct PostProveArgs {
+pub struct RequestProveArgs {
     #[command(flatten)]
-    pub input: PostInputArgs,
-    /// Where to write the 192-byte proof; default: the request file's name with the extension
-    /// `.proof`.
+    pub input: RequestInputArgs,
+    /// Where to write the proof (192 bytes per partition); default: the request file's name with
+    /// the extension `.proof`.
     #[arg(long)]
     pub out: Option<PathBuf>,
     #[command(flatten)]
@@ -326,9 +335,9 @@ pub struct PostProveArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct PostVerifyArgs {
+pub struct RequestVerifyArgs {
     #[command(flatten)]
-    pub input: PostInputArgs,
+    pub input: RequestInputArgs,
     /// The proof.
     #[arg(long)]
     pub proof: PathBuf,
@@ -453,7 +462,7 @@ pub struct AnalyzeArgs {
 
 #[derive(Debug, Args)]
 #[command(mut_arg("constraints", |arg| {
-    arg.required(false).required_unless_present_any(["c1", "post"])
+    arg.required(false).required_unless_present_any(["c1", "post", "snap"])
 }))]
 pub struct BenchArgs {
     #[command(flatten)]
@@ -466,7 +475,11 @@ pub struct BenchArgs {
     /// writes them) in every job: one partition each, with the parameters of --params-dir.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["CircuitArgs", "partitions", "c1"])]
     pub post: Option<PathBuf>,
-    /// Parameter directory for --c1 or --post (default: filecoin-proofs').
+    /// Prove this SnapDeals request (a request file, as `cuzk seal-test-sector` writes it) in
+    /// every job: its partitions, with the parameters of --params-dir.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["CircuitArgs", "partitions", "c1", "post"])]
+    pub snap: Option<PathBuf>,
+    /// Parameter directory for --c1, --post or --snap (default: filecoin-proofs').
     #[arg(long)]
     pub params_dir: Option<PathBuf>,
     /// With --c1: prove with random test parameters made in this process (their points on the

@@ -805,11 +805,11 @@ fn a_kernels_file_that_cannot_be_read_is_named() {
     );
 }
 
-/// WinningPoSt and WindowPoSt of a sealed 2 KiB sector, as an operator runs them: the requests
-/// `seal-test-sector` writes, test parameters, prove, verify (filecoin's verifiers); a flipped
-/// proof byte, a request of the other kind and missing parameters refused with exit 2.
+/// WinningPoSt, WindowPoSt and SnapDeals of a sealed 2 KiB sector, as an operator runs them: the
+/// requests `seal-test-sector` writes, test parameters, prove, verify (filecoin's verifiers), bench;
+/// a flipped proof byte, a request of the other kind and missing parameters refused with exit 2.
 #[test]
-fn post_commands_prove_and_verify_a_sealed_sector() {
+fn request_commands_prove_and_verify_a_sealed_sector() {
     let files = Files::new();
     let output = cuzk(&[
         "seal-test-sector",
@@ -822,9 +822,11 @@ fn post_commands_prove_and_verify_a_sealed_sector() {
     let params = files.path("params");
     let empty = files.path("empty");
     std::fs::create_dir(&empty).unwrap();
-    for (kind, flag) in [
-        ("winning-post", "--winning-post"),
-        ("window-post", "--window-post"),
+    // Setup flag, bench flag and circuit of each kind.
+    for (kind, flag, bench_flag, circuit) in [
+        ("winning-post", "--winning-post", "--post", "post"),
+        ("window-post", "--window-post", "--post", "post"),
+        ("snap", "--snap", "--snap", "snap"),
     ] {
         let request = files.path(&format!("s/{kind}.json"));
         let proof = files.path(&format!("s/{kind}.proof"));
@@ -875,7 +877,7 @@ fn post_commands_prove_and_verify_a_sealed_sector() {
         let bench = cuzk(&[
             "--json",
             "bench",
-            "--post",
+            bench_flag,
             &request,
             "--params-dir",
             &params,
@@ -890,7 +892,7 @@ fn post_commands_prove_and_verify_a_sealed_sector() {
         ]);
         assert!(bench.status.success(), "bench: {}", stderr(&bench));
         let summary: serde_json::Value = serde_json::from_slice(&bench.stdout).unwrap();
-        assert_eq!(summary["circuit"], "post", "{summary}");
+        assert_eq!(summary["circuit"], circuit, "{summary}");
         assert_eq!(summary["partitions"], 1, "{summary}");
     }
     let other = cuzk(&[

@@ -17,6 +17,11 @@ pub enum FilecoinError {
          StackedDrgWindow32GiBV1_1)"
     )]
     UnknownPostProof(String),
+    #[error(
+        "{0:?} is neither a sector size (2KiB … 64GiB) nor a registered update proof (such as \
+         StackedDrg32GiBV1)"
+    )]
+    UnknownUpdateProof(String),
     #[error("{file}: field {field}: {reason}")]
     RequestField {
         file: String,
@@ -24,7 +29,7 @@ pub enum FilecoinError {
         reason: String,
     },
     #[error("{proof}: {field}: {reason}")]
-    PostInput {
+    ProofInput {
         proof: String,
         field: String,
         reason: String,

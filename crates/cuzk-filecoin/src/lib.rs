@@ -6,6 +6,9 @@
 //!   built from the vanilla proofs Curio sends as filecoin-proofs builds them, as one engine job.
 //! - [`post_proof`]: registered PoSt proofs (`StackedDrgWinning2KiBV1` …) and their PoSt
 //!   configs.
+//! - [`snap`]: a SnapDeals update's empty-sector-update circuits and public inputs, one per
+//!   partition, built from the partition proofs Curio sends, as one engine job.
+//! - [`update_proof`]: registered update proofs (SnapDeals, one per sector size).
 //! - [`c1`]: C1 outputs, raw or in the FFI's form, with errors naming the file and field.
 //! - [`c2`]: each partition's StackedDRG circuit and public inputs, built as filecoin-proofs'
 //!   `seal_commit_phase2` builds them, as one engine job.
@@ -25,6 +28,7 @@
 pub mod c1;
 pub mod c2;
 mod error;
+mod hex_field;
 pub mod params;
 mod partition;
 pub mod post;
@@ -34,6 +38,8 @@ pub mod sample;
 pub mod seal_proof;
 pub mod sealer;
 mod shapes;
+pub mod snap;
+pub mod update_proof;
 pub mod verify;
 
 pub use c1::{C1Output, SealCommitments};
@@ -46,5 +52,9 @@ pub use post_proof::{PostKind, PostProof};
 pub use r1cs::{compiled_r1cs, R1csOrigin};
 pub use sample::sample_sector;
 pub use seal_proof::{Revision, SealProof, SectorSize, SECTOR_SIZES};
-pub use sealer::{post_vanilla_proofs, prover_id_of_miner, seal_random_sector, SealedSector};
-pub use verify::{verify_post, verify_seal, SectorIdentity};
+pub use sealer::{
+    post_vanilla_proofs, prover_id_of_miner, seal_random_sector, snap_update, SealedSector,
+};
+pub use snap::{SnapCircuits, SnapJob, SnapRequest};
+pub use update_proof::UpdateProof;
+pub use verify::{verify_post, verify_seal, verify_snap, SectorIdentity};

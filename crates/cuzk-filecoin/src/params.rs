@@ -1,6 +1,6 @@
-//! Groth16 parameter files of Filecoin's circuits (PoRep, PoSt), under filecoin-proofs' own
-//! names (`v28-stacked-proof-of-replication-…-<hash>.params`, `v28-proof-of-spacetime-fallback-…`
-//! and their `.vk`) in a parameter directory, and test parameters made by cuzk's fast setup.
+//! Groth16 parameter files of Filecoin's circuits (PoRep, PoSt, SnapDeals), under filecoin-proofs'
+//! own names (`v28-stacked-proof-of-replication-…-<hash>.params`,
+//! `v28-proof-of-spacetime-fallback-…`, `v28-empty-sector-update-…` and their `.vk`) in a parameter directory, and test parameters made by cuzk's fast setup.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -11,24 +11,36 @@ use cuzk_groth16::params_file::{write_atomically, PointCheck};
 use cuzk_groth16::setup::{parameters_for_compiled, Multiplier, ToxicWaste};
 use cuzk_groth16::Parameters;
 use cuzk_synth::{CompiledR1cs, FORMAT_VERSION};
-use filecoin_proofs::{with_shape, MerkleTreeTrait};
+use filecoin_proofs::{with_shape, MerkleTreeTrait, TreeRHasher};
 use rand::RngCore;
 use storage_proofs_core::parameter_cache::{
-    parameter_id, verifying_key_id, SRS_KEY_EXT, SRS_SHARED_KEY_NAME, VERSION,
+    parameter_id, verifying_key_id, CacheableParameters, SRS_KEY_EXT, SRS_SHARED_KEY_NAME, VERSION,
 };
 use storage_proofs_core::settings::SETTINGS;
+use storage_proofs_update::{
+    EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PublicParams as UpdateParams,
+};
 
 use crate::error::{filecoin, io};
-use crate::{compiled_r1cs, FilecoinError, PostKind, PostProof, Revision, SealProof, SectorSize};
+use crate::{
+    compiled_r1cs, FilecoinError, PostKind, PostProof, Revision, SealProof, SectorSize, UpdateProof,
+};
 
 /// The environment variable filecoin-proofs reads its parameter directory from.
 pub const PARAMETER_CACHE_ENV: &str = "FIL_PROOFS_PARAMETER_CACHE";
 
-/// A circuit with parameter files: a registered seal proof's or PoSt proof's.
+/// A circuit with parameter files: a registered seal, PoSt or update proof's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CircuitId {
     Seal(SealProof),
     Post(PostProof),
+    Update(UpdateProof),
+}
+
+impl From<UpdateProof> for CircuitId {
+    fn from(proof: UpdateProof) -> Self {
+        CircuitId::Update(proof)
+    }
 }
 
 impl From<SealProof> for CircuitId {
@@ -48,6 +60,7 @@ impl CircuitId {
         match self {
             CircuitId::Seal(proof) => proof.size,
             CircuitId::Post(proof) => proof.size,
+            CircuitId::Update(proof) => proof.size,
         }
     }
 
@@ -60,18 +73,25 @@ impl CircuitId {
                 ..
             }) => "--winning-post",
             CircuitId::Post(_) => "--window-post",
+            CircuitId::Update(_) => "--snap",
         };
         format!("cuzk setup {flag} {}", self.size())
     }
 }
 
 /// filecoin-proofs' identifier of `circuit`'s parameters, which their file names hash.
-fn identifier<Tree: 'static + MerkleTreeTrait>(
+fn identifier<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     circuit: CircuitId,
 ) -> Result<String, FilecoinError> {
     match circuit {
         CircuitId::Seal(proof) => proof.porep_config()?.get_cache_identifier::<Tree>(),
         CircuitId::Post(proof) => proof.post_config()?.get_cache_identifier::<Tree>(),
+        CircuitId::Update(proof) => Ok(<EmptySectorUpdateCompound<Tree> as CacheableParameters<
+            EmptySectorUpdateCircuit<Tree>,
+            _,
+        >>::cache_identifier(
+            &UpdateParams::from_sector_size(proof.size.bytes())
+        )),
     }
     .map_err(filecoin(format!("the parameter identifier of {circuit}")))
 }
@@ -81,6 +101,7 @@ impl fmt::Display for CircuitId {
         match self {
             CircuitId::Seal(proof) => proof.fmt(f),
             CircuitId::Post(proof) => proof.fmt(f),
+            CircuitId::Update(proof) => proof.fmt(f),
         }
     }
 }

@@ -26,6 +26,7 @@ use storage_proofs_post::fallback::{
 };
 
 use crate::error::{filecoin, io};
+use crate::hex_field::{hex_32, hex_bytes, to_hex};
 use crate::shapes::post_public_params;
 use crate::{FilecoinError, ParamFiles, PostKind, PostProof};
 
@@ -98,7 +99,7 @@ impl<Tree: 'static + MerkleTreeTrait> PostCircuits<Tree> {
     /// against its randomness and prover (so a tampered proof or a wrong randomness is named now,
     /// not found as a proof that does not verify), then builds the circuit and public inputs.
     pub fn new(post: &PostRequest) -> Result<Self, FilecoinError> {
-        let invalid = |field: String, reason: String| FilecoinError::PostInput {
+        let invalid = |field: String, reason: String| FilecoinError::ProofInput {
             proof: post.proof.to_string(),
             field,
             reason,
@@ -204,7 +205,7 @@ impl<Tree: 'static + MerkleTreeTrait> PostCircuits<Tree> {
 fn decode<Tree: 'static + MerkleTreeTrait>(
     post: &PostRequest,
 ) -> Result<Vec<FallbackPoStSectorProof<Tree>>, FilecoinError> {
-    let invalid = |field: String, reason: String| FilecoinError::PostInput {
+    let invalid = |field: String, reason: String| FilecoinError::ProofInput {
         proof: post.proof.to_string(),
         field,
         reason,
@@ -342,12 +343,7 @@ impl PostRequest {
                 format!("{}: not a registered PoSt proof", raw.registered_proof),
             )
         })?;
-        let bytes32 = |name: &str, text: &str| -> Result<[u8; 32], FilecoinError> {
-            let bytes = hex_bytes(text).map_err(|reason| field(name, reason))?;
-            bytes
-                .try_into()
-                .map_err(|b: Vec<u8>| field(name, format!("{} bytes, 32 expected", b.len())))
-        };
+        let bytes32 = |name: &str, text: &str| hex_32(text).map_err(|reason| field(name, reason));
         Ok(PostRequest {
             proof,
             randomness: bytes32("randomness", &raw.randomness)?,
@@ -368,13 +364,13 @@ impl PostRequest {
     pub fn write(&self, path: &Path) -> Result<(), FilecoinError> {
         let raw = RequestFile {
             registered_proof: self.proof.name().into(),
-            randomness: format!("0x{}", hex::encode(self.randomness)),
-            prover_id: format!("0x{}", hex::encode(self.prover_id)),
+            randomness: to_hex(&self.randomness),
+            prover_id: to_hex(&self.prover_id),
             partition: self.partition,
             vanilla_proofs: self
                 .vanilla_proofs
                 .iter()
-                .map(|bytes| format!("0x{}", hex::encode(bytes)))
+                .map(|bytes| to_hex(bytes))
                 .collect(),
         };
         write_atomically(path, |out| {
@@ -400,7 +396,7 @@ fn sectors_of<Tree: 'static + MerkleTreeTrait>(
                     .comm_r
                     .into_bytes()
                     .try_into()
-                    .map_err(|_| FilecoinError::PostInput {
+                    .map_err(|_| FilecoinError::ProofInput {
                         proof: post.proof.to_string(),
                         field: "vanilla_proofs".into(),
                         reason: "a comm_r that is not 32 bytes".into(),
@@ -408,17 +404,4 @@ fn sectors_of<Tree: 'static + MerkleTreeTrait>(
             Ok((u64::from(proof.sector_id), comm_r))
         })
         .collect()
-}
-
-/// `text` as bytes: 0x-prefixed hex.
-fn hex_bytes(text: &str) -> Result<Vec<u8>, String> {
-    let digits = text
-        .strip_prefix("0x")
-        .ok_or_else(|| format!("{:?}: expected 0x-prefixed hex", truncated(text)))?;
-    hex::decode(digits).map_err(|e| format!("{:?}: {e}", truncated(text)))
-}
-
-/// The start of a long value, for an error message.
-fn truncated(text: &str) -> &str {
-    text.get(..text.len().min(40)).unwrap_or(text)
 }

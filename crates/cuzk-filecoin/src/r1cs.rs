@@ -1,6 +1,6 @@
 //! The compiled R1CS of a Filecoin circuit, cached beside its parameters: recorded once (for
 //! PoRep from a sample partition, its challenges side by side, or else from the blank circuit;
-//! for PoSt from the blank circuit), then every partition of that circuit is synthesized by
+//! for PoSt and SnapDeals from the blank circuit), then every partition of that circuit is synthesized by
 //! witness only (`cuzk_synth::CompiledR1cs`).
 
 use std::io::ErrorKind;
@@ -8,13 +8,13 @@ use std::sync::Arc;
 
 use cuzk_groth16::params_file::write_atomically;
 use cuzk_synth::CompiledR1cs;
-use filecoin_proofs::{with_shape, MerkleTreeTrait};
+use filecoin_proofs::{with_shape, MerkleTreeTrait, TreeRHasher};
 
 use cuzk_synth::Sectioned;
 use filecoin_proofs::parameters::public_params;
 
 use crate::error::{filecoin, io};
-use crate::shapes::{blank_circuit, blank_post_circuit};
+use crate::shapes::{blank_circuit, blank_post_circuit, blank_update_circuit};
 use crate::{
     sample_sector, CircuitId, FilecoinError, ParamFiles, PartitionCircuit, Revision, SealProof,
     SectorCircuits,
@@ -53,7 +53,7 @@ pub fn compiled_r1cs(files: &ParamFiles) -> Result<(Arc<CompiledR1cs>, R1csOrigi
     Ok((Arc::new(compiled), origin))
 }
 
-fn record<Tree: 'static + MerkleTreeTrait>(
+fn record<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     circuit: CircuitId,
 ) -> Result<CompiledR1cs, FilecoinError> {
     let recorded = match circuit {
@@ -62,6 +62,7 @@ fn record<Tree: 'static + MerkleTreeTrait>(
             None => CompiledR1cs::record(blank_circuit::<Tree>(proof)?),
         },
         CircuitId::Post(proof) => CompiledR1cs::record(blank_post_circuit::<Tree>(proof)?),
+        CircuitId::Update(proof) => CompiledR1cs::record(blank_update_circuit::<Tree>(proof)),
     };
     recorded.map_err(|e| FilecoinError::Filecoin {
         what: format!("recording the R1CS of {circuit}"),

@@ -1,7 +1,7 @@
 //! A sealer for tests and benches: a sector of random data sealed by filecoin-proofs itself
 //! (add piece, precommit 1 and 2, the synthetic proofs for synthetic PoRep, commit 1), so C1
-//! outputs need no external data; and the PoSt vanilla proofs of sealed sectors, as the FFI
-//! hands them to Curio.
+//! outputs need no external data; the PoSt vanilla proofs of sealed sectors, and a sealed
+//! sector updated with new data (SnapDeals), with the vanilla proofs the FFI hands Curio.
 //!
 //! Commit 1 needs no Groth16 parameters, only the SDR parent cache (made on demand where
 //! filecoin-proofs' settings say, `FIL_PROOFS_PARENT_CACHE`).
@@ -10,15 +10,19 @@ use std::fs::File;
 use std::path::Path;
 
 use filecoin_proofs::{
-    add_piece, generate_fallback_sector_challenges, generate_single_vanilla_proof,
-    generate_synth_proofs, seal_commit_phase1, seal_pre_commit_phase1, seal_pre_commit_phase2,
-    with_shape, MerkleTreeTrait, PrivateReplicaInfo, SealCommitPhase1Output, UnpaddedBytesAmount,
+    add_piece, encode_into, generate_fallback_sector_challenges, generate_partition_proofs,
+    generate_single_vanilla_proof, generate_synth_proofs, seal_commit_phase1,
+    seal_pre_commit_phase1, seal_pre_commit_phase2, with_shape, MerkleTreeTrait, PieceInfo,
+    PrivateReplicaInfo, SealCommitPhase1Output, TreeRHasher, UnpaddedBytesAmount,
 };
 use rand::RngCore;
 use storage_proofs_core::sector::SectorId;
 
 use crate::error::{filecoin, io};
-use crate::{C1Output, FilecoinError, PostProof, Revision, SealProof, SectorIdentity};
+use crate::{
+    C1Output, FilecoinError, PostProof, Revision, SealProof, SectorIdentity, SnapRequest,
+    UpdateProof,
+};
 
 /// A freshly sealed sector: its C1 output and who sealed it.
 #[derive(Clone, Debug)]
@@ -139,6 +143,95 @@ fn vanilla_proofs<Tree: 'static + MerkleTreeTrait>(
         .collect()
 }
 
+/// Updates `sector` (sealed by [`seal_random_sector`] into `work_dir`) with a piece of new random
+/// data as a SnapDeals update does (`encode_into`, the new replica and its cache under
+/// `work_dir/update`), and returns the request Curio would send for it: the FFI's partition
+/// proofs (bincode) and the old and new commitments.
+pub fn snap_update(
+    sector: &SealedSector,
+    work_dir: &Path,
+    rng: &mut impl RngCore,
+) -> Result<SnapRequest, FilecoinError> {
+    let proof = UpdateProof {
+        size: sector.c1.proof.size,
+    };
+    with_shape!(proof.size.bytes(), update, proof, sector, work_dir, rng,)
+}
+
+fn update<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    proof: UpdateProof,
+    sector: &SealedSector,
+    work_dir: &Path,
+    rng: &mut impl RngCore,
+) -> Result<SnapRequest, FilecoinError> {
+    let config = proof.update_config()?;
+    let (sector_key, sector_key_cache) = (work_dir.join("sealed"), work_dir.join("cache"));
+    let dir = work_dir.join("update");
+    let (staged, replica, cache) = (dir.join("staged"), dir.join("sealed"), dir.join("cache"));
+    std::fs::create_dir_all(&cache).map_err(io(&cache))?;
+    let piece = staged_piece(&proof.porep_config()?, &staged, rng)?;
+    // The new replica must have its length before it is mapped.
+    let length = std::fs::metadata(&sector_key)
+        .map_err(io(&sector_key))?
+        .len();
+    File::create(&replica)
+        .and_then(|file| file.set_len(length))
+        .map_err(io(&replica))?;
+    let encoded = encode_into::<Tree>(
+        &config,
+        &replica,
+        &cache,
+        &sector_key,
+        &sector_key_cache,
+        &staged,
+        &[piece],
+    )
+    .map_err(filecoin("encode_into"))?;
+    let comm_r_old = sector.c1.commitments()?.comm_r;
+    let proofs = generate_partition_proofs::<Tree>(
+        config,
+        comm_r_old,
+        encoded.comm_r_new,
+        encoded.comm_d_new,
+        &sector_key,
+        &sector_key_cache,
+        &replica,
+        &cache,
+    )
+    .map_err(filecoin("generate_partition_proofs"))?;
+    let vanilla_proofs = proofs
+        .iter()
+        .map(|partition| {
+            bincode::serialize(partition).map_err(|e| FilecoinError::Filecoin {
+                what: "serializing an update partition proof".into(),
+                reason: e.to_string(),
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(SnapRequest {
+        proof,
+        vanilla_proofs,
+        comm_r_old,
+        comm_r_new: encoded.comm_r_new,
+        comm_d_new: encoded.comm_d_new,
+    })
+}
+
+/// A sector's worth of random data as one piece, fr32-padded into `staged`.
+fn staged_piece(
+    config: &filecoin_proofs::PoRepConfig,
+    staged: &Path,
+    rng: &mut impl RngCore,
+) -> Result<PieceInfo, FilecoinError> {
+    let unpadded = UnpaddedBytesAmount::from(config.padded_bytes_amount());
+    let mut data = vec![0u8; u64::from(unpadded) as usize];
+    rng.fill_bytes(&mut data);
+    let staged_file = File::create(staged).map_err(io(staged))?;
+    let (piece, _) =
+        add_piece(data.as_slice(), staged_file, unpadded, &[]).map_err(filecoin("add_piece"))?;
+    Ok(piece)
+}
+
 /// A random prover id that is a field element, as every real one (an ID address payload of at
 /// most 10 bytes) is: PoSt takes it into its circuit as one.
 pub(crate) fn random_prover_id(rng: &mut impl RngCore) -> [u8; 32] {
@@ -166,12 +259,7 @@ fn seal<Tree: 'static + MerkleTreeTrait>(
         work_dir.join("cache"),
     );
     std::fs::create_dir_all(&cache).map_err(io(&cache))?;
-    let unpadded = UnpaddedBytesAmount::from(config.padded_bytes_amount());
-    let mut data = vec![0u8; u64::from(unpadded) as usize];
-    rng.fill_bytes(&mut data);
-    let staged_file = File::create(&staged).map_err(io(&staged))?;
-    let (piece, _) =
-        add_piece(data.as_slice(), staged_file, unpadded, &[]).map_err(filecoin("add_piece"))?;
+    let piece = staged_piece(&config, &staged, rng)?;
     File::create(&sealed).map_err(io(&sealed))?;
 
     let identity = SectorIdentity {

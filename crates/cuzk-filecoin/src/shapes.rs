@@ -1,15 +1,18 @@
-//! The PoRep and PoSt types of filecoin's crates for one tree shape, named once.
+//! The PoRep, PoSt and SnapDeals types of filecoin's crates for one tree shape, named once.
 
 use filecoin_proofs::parameters::{
     public_params, window_post_public_params, winning_post_public_params,
 };
-use filecoin_proofs::{DefaultPieceHasher, MerkleTreeTrait};
+use filecoin_proofs::{DefaultPieceHasher, MerkleTreeTrait, TreeRHasher};
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_porep::stacked::{StackedCircuit, StackedCompound, StackedDrg};
 use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound};
+use storage_proofs_update::{
+    EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PublicParams,
+};
 
 use crate::error::filecoin;
-use crate::{FilecoinError, PostKind, PostProof, SealProof};
+use crate::{FilecoinError, PostKind, PostProof, SealProof, UpdateProof};
 
 pub(crate) type Drg<'a, Tree> = StackedDrg<'a, Tree, DefaultPieceHasher>;
 pub(crate) type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
@@ -50,4 +53,16 @@ pub(crate) fn blank_post_circuit<Tree: 'static + MerkleTreeTrait>(
         FallbackPoSt<'_, Tree>,
         FallbackPoStCircuit<Tree>,
     >>::blank_circuit(&vanilla))
+}
+
+/// The empty-sector-update circuit of `proof` (one partition's) without a witness.
+pub(crate) fn blank_update_circuit<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    proof: UpdateProof,
+) -> EmptySectorUpdateCircuit<Tree> {
+    let vanilla = PublicParams::from_sector_size(proof.size.bytes());
+    <EmptySectorUpdateCompound<Tree> as CompoundProof<
+        '_,
+        EmptySectorUpdate<Tree>,
+        EmptySectorUpdateCircuit<Tree>,
+    >>::blank_circuit(&vanilla)
 }

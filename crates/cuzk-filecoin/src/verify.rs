@@ -1,16 +1,18 @@
 //! Verification by filecoin-proofs itself (`verify_seal`, `verify_winning_post`,
-//! `verify_window_post`), so a cuzk proof is judged exactly as the network's tools judge it.
+//! `verify_window_post`, `verify_empty_sector_update_proof`), so a cuzk proof is judged exactly as
+//! the network's tools judge it.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use filecoin_proofs::{with_shape, MerkleTreeTrait, PublicReplicaInfo};
+use filecoin_proofs::{with_shape, MerkleTreeTrait, PublicReplicaInfo, TreeRHasher};
 use storage_proofs_core::sector::SectorId;
 
 use crate::error::filecoin;
 use crate::params::check_parameter_dir;
 use crate::{
-    CircuitId, FilecoinError, ParamFiles, PostKind, PostProof, Revision, SealCommitments, SealProof,
+    CircuitId, FilecoinError, ParamFiles, PostKind, PostProof, Revision, SealCommitments,
+    SealProof, SnapRequest,
 };
 
 /// Who sealed which sector: with a C1 output's commitments, what `verify_seal` needs.
@@ -128,6 +130,33 @@ fn verify_post_of<Tree: 'static + MerkleTreeTrait>(
         }
     }
     .map_err(filecoin(format!("verifying the {proof} proof")))
+}
+
+/// Checks a SnapDeals proof (the partitions' proofs in order) with filecoin-proofs'
+/// `verify_empty_sector_update_proof` against `snap`'s commitments, reading the verifying key
+/// from `params_dir` (filecoin-proofs' parameter directory). `Ok(false)` is a proof that does not
+/// verify.
+pub fn verify_snap(
+    snap: &SnapRequest,
+    proof_bytes: &[u8],
+    params_dir: &Path,
+) -> Result<bool, FilecoinError> {
+    verifying_key_files(params_dir, snap.proof)?;
+    with_shape!(snap.proof.size.bytes(), verify_snap_of, snap, proof_bytes)
+}
+
+fn verify_snap_of<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    snap: &SnapRequest,
+    proof_bytes: &[u8],
+) -> Result<bool, FilecoinError> {
+    filecoin_proofs::verify_empty_sector_update_proof::<Tree>(
+        &snap.proof.porep_config()?,
+        proof_bytes,
+        snap.comm_r_old,
+        snap.comm_r_new,
+        snap.comm_d_new,
+    )
+    .map_err(filecoin(format!("verifying the {} proof", snap.proof)))
 }
 
 /// `circuit`'s files in `params_dir`, which must be filecoin-proofs' parameter directory (its

@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use anyhow::{bail, ensure, Context, Result};
 use cuzk_filecoin::{
-    compiled_r1cs, parameter_dir, C1Output, ParamFiles, PostJob, PostRequest, SectorJob,
+    compiled_r1cs, parameter_dir, C1Output, ParamFiles, PostJob, PostRequest, SectorJob, SnapJob,
+    SnapRequest,
 };
 use cuzk_gpu::Gpu;
 use cuzk_groth16::backend::GpuBackend;
@@ -56,6 +57,13 @@ enum Workload {
         files: ParamFiles,
         compiled: Option<Arc<CompiledR1cs>>,
     },
+    /// One SnapDeals request (its partitions), with its parameter files and compiled R1CS.
+    Snap {
+        snap: SnapRequest,
+        source: PathBuf,
+        files: ParamFiles,
+        compiled: Option<Arc<CompiledR1cs>>,
+    },
 }
 
 /// The compiled R1CS of `files`' circuit (read, or recorded and cached), none with
@@ -89,6 +97,18 @@ impl Workload {
                 compiled,
             });
         }
+        if let Some(source) = &args.snap {
+            let dir = parameter_dir(args.params_dir.as_deref())?;
+            let snap = SnapRequest::read(source)?;
+            let files = ParamFiles::new(&dir, snap.proof)?;
+            let compiled = compiled_unless_direct(&files, args.direct_synthesis)?;
+            return Ok(Workload::Snap {
+                snap,
+                source: source.clone(),
+                files,
+                compiled,
+            });
+        }
         match (&args.c1, &args.circuit) {
             (Some(c1), _) => {
                 // Before any file is read: a GPU that is not there fails at once.
@@ -116,7 +136,9 @@ impl Workload {
             }
             (None, Some(circuit)) => Ok(Workload::Synthetic(CircuitSpec::from_args(circuit)?)),
             (None, None) => {
-                bail!("give a circuit (--constraints N), a sector (--c1 FILE) or --post FILE")
+                bail!(
+                    "give a circuit (--constraints N), a sector (--c1 FILE), --post or --snap FILE"
+                )
             }
         }
     }
@@ -127,6 +149,9 @@ impl Workload {
             Workload::Porep { c1, .. } => format!("{} C2 of {}", c1.proof, c1.source),
             Workload::Post { post, source, .. } => {
                 format!("{} of {}", post.proof, source.display())
+            }
+            Workload::Snap { snap, source, .. } => {
+                format!("{} of {}", snap.proof, source.display())
             }
         }
     }
@@ -167,10 +192,11 @@ impl Workload {
                     })
                 },
             ),
-            Workload::Porep { files, .. } | Workload::Post { files, .. } => progress
-                .stage("loading parameters", || {
-                    anyhow::Ok(files.load(PointCheck::Unchecked)?)
-                }),
+            Workload::Porep { files, .. }
+            | Workload::Post { files, .. }
+            | Workload::Snap { files, .. } => progress.stage("loading parameters", || {
+                anyhow::Ok(files.load(PointCheck::Unchecked)?)
+            }),
         };
         params.context("parameters")
     }
@@ -178,9 +204,9 @@ impl Workload {
     /// The compiled R1CS the run holds, if any.
     fn compiled(&self) -> Option<&CompiledR1cs> {
         match self {
-            Workload::Porep { compiled, .. } | Workload::Post { compiled, .. } => {
-                compiled.as_deref()
-            }
+            Workload::Porep { compiled, .. }
+            | Workload::Post { compiled, .. }
+            | Workload::Snap { compiled, .. } => compiled.as_deref(),
             Workload::Synthetic(_) => None,
         }
     }
@@ -202,6 +228,11 @@ impl Workload {
                 "circuit": "post",
                 "post_proof": post.proof.name(),
                 "sectors": post.vanilla_proofs.len(),
+                "rows": compiled.as_ref().map(|c| c.num_rows()),
+            }),
+            Workload::Snap { snap, compiled, .. } => json!({
+                "circuit": "snap",
+                "update_proof": snap.proof.name(),
                 "rows": compiled.as_ref().map(|c| c.num_rows()),
             }),
         }
@@ -232,6 +263,7 @@ impl Plan {
             Workload::Synthetic(_) => args.partitions,
             Workload::Porep { c1, .. } => usize::from(c1.proof.porep_config()?.partitions),
             Workload::Post { .. } => 1,
+            Workload::Snap { snap, .. } => snap.vanilla_proofs.len(),
         };
         Ok(Plan {
             workload,
@@ -281,6 +313,12 @@ impl Plan {
                 compiled,
                 ..
             } => Ok(PostJob::new(id, post, Arc::clone(params), files, compiled.clone())?.request),
+            Workload::Snap {
+                snap,
+                files,
+                compiled,
+                ..
+            } => Ok(SnapJob::new(id, snap, Arc::clone(params), files, compiled.clone())?.request),
         }
     }
 }

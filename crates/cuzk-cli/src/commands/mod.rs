@@ -11,6 +11,7 @@ pub mod post;
 pub mod prove;
 pub mod serve;
 pub mod setup;
+pub mod snap;
 pub mod verify;
 
 use std::path::Path;

@@ -272,11 +272,13 @@ pub fn seal_test_sector(global: &GlobalArgs, args: TestSectorArgs) -> Result<Out
     let sector_dir = args.out.join("sector");
     write_test_sector(global, &args, "sealing a random", |proof| {
         let sector = seal_random_sector(proof, &sector_dir, args.miner_id, &mut rand::rngs::OsRng)?;
-        // The sealed files are there to prove: PoSt requests of the sector too.
+        // The sealed files are there to prove: PoSt requests of the sector too, and an update.
         std::fs::create_dir_all(&args.out)
             .with_context(|| format!("creating {}", args.out.display()))?;
         super::post::write_test_requests(proof, &sector, &sector_dir, &args.out)
             .context("writing the sector's PoSt requests")?;
+        super::snap::write_test_request(&sector, &sector_dir, &args.out)
+            .context("updating the sector (SnapDeals)")?;
         Ok(sector)
     })
 }

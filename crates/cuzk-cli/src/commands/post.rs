@@ -14,7 +14,7 @@ use rand::RngCore;
 use serde_json::json;
 
 use super::porep::Prover;
-use crate::args::{GlobalArgs, PostInputArgs, PostProveArgs, PostVerifyArgs};
+use crate::args::{GlobalArgs, RequestInputArgs, RequestProveArgs, RequestVerifyArgs};
 use crate::progress::Progress;
 use crate::Outcome;
 
@@ -26,7 +26,7 @@ struct PostInput {
 }
 
 impl PostInput {
-    fn open(args: &PostInputArgs, winning: bool) -> Result<Self> {
+    fn open(args: &RequestInputArgs, winning: bool) -> Result<Self> {
         let params_dir = parameter_dir(args.params_dir.as_deref())?;
         let post = PostRequest::read(&args.request)?;
         if (post.proof.kind == PostKind::Winning) != winning {
@@ -41,7 +41,7 @@ impl PostInput {
     }
 }
 
-pub fn prove(global: &GlobalArgs, args: PostProveArgs, winning: bool) -> Result<Outcome> {
+pub fn prove(global: &GlobalArgs, args: RequestProveArgs, winning: bool) -> Result<Outcome> {
     let progress = Progress::new(global.json);
     let input = PostInput::open(&args.input, winning)?;
     let proof = input.post.proof;
@@ -81,7 +81,7 @@ pub fn prove(global: &GlobalArgs, args: PostProveArgs, winning: bool) -> Result<
     Ok(Outcome::Success)
 }
 
-pub fn verify(global: &GlobalArgs, args: PostVerifyArgs, winning: bool) -> Result<Outcome> {
+pub fn verify(global: &GlobalArgs, args: RequestVerifyArgs, winning: bool) -> Result<Outcome> {
     let input = PostInput::open(&args.input, winning)?;
     let post = &input.post;
     let proof_bytes =

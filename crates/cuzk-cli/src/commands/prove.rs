@@ -67,6 +67,7 @@ pub fn run(global: &GlobalArgs, command: ProveCommand) -> Result<Outcome> {
         (Some(ProveTarget::Porep(args)), _, _) => super::porep::prove(global, args),
         (Some(ProveTarget::WinningPost(args)), _, _) => super::post::prove(global, args, true),
         (Some(ProveTarget::WindowPost(args)), _, _) => super::post::prove(global, args, false),
+        (Some(ProveTarget::Snap(args)), _, _) => super::snap::prove(global, args),
         (None, Some(args), Some(circuit)) => prove(global, args, &circuit),
         _ => bail!("give a circuit to prove (--params … --constraints …) or `prove porep`"),
     }

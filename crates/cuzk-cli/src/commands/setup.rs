@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use cuzk_filecoin::{CircuitId, PostKind, PostProof, SealProof};
+use cuzk_filecoin::{CircuitId, PostKind, PostProof, SealProof, UpdateProof};
 use cuzk_groth16::setup::{generate_parameters_on, Multiplier, ToxicWaste};
 use cuzk_groth16::Parameters;
 use rand::rngs::OsRng;
@@ -47,23 +47,29 @@ pub fn generate(
 }
 
 pub fn run(global: &GlobalArgs, args: SetupArgs) -> Result<Outcome> {
-    let filecoin = match (&args.porep, &args.winning_post, &args.window_post) {
-        (Some(proof), _, _) => Some(CircuitId::from(SealProof::from_size_or_name(proof)?)),
-        (_, Some(proof), _) => Some(CircuitId::from(PostProof::from_size_or_name(
+    let filecoin = match (
+        &args.porep,
+        &args.winning_post,
+        &args.window_post,
+        &args.snap,
+    ) {
+        (Some(proof), ..) => Some(CircuitId::from(SealProof::from_size_or_name(proof)?)),
+        (_, Some(proof), ..) => Some(CircuitId::from(PostProof::from_size_or_name(
             proof,
             PostKind::Winning,
         )?)),
-        (_, _, Some(proof)) => Some(CircuitId::from(PostProof::from_size_or_name(
+        (_, _, Some(proof), _) => Some(CircuitId::from(PostProof::from_size_or_name(
             proof,
             PostKind::Window,
         )?)),
+        (.., Some(proof)) => Some(CircuitId::from(UpdateProof::from_size_or_name(proof)?)),
         _ => None,
     };
     if let Some(circuit) = filecoin {
         return super::porep::setup(global, circuit, &args);
     }
     let Some(circuit) = &args.circuit else {
-        bail!("give a circuit (--constraints N), --porep, --winning-post or --window-post SIZE");
+        bail!("give a circuit (--constraints N), --porep, --winning-post, --window-post or --snap SIZE");
     };
     let spec = CircuitSpec::from_args(circuit)?;
     let progress = Progress::new(global.json);

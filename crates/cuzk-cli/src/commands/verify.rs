@@ -30,6 +30,7 @@ pub fn run(global: &GlobalArgs, command: VerifyCommand) -> Result<Outcome> {
         (Some(VerifyTarget::Porep(args)), _) => super::porep::verify(global, args),
         (Some(VerifyTarget::WinningPost(args)), _) => super::post::verify(global, args, true),
         (Some(VerifyTarget::WindowPost(args)), _) => super::post::verify(global, args, false),
+        (Some(VerifyTarget::Snap(args)), _) => super::snap::verify(global, args),
         (None, Some(args)) => verify(global, args),
         (None, None) => bail!("give a proof to verify (--params …) or `verify porep`"),
     }

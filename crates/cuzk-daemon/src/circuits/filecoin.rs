@@ -1,15 +1,14 @@
-//! Filecoin's circuits, as Curio sends them: PoRep C2 (every size and revision), WinningPoSt and
-//! WindowPoSt partitions; SnapDeals is recognised and fails with a clear reason until the engine
-//! proves it.
+//! Filecoin's circuits, as Curio sends them: PoRep C2 (every size and revision), SnapDeals
+//! updates, WinningPoSt and WindowPoSt partitions.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use base64::Engine as _;
 use cuzk_filecoin::{
-    compiled_r1cs, prover_id_of_miner, verify_post, verify_seal, C1Output, CircuitId,
+    compiled_r1cs, prover_id_of_miner, verify_post, verify_seal, verify_snap, C1Output, CircuitId,
     FilecoinError, ParamFiles, PostJob, PostKind, PostProof, PostRequest, R1csOrigin, SealProof,
-    SectorIdentity, SectorJob, SectorSize, SECTOR_SIZES,
+    SectorIdentity, SectorJob, SectorSize, SnapJob, SnapRequest, UpdateProof, SECTOR_SIZES,
 };
 use cuzk_groth16::params_file::PointCheck;
 use serde::Deserialize;
@@ -41,7 +40,8 @@ impl FilecoinCircuits {
 }
 
 /// Every circuit the daemon serves: for each size, PoRep's (the current revision's parameters
-/// serve every revision of a size), WinningPoSt's and WindowPoSt's (both versions share them).
+/// serve every revision of a size), WinningPoSt's, WindowPoSt's (both versions share them) and
+/// SnapDeals'.
 fn served() -> impl Iterator<Item = CircuitId> {
     SECTOR_SIZES.into_iter().flat_map(|size| {
         [
@@ -54,12 +54,13 @@ fn served() -> impl Iterator<Item = CircuitId> {
                 kind: PostKind::Window,
                 size,
             }),
+            CircuitId::Update(UpdateProof { size }),
         ]
     })
 }
 
 /// The circuit id of a circuit's parameters, by the public engine's names: `porep-32g`,
-/// `winning-32g`, `wpost-32g`.
+/// `winning-32g`, `wpost-32g`, `snap-32g`.
 pub fn circuit_name(circuit: CircuitId) -> String {
     let short = match circuit.size() {
         SectorSize::S2KiB => "2k",
@@ -75,6 +76,7 @@ pub fn circuit_name(circuit: CircuitId) -> String {
             ..
         }) => "winning",
         CircuitId::Post(_) => "wpost",
+        CircuitId::Update(_) => "snap",
     };
     format!("{kind}-{short}")
 }
@@ -169,19 +171,47 @@ fn check_porep(request: SubmitProofRequest) -> Result<PorepJob, DaemonError> {
     })
 }
 
-/// Checks the registered proof of a SnapDeals update, which the engine does not prove yet, so a
-/// malformed request is still named as such.
-fn check_snap(request: &SubmitProofRequest) -> Result<(), DaemonError> {
-    if request.registered_proof > 4 {
-        return Err(DaemonError::invalid(
+/// A SnapDeals request's fields, checked as far as they go without parameters (the partition
+/// proofs are decoded and verified against the commitments when the job is built).
+fn check_snap(request: SubmitProofRequest) -> Result<SnapRequest, DaemonError> {
+    let proof = UpdateProof::from_number(request.registered_proof).ok_or_else(|| {
+        DaemonError::invalid(
             "registered_proof",
             format!(
                 "{} is not a RegisteredUpdateProof (0–4)",
                 request.registered_proof
             ),
+        )
+    })?;
+    if request.sector_size != 0 && request.sector_size != proof.size.bytes() {
+        return Err(DaemonError::invalid(
+            "sector_size",
+            format!(
+                "{} bytes, but registered proof {} ({proof}) is for {} sectors",
+                request.sector_size,
+                proof.number(),
+                proof.size
+            ),
         ));
     }
-    Ok(())
+    let commitment = |field: &str, bytes: &[u8]| -> Result<[u8; 32], DaemonError> {
+        bytes
+            .try_into()
+            .map_err(|_| DaemonError::invalid(field, format!("{} bytes, 32 expected", bytes.len())))
+    };
+    if request.vanilla_proofs.is_empty() {
+        return Err(DaemonError::invalid(
+            "vanilla_proofs",
+            "none given (one per partition)",
+        ));
+    }
+    Ok(SnapRequest {
+        proof,
+        comm_r_old: commitment("comm_r_old", &request.comm_r_old)?,
+        comm_r_new: commitment("comm_r_new", &request.comm_r_new)?,
+        comm_d_new: commitment("comm_d_new", &request.comm_d_new)?,
+        vanilla_proofs: request.vanilla_proofs,
+    })
 }
 
 /// A WinningPoSt or WindowPoSt request's fields, checked as far as they go without parameters
@@ -226,12 +256,14 @@ impl Circuits for FilecoinCircuits {
     fn check(&self, request: SubmitProofRequest, kind: Kind) -> Result<Work, DaemonError> {
         match kind {
             Kind::SnapDeals => {
-                check_snap(&request)?;
-                Ok(Work::Unsupported(format!(
-                    "{} proofs are not supported by this daemon yet (it proves PoRep C2, \
-                     WinningPoSt and WindowPoSt)",
-                    kind.title()
-                )))
+                let snap = check_snap(request)?;
+                Ok(Work::Prove {
+                    circuit: circuit_name(CircuitId::Update(snap.proof)),
+                    job: Box::new(SnapBuild {
+                        snap,
+                        params_dir: self.params_dir.clone(),
+                    }),
+                })
             }
             Kind::WinningPost | Kind::WindowPost => {
                 let post = check_post(request, kind)?;
@@ -352,6 +384,45 @@ impl BuildJob for PorepJob {
                         "the proof does not pass filecoin-proofs' verify_seal for miner {miner_id} \
                          sector {} (is the C1 output this miner's and this sector's?)",
                         identity.sector_id
+                    )),
+                    Err(e) => Err(e.to_string()),
+                }
+            }),
+        })
+    }
+}
+
+/// A checked SnapDeals request.
+struct SnapBuild {
+    snap: SnapRequest,
+    params_dir: PathBuf,
+}
+
+impl BuildJob for SnapBuild {
+    fn build(self: Box<Self>, id: &str, params: &ParamSet) -> Result<PreparedJob, String> {
+        let SnapBuild { snap, params_dir } = *self;
+        let files = ParamFiles::new(&params_dir, snap.proof).map_err(|e| e.to_string())?;
+        let job = SnapJob::new(
+            id,
+            &snap,
+            Arc::clone(&params.params),
+            &files,
+            params.compiled.clone(),
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(PreparedJob {
+            request: job.request,
+            finish: Box::new(move |output| {
+                let bytes = output.proof_bytes();
+                // The partitions were verified one by one; this checks the update's proof as
+                // Curio's chain will, against its three commitments.
+                match verify_snap(&snap, &bytes, &params_dir) {
+                    Ok(true) => Ok(bytes),
+                    Ok(false) => Err(format!(
+                        "the proof does not pass filecoin-proofs' \
+                         verify_empty_sector_update_proof for {} (are the partition proofs this \
+                         update's?)",
+                        snap.proof
                     )),
                     Err(e) => Err(e.to_string()),
                 }

@@ -1,0 +1,166 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Real 2 KiB SnapDeals: a sector sealed by filecoin-proofs, updated with new data by
+//! filecoin-proofs (`encode_into`, the FFI's partition proofs), proven by cuzk on the CPU through
+//! the engine, judged by `filecoin_proofs::verify_empty_sector_update_proof`; tampered vanilla
+//! proofs, wrong commitments and malformed request files named before any proving.
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use cuzk_filecoin::{
+    compiled_r1cs, seal_random_sector, snap_update, use_parameter_dir, verify_snap, FilecoinError,
+    ParamFiles, SealProof, SectorSize, SnapJob, SnapRequest, UpdateProof,
+};
+use cuzk_groth16::backend::CpuBackend;
+use cuzk_groth16::params_file::PointCheck;
+use cuzk_groth16::setup::Multiplier;
+use cuzk_groth16::Parameters;
+use cuzk_pipeline::sink::MemorySink;
+use cuzk_pipeline::{Engine, EngineConfig};
+
+struct Fixture {
+    dir: PathBuf,
+    snap: SnapRequest,
+    _work: tempfile::TempDir,
+}
+
+fn fixture() -> &'static Fixture {
+    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuzk-filecoin-params");
+        std::fs::create_dir_all(&dir).unwrap();
+        // Before any other Filecoin call: filecoin-proofs reads its settings once.
+        use_parameter_dir(&dir).unwrap();
+        let mut rng = cuzk_testkit::rng("snap fixture");
+        let work = tempfile::tempdir().unwrap();
+        let proof = SealProof::current(SectorSize::S2KiB);
+        let sector = seal_random_sector(proof, work.path(), Some(1000), &mut rng).unwrap();
+        let snap = snap_update(&sector, work.path(), &mut rng).unwrap();
+        Fixture {
+            dir,
+            snap,
+            _work: work,
+        }
+    })
+}
+
+/// The update's parameters and files: read, or made on first use (kept under the target
+/// directory).
+fn parameters(proof: UpdateProof) -> (ParamFiles, Arc<Parameters>) {
+    let dir = &fixture().dir;
+    let files = ParamFiles::new(dir, proof).unwrap();
+    if files.params.is_file() && files.vk.is_file() {
+        return (
+            files.clone(),
+            Arc::new(files.load(PointCheck::Unchecked).unwrap()),
+        );
+    }
+    let mut rng = cuzk_testkit::rng(&format!("setup {proof}"));
+    let (files, params) = ParamFiles::generate(dir, proof, &mut rng, &Multiplier::Cpu).unwrap();
+    (files, Arc::new(params))
+}
+
+/// cuzk's proof of `snap` on the CPU through the engine, with its compiled R1CS.
+fn prove(snap: &SnapRequest) -> Result<Vec<u8>, FilecoinError> {
+    let (files, params) = parameters(snap.proof);
+    let (compiled, _) = compiled_r1cs(&files)?;
+    let job = SnapJob::new("snap", snap, params, &files, Some(compiled))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let engine = Engine::start(
+            EngineConfig::new(1, 16 << 30),
+            vec![Arc::new(CpuBackend)],
+            Arc::new(MemorySink::default()),
+        )
+        .unwrap();
+        Ok(engine.submit(job.request).wait().await?.proof_bytes())
+    })
+}
+
+#[test]
+fn update_of_a_sealed_sector_verifies() {
+    let snap = &fixture().snap;
+    assert_eq!(
+        snap.vanilla_proofs.len(),
+        1,
+        "2 KiB updates have one partition"
+    );
+    let proof = prove(snap).unwrap();
+    assert_eq!(proof.len(), 192);
+    assert!(
+        verify_snap(snap, &proof, &fixture().dir).unwrap(),
+        "the proof must verify"
+    );
+    let mut other = snap.clone();
+    other.comm_d_new[0] ^= 1;
+    assert!(
+        !verify_snap(&other, &proof, &fixture().dir).unwrap(),
+        "not for another comm_d_new"
+    );
+    let mut flipped = proof.clone();
+    flipped[100] ^= 1;
+    assert!(
+        !verify_snap(snap, &flipped, &fixture().dir).unwrap_or(false),
+        "not with a byte flipped"
+    );
+}
+
+#[test]
+fn bad_vanilla_proofs_and_commitments_are_named_before_proving() {
+    let snap = &fixture().snap;
+    let field_of = |request: &SnapRequest| match prove(request) {
+        Err(FilecoinError::ProofInput { field, .. }) => field,
+        other => panic!("expected a named input error, got {other:?}"),
+    };
+    let mut truncated = snap.clone();
+    truncated.vanilla_proofs[0].truncate(100);
+    assert_eq!(field_of(&truncated), "vanilla_proofs[0]");
+    let mut none = snap.clone();
+    none.vanilla_proofs.clear();
+    assert_eq!(field_of(&none), "vanilla_proofs");
+    // A commitment of another sector: the partition proof no longer verifies against it.
+    let mut wrong = snap.clone();
+    wrong.comm_r_new[0] ^= 1;
+    assert_eq!(field_of(&wrong), "vanilla_proofs[0]");
+    let mut tampered = snap.clone();
+    let last = tampered.vanilla_proofs[0].len() - 40;
+    tampered.vanilla_proofs[0][last] ^= 1;
+    assert!(
+        prove(&tampered).is_err(),
+        "a tampered partition proof is refused"
+    );
+    let mut beyond = snap.clone();
+    beyond.comm_r_old = [0xff; 32];
+    assert_eq!(field_of(&beyond), "comm_r_old");
+}
+
+#[test]
+fn request_files_round_trip_and_name_bad_fields() {
+    let snap = &fixture().snap;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("snap.json");
+    snap.write(&path).unwrap();
+    assert_eq!(&SnapRequest::read(&path).unwrap(), snap);
+    let text = std::fs::read_to_string(&path).unwrap();
+    for (from, to, field) in [
+        (
+            "\"StackedDrg2KiBV1\"",
+            "\"StackedDrg2KiBV1_1\"",
+            "registered_proof",
+        ),
+        (
+            "\"comm_d_new\": \"0x",
+            "\"comm_d_new\": \"0xzz",
+            "comm_d_new",
+        ),
+    ] {
+        std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+        match SnapRequest::read(&path) {
+            Err(FilecoinError::RequestField { field: got, .. }) => assert_eq!(got, field),
+            other => panic!("{field}: expected a field error, got {other:?}"),
+        }
+    }
+}
