@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# WinningPoSt and WindowPoSt on one H200 beside PoRep (issue 23): a 2 KiB (or SIZE) sector sealed by
-# filecoin-proofs, test parameters made on the GPU, one proof of each PoSt kind verified by
-# filecoin's verifiers, then `cuzk bench` of each kind and of the sector's PoRep C2, one job at a
-# time (-c 1: a job's wall time is its latency); a table last.
+# WinningPoSt, WindowPoSt and SnapDeals on one H200 beside PoRep (issue 23): a 2 KiB (or SIZE)
+# sector sealed and updated by filecoin-proofs (or, with SAMPLE=1 and always at 32 and 64 GiB, a
+# sample sector and its PoSts, no sealing), test parameters made on the GPU, one proof of each
+# kind verified by filecoin's verifiers, then `cuzk bench` of each kind and of the sector's PoRep
+# C2, one job at a time (-c 1: a job's wall time is its latency); a table last. With PROBE set
+# (bench flags of a PoRep load, e.g. "-j 160 -c 16 --synthesis-concurrency 16"), the WinningPoSt
+# again as a CRITICAL probe while that load keeps the GPU busy.
 # Usage: benches/device/post_h200.sh PACK [JOBS]
 #   PACK: a .tar.xz holding `cuzk`, built here and stripped. SIZE=8MiB for another sector size;
-#   BACKEND=cpu tries it without a GPU.
+#   KINDS="winning-post porep" for fewer kinds; BACKEND=cpu tries it without a GPU.
 set -uo pipefail
 PACK=${1:?usage: post_h200.sh PACK [JOBS]}
 JOBS=${2:-30}
@@ -13,6 +16,11 @@ BACKEND=${BACKEND:-gpu}
 OUT=${OUT:-/tmp/post-out}
 BIN=/tmp/post-bin
 SIZE=${SIZE:-2KiB}
+SAMPLE=${SAMPLE:-0}
+case $SIZE in 32GiB|64GiB) SAMPLE=1 ;; esac
+KINDS=${KINDS:-winning-post window-post snap porep}
+[ "$SAMPLE" = 1 ] && KINDS=${KINDS/snap/}
+PROBE=${PROBE:-}
 SECTOR=/tmp/post-sector-$SIZE
 PARAMS=/tmp/post-params-$SIZE
 mkdir -p "$OUT" "$BIN" "$PARAMS"
@@ -20,13 +28,16 @@ python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2
 chmod +x "$BIN/cuzk"
 cuzk() { "$BIN/cuzk" "$@"; }
 
-[ -f "$SECTOR/winning-post.json" ] || cuzk seal-test-sector --size "$SIZE" --out "$SECTOR" --miner-id 1000 > /dev/null
-for setup in "--winning-post $SIZE" "--window-post $SIZE" "--porep $SIZE"; do
-  # shellcheck disable=SC2086
-  cuzk setup $setup --backend "$BACKEND" --out "$PARAMS" > /dev/null || echo "setup $setup: failed"
+if [ ! -f "$SECTOR/c1.json" ]; then
+  make=seal-test-sector; [ "$SAMPLE" = 1 ] && make=sample-sector
+  /usr/bin/time -f "$make $SIZE: %e s, %M KiB" "$BIN/cuzk" $make --size "$SIZE" --out "$SECTOR" --miner-id 1000 > /dev/null
+fi
+for kind in $KINDS; do
+  /usr/bin/time -f "setup $kind $SIZE: %e s, %M KiB" "$BIN/cuzk" setup "--$kind" "$SIZE" --backend "$BACKEND" --out "$PARAMS" > /dev/null || echo "setup $kind: failed"
 done
 
-for kind in winning-post window-post; do
+for kind in $KINDS; do
+  [ "$kind" = porep ] && continue
   cuzk prove "$kind" --request "$SECTOR/$kind.json" --params-dir "$PARAMS" --backend "$BACKEND" \
     --out "$OUT/$kind.proof" > "$OUT/prove-$kind.txt" 2>&1 || { echo "prove $kind: failed"; tail -3 "$OUT/prove-$kind.txt"; }
   cuzk verify "$kind" --request "$SECTOR/$kind.json" --params-dir "$PARAMS" --proof "$OUT/$kind.proof" 2>&1 | tail -1
@@ -34,8 +45,9 @@ for kind in winning-post window-post; do
 done
 
 rows=()
-for kind in winning-post window-post porep; do
+for kind in $KINDS; do
   input=(--post "$SECTOR/$kind.json")
+  [ "$kind" = snap ] && input=(--snap "$SECTOR/snap.json")
   [ "$kind" = porep ] && input=(--c1 "$SECTOR/c1.json")
   cuzk bench "${input[@]}" --params-dir "$PARAMS" --backend "$BACKEND" -j "$JOBS" -c 1 \
     --json-out "$OUT/bench-$kind.json" --timeline "$OUT/timeline-$kind.log" > "$OUT/bench-$kind.txt" 2>&1 || { echo "bench $kind: failed"; tail -5 "$OUT/bench-$kind.txt"; continue; }
@@ -51,3 +63,31 @@ PY
 done
 echo "kind | ms per proof, one at a time | rows | synthesis median ms | prove_start median | device region median / p90"
 printf '%s\n' "${rows[@]}"
+echo; echo "kind | device region stages, medians in ms (the first partition's SRS placement left out)"
+for kind in $KINDS; do
+  [ -f "$OUT/timeline-$kind.log" ] || continue
+  python3 - "$kind" "$OUT/timeline-$kind.log" <<'PY'
+import statistics, sys
+stats = {}
+for line in open(sys.argv[2]):
+    if "PARTITION_STATS" not in line or "srs_place_ms" in line:
+        continue
+    for kv in line.strip().split(",")[4:]:
+        k, _, v = kv.partition("=")
+        try:
+            stats.setdefault(k, []).append(float(v))
+        except ValueError:
+            pass
+keys = ["prep_ms", "h2d_witness_ms", "gather_ms", "products_ms", "ntt_ms", "msm_h_ms", "msm_ms", "gpu_ms", "finalize_ms"]
+print(sys.argv[1], "|", ", ".join(f"{k[:-3]} {statistics.median(stats[k]):.1f}" for k in keys if k in stats))
+PY
+done
+
+if [ -n "$PROBE" ]; then
+  echo; echo "== WinningPoSt at CRITICAL while a PoRep bench ($PROBE) keeps the GPU busy"
+  # shellcheck disable=SC2086
+  cuzk bench --c1 "$SECTOR/c1.json" --params-dir "$PARAMS" --backend "$BACKEND" $PROBE \
+    --probe "$SECTOR/winning-post.json" --json-out "$OUT/bench-probe.json" \
+    --timeline "$OUT/timeline-probe.log" > "$OUT/bench-probe.txt" 2>&1 || { echo "probe bench: failed"; tail -5 "$OUT/bench-probe.txt"; }
+  grep -E "steady|GPU busy|probe" "$OUT/bench-probe.txt"
+fi

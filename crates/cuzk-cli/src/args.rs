@@ -526,6 +526,15 @@ pub struct BenchArgs {
     /// cover the run from the last of them to the end.
     #[arg(long, value_name = "JOBS", default_value_t = cuzk_pipeline::analysis::DEFAULT_WARMUP_JOBS)]
     pub warmup: usize,
+    /// A latency probe: prove this WinningPoSt or WindowPoSt request (a request file) at CRITICAL
+    /// priority, first alone, then one after another while the jobs run (after the warm-up):
+    /// what a latency-critical proof waits for behind a busy engine. Its parameters come from
+    /// --params-dir; the bench's figures leave its partitions out.
+    #[arg(long, value_name = "FILE")]
+    pub probe: Option<PathBuf>,
+    /// Milliseconds between one probe's end and the next's submission.
+    #[arg(long, value_name = "MS", default_value_t = 250, requires = "probe")]
+    pub probe_interval_ms: u64,
     /// Write the TIMELINE here (for `cuzk analyze`).
     #[arg(long)]
     pub timeline: Option<PathBuf>,

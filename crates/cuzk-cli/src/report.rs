@@ -19,7 +19,7 @@ const STAGES: [(&str, &str); 5] = [
 ];
 
 /// A [`Spread`] as JSON; null for no values.
-fn spread(spread: Option<Spread>) -> Value {
+pub fn spread(spread: Option<Spread>) -> Value {
     spread.map_or(Value::Null, |s| {
         json!({"count": s.count, "median": s.median, "p10": s.p10, "p90": s.p90, "mean": s.mean})
     })

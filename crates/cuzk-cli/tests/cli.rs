@@ -724,8 +724,8 @@ fn porep_commands_name_what_is_unusable() {
     assert!(stderr(&output).contains("\"3KiB\""), "{}", stderr(&output));
 }
 
-/// `sample-sector` writes a 32 GiB sector's C1 output (10 partitions) and its sector.json in
-/// seconds; it refuses a directory that already holds a sector and a revision it cannot sample.
+/// `sample-sector` writes a 32 GiB sector's C1 output (10 partitions), its sector.json and its
+/// WinningPoSt and WindowPoSt requests in seconds; it refuses a directory that already holds a sector and a revision it cannot sample.
 #[test]
 fn sample_sector_writes_a_32gib_c1_output() {
     let files = Files::new();
@@ -761,6 +761,21 @@ fn sample_sector_writes_a_32gib_c1_output() {
             .len(),
         10
     );
+    for (name, registered) in [
+        ("winning-post", "StackedDrgWinning32GiBV1"),
+        ("window-post", "StackedDrgWindow32GiBV1_1"),
+    ] {
+        let request: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(files.path(&format!("s32/{name}.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(request["registered_proof"], registered, "{name}");
+        assert_eq!(
+            request["vanilla_proofs"].as_array().unwrap().len(),
+            1,
+            "{name}"
+        );
+    }
 
     let again = cuzk(&["sample-sector", "--size", "32GiB", "--out", &out]);
     assert_eq!(again.status.code(), Some(2));

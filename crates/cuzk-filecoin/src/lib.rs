@@ -28,12 +28,12 @@
 pub mod c1;
 pub mod c2;
 mod error;
-mod hex_field;
 pub mod params;
 mod partition;
 pub mod post;
 pub mod post_proof;
 pub mod r1cs;
+mod request_file;
 pub mod sample;
 pub mod seal_proof;
 pub mod sealer;
@@ -50,10 +50,11 @@ pub use partition::PartitionCircuit;
 pub use post::{PostCircuits, PostJob, PostRequest};
 pub use post_proof::{PostKind, PostProof};
 pub use r1cs::{compiled_r1cs, R1csOrigin};
-pub use sample::sample_sector;
+pub use sample::{sample_sector, SampledSector};
 pub use seal_proof::{Revision, SealProof, SectorSize, SECTOR_SIZES};
 pub use sealer::{
-    post_vanilla_proofs, prover_id_of_miner, seal_random_sector, snap_update, SealedSector,
+    post_vanilla_proofs, prover_id_of_miner, random_field_bytes, seal_random_sector, snap_update,
+    SealedSector,
 };
 pub use snap::{SnapCircuits, SnapJob, SnapRequest};
 pub use update_proof::UpdateProof;

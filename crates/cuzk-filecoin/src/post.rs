@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 
-use cuzk_groth16::params_file::write_atomically;
 use cuzk_groth16::Parameters;
 use cuzk_math::Scalar;
 use cuzk_pipeline::engine::PartitionedCircuit;
@@ -21,12 +20,13 @@ use filecoin_proofs::{
     FallbackPoStSectorProof, MerkleTreeTrait,
 };
 use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_post::fallback::{
     self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
 };
 
-use crate::error::{filecoin, io};
-use crate::hex_field::{hex_32, hex_bytes, to_hex};
+use crate::error::filecoin;
+use crate::request_file::{byte_strings, bytes32, field_error, read_json, to_hex, write_json};
 use crate::shapes::post_public_params;
 use crate::{FilecoinError, ParamFiles, PostKind, PostProof};
 
@@ -169,11 +169,31 @@ impl<Tree: 'static + MerkleTreeTrait> PostCircuits<Tree> {
                 placed
             }
         };
-        let inputs = fallback::PublicInputs {
+        // filecoin-proofs checks a WinningPoSt's vanilla proof at its first challenge only (its
+        // one public sector meets the first of 66 sector proofs): every challenge here, so that a
+        // wrong randomness is named now rather than found as a proof that does not verify.
+        let checked = fallback::PublicInputs {
             randomness,
             prover_id,
-            sectors: placed,
+            sectors: match post.proof.kind {
+                PostKind::Winning => placed.clone(),
+                PostKind::WindowV1 | PostKind::Window => {
+                    placed[partition * params.sector_count..].to_vec()
+                }
+            },
             k: Some(partition),
+        };
+        let opens = FallbackPoSt::<Tree>::verify(&params, &checked, &partition_proof)
+            .map_err(|e| invalid("vanilla_proofs".into(), format!("{e:#}")))?;
+        if !opens {
+            return Err(invalid(
+                "vanilla_proofs".into(),
+                "they do not open the leaves this randomness and prover challenge".into(),
+            ));
+        }
+        let inputs = fallback::PublicInputs {
+            sectors: placed,
+            ..checked
         };
         let circuit = <FallbackPoStCompound<Tree> as CompoundProof<
             '_,
@@ -322,61 +342,40 @@ struct RequestFile {
 impl PostRequest {
     /// Reads a request file, naming the file and the field at fault.
     pub fn read(path: &Path) -> Result<Self, FilecoinError> {
-        let file = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(io(path))?;
-        let field = |field: &str, reason: String| FilecoinError::RequestField {
-            file: file.clone(),
-            field: field.to_owned(),
-            reason,
-        };
-        let raw: RequestFile =
-            serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(&bytes))
-                .map_err(|e| field(&e.path().to_string(), e.inner().to_string()))?;
+        let raw: RequestFile = read_json(path)?;
         let proof = match &raw.registered_proof {
             serde_json::Value::String(name) => name.parse().ok(),
             serde_json::Value::Number(number) => number.as_u64().and_then(PostProof::from_number),
             _ => None,
         }
         .ok_or_else(|| {
-            field(
+            field_error(
+                path,
                 "registered_proof",
                 format!("{}: not a registered PoSt proof", raw.registered_proof),
             )
         })?;
-        let bytes32 = |name: &str, text: &str| hex_32(text).map_err(|reason| field(name, reason));
         Ok(PostRequest {
             proof,
-            randomness: bytes32("randomness", &raw.randomness)?,
-            prover_id: bytes32("prover_id", &raw.prover_id)?,
+            randomness: bytes32(path, "randomness", &raw.randomness)?,
+            prover_id: bytes32(path, "prover_id", &raw.prover_id)?,
             partition: raw.partition,
-            vanilla_proofs: raw
-                .vanilla_proofs
-                .iter()
-                .enumerate()
-                .map(|(i, text)| {
-                    hex_bytes(text).map_err(|r| field(&format!("vanilla_proofs[{i}]"), r))
-                })
-                .collect::<Result<_, _>>()?,
+            vanilla_proofs: byte_strings(path, "vanilla_proofs", &raw.vanilla_proofs)?,
         })
     }
 
     /// Writes the request file atomically.
     pub fn write(&self, path: &Path) -> Result<(), FilecoinError> {
-        let raw = RequestFile {
-            registered_proof: self.proof.name().into(),
-            randomness: to_hex(&self.randomness),
-            prover_id: to_hex(&self.prover_id),
-            partition: self.partition,
-            vanilla_proofs: self
-                .vanilla_proofs
-                .iter()
-                .map(|bytes| to_hex(bytes))
-                .collect(),
-        };
-        write_atomically(path, |out| {
-            serde_json::to_writer_pretty(out, &raw).map_err(std::io::Error::other)
-        })
-        .map_err(io(path))
+        write_json(
+            path,
+            &RequestFile {
+                registered_proof: self.proof.name().into(),
+                randomness: to_hex(&self.randomness),
+                prover_id: to_hex(&self.prover_id),
+                partition: self.partition,
+                vanilla_proofs: self.vanilla_proofs.iter().map(|b| to_hex(b)).collect(),
+            },
+        )
     }
 
     /// The sectors its vanilla proofs are for, as (sector id, comm_r): what a verifier is given.

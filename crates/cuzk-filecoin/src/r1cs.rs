@@ -85,7 +85,7 @@ fn sample_partition<Tree: 'static + MerkleTreeTrait>(
             ..proof
         },
     };
-    let sector = sample_sector(sampled, None, &mut rand::rngs::OsRng)?;
+    let sector = sample_sector(sampled, None, &mut rand::rngs::OsRng)?.sector;
     let circuit = SectorCircuits::<Tree>::new(&sector.c1)?
         .circuits
         .into_iter()

@@ -234,7 +234,9 @@ fn staged_piece(
 
 /// A random prover id that is a field element, as every real one (an ID address payload of at
 /// most 10 bytes) is: PoSt takes it into its circuit as one.
-pub(crate) fn random_prover_id(rng: &mut impl RngCore) -> [u8; 32] {
+/// 32 random bytes that are a field element (the top two bits clear), as prover ids and the
+/// chain's randomness are.
+pub fn random_field_bytes(rng: &mut impl RngCore) -> [u8; 32] {
     let mut id = random_bytes(rng);
     id[31] &= 0x3f;
     id
@@ -263,7 +265,7 @@ fn seal<Tree: 'static + MerkleTreeTrait>(
     File::create(&sealed).map_err(io(&sealed))?;
 
     let identity = SectorIdentity {
-        prover_id: miner_id.map_or_else(|| random_prover_id(rng), prover_id_of_miner),
+        prover_id: miner_id.map_or_else(|| random_field_bytes(rng), prover_id_of_miner),
         sector_id: rng.next_u64(),
     };
     let sector_id = SectorId::from(identity.sector_id);

@@ -7,7 +7,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
-use cuzk_groth16::params_file::write_atomically;
 use cuzk_groth16::Parameters;
 use cuzk_math::Scalar;
 use cuzk_pipeline::engine::PartitionedCircuit;
@@ -25,8 +24,8 @@ use storage_proofs_update::{
     PublicInputs, PublicParams,
 };
 
-use crate::error::{filecoin, io};
-use crate::hex_field::{hex_32, hex_bytes, to_hex};
+use crate::error::filecoin;
+use crate::request_file::{byte_strings, bytes32, field_error, read_json, to_hex, write_json};
 use crate::{FilecoinError, ParamFiles, UpdateProof};
 
 /// What Curio sends for one SnapDeals update: the registered update proof, one vanilla proof per
@@ -292,56 +291,39 @@ struct RequestFile {
 impl SnapRequest {
     /// Reads a request file, naming the file and the field at fault.
     pub fn read(path: &Path) -> Result<Self, FilecoinError> {
-        let file = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(io(path))?;
-        let field = |field: &str, reason: String| FilecoinError::RequestField {
-            file: file.clone(),
-            field: field.to_owned(),
-            reason,
-        };
-        let raw: RequestFile =
-            serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(&bytes))
-                .map_err(|e| field(&e.path().to_string(), e.inner().to_string()))?;
+        let raw: RequestFile = read_json(path)?;
         let proof = match &raw.registered_proof {
             serde_json::Value::String(name) => name.parse().ok(),
             serde_json::Value::Number(number) => number.as_u64().and_then(UpdateProof::from_number),
             _ => None,
         }
         .ok_or_else(|| {
-            field(
+            field_error(
+                path,
                 "registered_proof",
                 format!("{}: not a registered update proof", raw.registered_proof),
             )
         })?;
-        let bytes32 = |name: &str, text: &str| hex_32(text).map_err(|reason| field(name, reason));
         Ok(SnapRequest {
             proof,
-            comm_r_old: bytes32("comm_r_old", &raw.comm_r_old)?,
-            comm_r_new: bytes32("comm_r_new", &raw.comm_r_new)?,
-            comm_d_new: bytes32("comm_d_new", &raw.comm_d_new)?,
-            vanilla_proofs: raw
-                .vanilla_proofs
-                .iter()
-                .enumerate()
-                .map(|(k, text)| {
-                    hex_bytes(text).map_err(|r| field(&format!("vanilla_proofs[{k}]"), r))
-                })
-                .collect::<Result<_, _>>()?,
+            comm_r_old: bytes32(path, "comm_r_old", &raw.comm_r_old)?,
+            comm_r_new: bytes32(path, "comm_r_new", &raw.comm_r_new)?,
+            comm_d_new: bytes32(path, "comm_d_new", &raw.comm_d_new)?,
+            vanilla_proofs: byte_strings(path, "vanilla_proofs", &raw.vanilla_proofs)?,
         })
     }
 
     /// Writes the request file atomically.
     pub fn write(&self, path: &Path) -> Result<(), FilecoinError> {
-        let raw = RequestFile {
-            registered_proof: self.proof.name().into(),
-            comm_r_old: to_hex(&self.comm_r_old),
-            comm_r_new: to_hex(&self.comm_r_new),
-            comm_d_new: to_hex(&self.comm_d_new),
-            vanilla_proofs: self.vanilla_proofs.iter().map(|b| to_hex(b)).collect(),
-        };
-        write_atomically(path, |out| {
-            serde_json::to_writer_pretty(out, &raw).map_err(std::io::Error::other)
-        })
-        .map_err(io(path))
+        write_json(
+            path,
+            &RequestFile {
+                registered_proof: self.proof.name().into(),
+                comm_r_old: to_hex(&self.comm_r_old),
+                comm_r_new: to_hex(&self.comm_r_new),
+                comm_d_new: to_hex(&self.comm_d_new),
+                vanilla_proofs: self.vanilla_proofs.iter().map(|b| to_hex(b)).collect(),
+            },
+        )
     }
 }

@@ -454,7 +454,7 @@ fn a_sample_sector_is_proven_and_accepted(proof: SealProof, compiled: Option<Arc
     let fixture = fixture();
     let mut rng = cuzk_testkit::rng(&format!("sample {proof}"));
     let (files, params) = parameters(&fixture.dir, proof, &mut rng);
-    let sector = sample_sector(proof, Some(1000), &mut rng).unwrap();
+    let sector = sample_sector(proof, Some(1000), &mut rng).unwrap().sector;
     let c1 = ffi_c1(&sector);
     assert_eq!(c1.proof, proof);
     let commitments = c1.commitments().unwrap();
@@ -495,7 +495,9 @@ fn a_sample_8mib_sector_is_proven_by_filecoin_and_by_cuzk() {
 #[test]
 fn a_flipped_byte_in_a_sample_vanilla_proof_is_rejected() {
     let fixture = fixture();
-    let sector = sample_sector(PROOF, None, &mut cuzk_testkit::rng("flipped")).unwrap();
+    let sector = sample_sector(PROOF, None, &mut cuzk_testkit::rng("flipped"))
+        .unwrap()
+        .sector;
     let clean: serde_json::Value = serde_json::from_slice(&sector.c1.to_ffi_json()).unwrap();
     let proof = "/vanilla_proofs/StackedDrg2KiBV1/0/1";
     for field in [
@@ -538,7 +540,10 @@ fn every_interactive_proof_samples_and_the_others_say_why_not() {
         for revision in [Revision::V1, Revision::V1_1] {
             let proof = SealProof { size, revision };
             let start = Instant::now();
-            let sector = sample_sector(proof, None, &mut rng).unwrap();
+            let sample = sample_sector(proof, None, &mut rng).unwrap();
+            // Its PoSts were checked by the PoSt verifier on the way.
+            assert_eq!(sample.posts.len(), 2, "{proof}");
+            let sector = sample.sector;
             sector.c1.validate().unwrap();
             let json: serde_json::Value = serde_json::from_slice(&sector.c1.to_raw_json()).unwrap();
             let partitions = json["vanilla_proofs"].as_array().unwrap();

@@ -5,13 +5,13 @@
 //! and randomness named before any proving.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Instant;
 
 use cuzk_filecoin::{
-    compiled_r1cs, post_vanilla_proofs, seal_random_sector, use_parameter_dir, verify_post,
-    FilecoinError, ParamFiles, PostJob, PostKind, PostProof, PostRequest, SealProof, SealedSector,
-    SectorSize,
+    compiled_r1cs, post_vanilla_proofs, sample_sector, seal_random_sector, use_parameter_dir,
+    verify_post, FilecoinError, ParamFiles, PostJob, PostKind, PostProof, PostRequest, SealProof,
+    SealedSector, SectorSize,
 };
 use cuzk_groth16::backend::CpuBackend;
 use cuzk_groth16::params_file::PointCheck;
@@ -68,6 +68,10 @@ fn fixture() -> &'static Fixture {
 /// `proof`'s parameters and files: read, or made on first use (kept under the target directory).
 fn parameters(proof: PostProof) -> (ParamFiles, Arc<Parameters>) {
     let dir = &fixture().dir;
+    // One test at a time: two making the same files at once would each prove with their own
+    // while the verifier reads whichever was renamed into place last.
+    static MAKING: Mutex<()> = Mutex::new(());
+    let _making = MAKING.lock().unwrap_or_else(PoisonError::into_inner);
     let files = ParamFiles::new(dir, proof).unwrap();
     if files.params.is_file() && files.vk.is_file() {
         let params = files.load(PointCheck::Unchecked).unwrap();
@@ -201,6 +205,44 @@ fn window_post_of_two_sectors_verifies() {
     let proof = prove(&post).unwrap();
     assert_eq!(proof.len(), 192);
     assert!(verify(&post, 2, chosen, &proof), "the proof must verify");
+}
+
+/// A sample (unsealed) sector's WinningPoSt and WindowPoSt, opened from its sparse tree_r_last,
+/// are proven by cuzk and accepted by filecoin-proofs' verifiers for that sector only.
+#[test]
+fn a_sample_sectors_posts_verify() {
+    fixture();
+    let sample = sample_sector(
+        SealProof::current(SectorSize::S2KiB),
+        Some(1000),
+        &mut cuzk_testkit::rng("sample posts"),
+    )
+    .unwrap();
+    let identity = sample.sector.identity;
+    let comm_r = sample.sector.c1.commitments().unwrap().comm_r;
+    let kinds: Vec<PostKind> = sample.posts.iter().map(|p| p.proof.kind).collect();
+    assert_eq!(kinds, [PostKind::Winning, PostKind::Window]);
+    for post in &sample.posts {
+        assert_eq!(post.prover_id, identity.prover_id);
+        let proof = prove(post).unwrap();
+        let judge = |sector_id: u64| {
+            verify_post(
+                post.proof,
+                post.randomness,
+                post.prover_id,
+                &[(sector_id, comm_r)],
+                &proof,
+                &fixture().dir,
+            )
+            .unwrap()
+        };
+        assert!(judge(identity.sector_id), "{}: must verify", post.proof);
+        assert!(
+            !judge(identity.sector_id ^ 1),
+            "{}: not for another sector",
+            post.proof
+        );
+    }
 }
 
 #[test]

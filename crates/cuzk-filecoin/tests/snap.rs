@@ -5,7 +5,7 @@
 //! proofs, wrong commitments and malformed request files named before any proving.
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use cuzk_filecoin::{
     compiled_r1cs, seal_random_sector, snap_update, use_parameter_dir, verify_snap, FilecoinError,
@@ -48,6 +48,10 @@ fn fixture() -> &'static Fixture {
 /// directory).
 fn parameters(proof: UpdateProof) -> (ParamFiles, Arc<Parameters>) {
     let dir = &fixture().dir;
+    // One test at a time: two making the same files at once would each prove with their own
+    // while the verifier reads whichever was renamed into place last.
+    static MAKING: Mutex<()> = Mutex::new(());
+    let _making = MAKING.lock().unwrap_or_else(PoisonError::into_inner);
     let files = ParamFiles::new(dir, proof).unwrap();
     if files.params.is_file() && files.vk.is_file() {
         return (

@@ -17,7 +17,7 @@ pub mod verify;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::args::GlobalArgs;
 use crate::Outcome;
@@ -27,6 +27,26 @@ pub fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     cuzk_groth16::params_file::write_atomically(path, |out| out.write_all(bytes))
         .with_context(|| format!("writing {}", path.display()))
+}
+
+/// Writes a Filecoin proof to `out` and reports it: `fields` with the file and the proving time
+/// under `--json`, else one line.
+pub fn write_proof(
+    global: &GlobalArgs,
+    out: &Path,
+    bytes: &[u8],
+    elapsed: std::time::Duration,
+    mut fields: Value,
+) -> Result<Outcome> {
+    write_output(out, bytes)?;
+    if global.json {
+        fields["proof"] = json!(out);
+        fields["prove_s"] = json!(elapsed.as_secs_f64());
+        println!("{fields}");
+    } else {
+        println!("wrote {} ({} bytes)", out.display(), bytes.len());
+    }
+    Ok(Outcome::Success)
 }
 
 /// Reports a verification verdict, as `fields` with `"valid"` added under `--json` or as one word,

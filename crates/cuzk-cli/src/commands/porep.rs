@@ -126,21 +126,16 @@ pub fn prove(global: &GlobalArgs, args: PorepProveArgs) -> Result<Outcome> {
         || anyhow::Ok(finish.finish(prover.run(partitions, request)?)?),
     );
     let bytes = bytes.with_context(|| format!("proving {}", args.input.c1.display()))?;
-    super::write_output(&out, &bytes)?;
-    if global.json {
-        println!(
-            "{}",
-            json!({
-                "proof": out,
-                "seal_proof": proof.name(),
-                "partitions": partitions,
-                "prove_s": elapsed.as_secs_f64(),
-            })
-        );
-    } else {
-        println!("wrote {} ({} bytes)", out.display(), bytes.len());
-    }
-    Ok(Outcome::Success)
+    super::write_proof(
+        global,
+        &out,
+        &bytes,
+        elapsed,
+        json!({
+            "seal_proof": proof.name(),
+            "partitions": partitions,
+        }),
+    )
 }
 
 /// What proving a Filecoin circuit holds: its parameters, its compiled R1CS (unless
@@ -285,11 +280,17 @@ pub fn seal_test_sector(global: &GlobalArgs, args: TestSectorArgs) -> Result<Out
 
 pub fn sample_sector(global: &GlobalArgs, args: TestSectorArgs) -> Result<Outcome> {
     write_test_sector(global, &args, "sampling a committed-capacity", |proof| {
-        Ok(cuzk_filecoin::sample_sector(
-            proof,
-            args.miner_id,
-            &mut rand::rngs::OsRng,
-        )?)
+        let sample = cuzk_filecoin::sample_sector(proof, args.miner_id, &mut rand::rngs::OsRng)?;
+        std::fs::create_dir_all(&args.out)
+            .with_context(|| format!("creating {}", args.out.display()))?;
+        for post in &sample.posts {
+            post.write(
+                &args
+                    .out
+                    .join(super::post::request_file_name(post.proof.kind)),
+            )?;
+        }
+        Ok(sample.sector)
     })
 }
 

@@ -7,10 +7,9 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use cuzk_filecoin::{
-    parameter_dir, post_vanilla_proofs, verify_post, ParamFiles, PostJob, PostKind, PostProof,
-    PostRequest, SealProof, SealedSector,
+    parameter_dir, post_vanilla_proofs, random_field_bytes, verify_post, ParamFiles, PostJob,
+    PostKind, PostProof, PostRequest, SealProof, SealedSector,
 };
-use rand::RngCore;
 use serde_json::json;
 
 use super::porep::Prover;
@@ -64,21 +63,16 @@ pub fn prove(global: &GlobalArgs, args: RequestProveArgs, winning: bool) -> Resu
     let (bytes, elapsed) =
         progress.stage(&format!("proving {proof}"), || prover.run(1, job.request));
     let bytes = bytes.with_context(|| format!("proving {}", args.input.request.display()))?;
-    super::write_output(&out, &bytes)?;
-    if global.json {
-        println!(
-            "{}",
-            json!({
-                "proof": out,
-                "post_proof": proof.name(),
-                "sectors": input.post.vanilla_proofs.len(),
-                "prove_s": elapsed.as_secs_f64(),
-            })
-        );
-    } else {
-        println!("wrote {} ({} bytes)", out.display(), bytes.len());
-    }
-    Ok(Outcome::Success)
+    super::write_proof(
+        global,
+        &out,
+        &bytes,
+        elapsed,
+        json!({
+            "post_proof": proof.name(),
+            "sectors": input.post.vanilla_proofs.len(),
+        }),
+    )
 }
 
 pub fn verify(global: &GlobalArgs, args: RequestVerifyArgs, winning: bool) -> Result<Outcome> {
@@ -102,6 +96,14 @@ pub fn verify(global: &GlobalArgs, args: RequestVerifyArgs, winning: bool) -> Re
     ))
 }
 
+/// Where `seal-test-sector` and `sample-sector` write a request of `kind`.
+pub fn request_file_name(kind: PostKind) -> &'static str {
+    match kind {
+        PostKind::Winning => "winning-post.json",
+        PostKind::WindowV1 | PostKind::Window => "window-post.json",
+    }
+}
+
 /// Writes a WinningPoSt and a WindowPoSt request for `sector` (sealed for `seal` into
 /// `sector_dir`) into `out`, with fresh randomness: `winning-post.json`, `window-post.json`.
 pub fn write_test_requests(
@@ -110,30 +112,24 @@ pub fn write_test_requests(
     sector_dir: &Path,
     out: &Path,
 ) -> Result<Vec<PathBuf>> {
-    [
-        (PostKind::Winning, "winning-post.json"),
-        (PostKind::Window, "window-post.json"),
-    ]
-    .into_iter()
-    .map(|(kind, name)| {
-        let proof = PostProof {
-            kind,
-            size: seal.size,
-        };
-        let mut randomness = [0u8; 32];
-        rand::rngs::OsRng.fill_bytes(&mut randomness);
-        // A field element, as the chain's randomness always is.
-        randomness[31] &= 0x3f;
-        let request = PostRequest {
-            proof,
-            vanilla_proofs: post_vanilla_proofs(proof, &[(sector, sector_dir)], randomness)?,
-            randomness,
-            prover_id: sector.identity.prover_id,
-            partition: 0,
-        };
-        let path = out.join(name);
-        request.write(&path)?;
-        Ok(path)
-    })
-    .collect()
+    [PostKind::Winning, PostKind::Window]
+        .into_iter()
+        .map(|kind| {
+            let proof = PostProof {
+                kind,
+                size: seal.size,
+            };
+            let randomness = random_field_bytes(&mut rand::rngs::OsRng);
+            let request = PostRequest {
+                proof,
+                vanilla_proofs: post_vanilla_proofs(proof, &[(sector, sector_dir)], randomness)?,
+                randomness,
+                prover_id: sector.identity.prover_id,
+                partition: 0,
+            };
+            let path = out.join(request_file_name(kind));
+            request.write(&path)?;
+            Ok(path)
+        })
+        .collect()
 }

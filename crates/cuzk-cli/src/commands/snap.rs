@@ -47,21 +47,16 @@ pub fn prove(global: &GlobalArgs, args: RequestProveArgs) -> Result<Outcome> {
         prover.run(partitions, job.request)
     });
     let bytes = bytes.with_context(|| format!("proving {}", args.input.request.display()))?;
-    super::write_output(&out, &bytes)?;
-    if global.json {
-        println!(
-            "{}",
-            json!({
-                "proof": out,
-                "update_proof": proof.name(),
-                "partitions": partitions,
-                "prove_s": elapsed.as_secs_f64(),
-            })
-        );
-    } else {
-        println!("wrote {} ({} bytes)", out.display(), bytes.len());
-    }
-    Ok(Outcome::Success)
+    super::write_proof(
+        global,
+        &out,
+        &bytes,
+        elapsed,
+        json!({
+            "update_proof": proof.name(),
+            "partitions": partitions,
+        }),
+    )
 }
 
 pub fn verify(global: &GlobalArgs, args: RequestVerifyArgs) -> Result<Outcome> {

@@ -9,10 +9,14 @@
 //! other leaf of tree_c and tree_r_last is zero, so their roots come from sparse trees in
 //! seconds at 32 GiB, without the ~450 GB and hours a real seal takes.
 //!
+//! The sample's WinningPoSt and WindowPoSt come with it: their challenged leaves of tree_r_last
+//! are zero or PoRep-challenged ones, which the sparse tree opens like any other.
+//!
 //! Challenges must be known before the trees: true of the interactive revisions (V1, V1_1),
 //! whose challenges come from the replica id and seed, but not of synthetic and non-interactive
 //! PoRep, whose challenges are derived from comm_r itself.
 
+mod post;
 mod sparse_tree;
 
 use std::collections::BTreeMap;
@@ -32,19 +36,30 @@ use storage_proofs_porep::stacked::{
 use typenum::{U0, U2};
 
 use crate::error::filecoin;
-use crate::sealer::{random_bytes, random_prover_id};
+use crate::sealer::{random_bytes, random_field_bytes};
 use crate::shapes::Drg;
-use crate::{prover_id_of_miner, FilecoinError, Revision, SealProof, SealedSector, SectorIdentity};
+use crate::{
+    prover_id_of_miner, FilecoinError, PostRequest, Revision, SealProof, SealedSector,
+    SectorIdentity,
+};
+use post::Replica;
 use sparse_tree::{arities_of, SparseTree};
 
+/// A sample sector: its C1 output, and a WinningPoSt and a WindowPoSt of it (random randomness).
+#[derive(Clone, Debug)]
+pub struct SampledSector {
+    pub sector: SealedSector,
+    pub posts: Vec<PostRequest>,
+}
+
 /// Makes a committed-capacity `proof` sector's C1 output (random sector id, ticket and seed;
-/// the prover id is `miner_id`'s when given, else random) and checks its vanilla proofs as
-/// commit 1 does.
+/// the prover id is `miner_id`'s when given, else random) and its PoSt requests, and checks
+/// their vanilla proofs as commit 1 and the PoSt verifier do.
 pub fn sample_sector(
     proof: SealProof,
     miner_id: Option<u64>,
     rng: &mut impl RngCore,
-) -> Result<SealedSector, FilecoinError> {
+) -> Result<SampledSector, FilecoinError> {
     if matches!(
         proof.revision,
         Revision::Synthetic | Revision::NonInteractive
@@ -71,7 +86,7 @@ fn sample<Tree: 'static + MerkleTreeTrait>(
     proof: SealProof,
     miner_id: Option<u64>,
     rng: &mut impl RngCore,
-) -> Result<SealedSector, FilecoinError> {
+) -> Result<SampledSector, FilecoinError> {
     let config = proof.porep_config()?;
     let params = public_params::<Tree>(&config)
         .map_err(filecoin(format!("the public parameters of {proof}")))?;
@@ -94,7 +109,7 @@ fn sample<Tree: 'static + MerkleTreeTrait>(
     );
     let comm_d = tree_d.root();
     let identity = SectorIdentity {
-        prover_id: miner_id.map_or_else(|| random_prover_id(rng), prover_id_of_miner),
+        prover_id: miner_id.map_or_else(|| random_field_bytes(rng), prover_id_of_miner),
         sector_id: rng.next_u64(),
     };
     let (ticket, seed) = (random_bytes(rng), random_bytes(rng));
@@ -172,7 +187,17 @@ fn sample<Tree: 'static + MerkleTreeTrait>(
         seed,
         ticket,
     };
-    SealedSector::from_output(&output, proof, identity, "sample")
+    let posts = Replica::<Tree> {
+        identity,
+        comm_c: tree_c.root(),
+        comm_r,
+        tree_r_last: &tree_r_last,
+    }
+    .posts(proof.size, rng)?;
+    Ok(SampledSector {
+        sector: SealedSector::from_output(&output, proof, identity, "sample")?,
+        posts,
+    })
 }
 
 fn bytes(domain: &impl Domain) -> [u8; 32] {

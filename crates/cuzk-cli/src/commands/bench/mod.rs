@@ -7,7 +7,10 @@
 //! jobs carry its shape key, so the engine records its R1CS from the first partition and
 //! synthesizes the rest by witness only, unless --direct-synthesis.
 
-use std::path::PathBuf;
+mod probe;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use anyhow::{bail, ensure, Context, Result};
@@ -36,6 +39,7 @@ use crate::args::{BackendChoice, BenchArgs, GlobalArgs, MemoryArg};
 use crate::circuit::CircuitSpec;
 use crate::progress::Progress;
 use crate::{backend, report, Outcome};
+use probe::Probe;
 
 /// What every job proves.
 enum Workload {
@@ -86,16 +90,7 @@ enum TestParams {
 impl Workload {
     fn from_args(args: &BenchArgs, quiet: bool) -> Result<Self> {
         if let Some(source) = &args.post {
-            let dir = parameter_dir(args.params_dir.as_deref())?;
-            let post = PostRequest::read(source)?;
-            let files = ParamFiles::new(&dir, post.proof)?;
-            let compiled = compiled_unless_direct(&files, args.direct_synthesis)?;
-            return Ok(Workload::Post {
-                post,
-                source: source.clone(),
-                files,
-                compiled,
-            });
+            return Workload::post(source, args);
         }
         if let Some(source) = &args.snap {
             let dir = parameter_dir(args.params_dir.as_deref())?;
@@ -140,6 +135,55 @@ impl Workload {
                     "give a circuit (--constraints N), a sector (--c1 FILE), --post or --snap FILE"
                 )
             }
+        }
+    }
+
+    /// The PoSt request of `source`, with the parameters of `args`' directory.
+    fn post(source: &Path, args: &BenchArgs) -> Result<Self> {
+        let dir = parameter_dir(args.params_dir.as_deref())?;
+        let post = PostRequest::read(source)?;
+        let files = ParamFiles::new(&dir, post.proof)?;
+        let compiled = compiled_unless_direct(&files, args.direct_synthesis)?;
+        Ok(Workload::Post {
+            post,
+            source: source.to_owned(),
+            files,
+            compiled,
+        })
+    }
+
+    /// Job `id`: `partitions` copies of the circuit, or the request's partitions.
+    fn job(&self, id: String, partitions: usize, params: &Arc<Parameters>) -> Result<JobRequest> {
+        match self {
+            Workload::Synthetic(CircuitSpec::Synthetic(circuit)) => {
+                let (circuit, public_inputs) = (circuit.clone(), circuit.public_input_values());
+                let shape = circuit.shape_key();
+                Ok(
+                    JobRequest::new(id, Arc::clone(params), partitions, move |_| Partition {
+                        circuit: circuit.clone(),
+                        public_inputs: public_inputs.clone(),
+                    })
+                    .with_shape(shape),
+                )
+            }
+            Workload::Porep {
+                c1,
+                files,
+                compiled,
+                ..
+            } => Ok(SectorJob::new(id, c1, Arc::clone(params), files, compiled.clone())?.request),
+            Workload::Post {
+                post,
+                files,
+                compiled,
+                ..
+            } => Ok(PostJob::new(id, post, Arc::clone(params), files, compiled.clone())?.request),
+            Workload::Snap {
+                snap,
+                files,
+                compiled,
+                ..
+            } => Ok(SnapJob::new(id, snap, Arc::clone(params), files, compiled.clone())?.request),
         }
     }
 
@@ -284,55 +328,30 @@ impl Plan {
         })
     }
 
-    /// Job `j`: `partitions` copies of the circuit, or the sector's C2.
+    /// Job `j` of the load.
     fn job(&self, j: usize, params: &Arc<Parameters>) -> Result<JobRequest> {
-        let id = format!("job{j}");
-        match &self.workload {
-            Workload::Synthetic(CircuitSpec::Synthetic(circuit)) => {
-                let (circuit, public_inputs) = (circuit.clone(), circuit.public_input_values());
-                let shape = circuit.shape_key();
-                Ok(
-                    JobRequest::new(id, Arc::clone(params), self.partitions, move |_| {
-                        Partition {
-                            circuit: circuit.clone(),
-                            public_inputs: public_inputs.clone(),
-                        }
-                    })
-                    .with_shape(shape),
-                )
-            }
-            Workload::Porep {
-                c1,
-                files,
-                compiled,
-                ..
-            } => Ok(SectorJob::new(id, c1, Arc::clone(params), files, compiled.clone())?.request),
-            Workload::Post {
-                post,
-                files,
-                compiled,
-                ..
-            } => Ok(PostJob::new(id, post, Arc::clone(params), files, compiled.clone())?.request),
-            Workload::Snap {
-                snap,
-                files,
-                compiled,
-                ..
-            } => Ok(SnapJob::new(id, snap, Arc::clone(params), files, compiled.clone())?.request),
-        }
+        self.workload
+            .job(format!("job{j}"), self.partitions, params)
     }
 }
 
-/// Submits the jobs, at most `concurrency` in flight, and waits for all; the first failure is
-/// reported after the others finished.
-async fn run_jobs(engine: &Engine, plan: &Plan, params: &Arc<Parameters>) -> Result<()> {
+/// Submits the jobs, at most `concurrency` in flight, and waits for all, counting them in
+/// `finished` as they end; the first failure is reported after the others finished.
+async fn run_jobs(
+    engine: &Engine,
+    plan: &Plan,
+    params: &Arc<Parameters>,
+    finished: &Arc<AtomicUsize>,
+) -> Result<()> {
     let slots = Arc::new(Semaphore::new(plan.concurrency));
     let mut waiting = Vec::with_capacity(plan.jobs);
     for j in 0..plan.jobs {
         let slot = Arc::clone(&slots).acquire_owned().await?;
         let handle = engine.submit(plan.job(j, params)?);
+        let finished = Arc::clone(finished);
         waiting.push(tokio::spawn(async move {
             let result = handle.wait().await;
+            finished.fetch_add(1, Ordering::AcqRel);
             drop(slot);
             result.map(|_| ())
         }));
@@ -460,6 +479,9 @@ fn print_text(summary: &Value, plan: &Plan) {
         mib("peak_memory_bytes"),
         mib("memory_budget_bytes")
     );
+    if summary["probe"].is_object() {
+        println!("{}", probe::line(&summary["probe"]));
+    }
 }
 
 pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
@@ -473,6 +495,7 @@ pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
     };
     let progress = Progress::new(global.json);
     let params = Arc::new(plan.workload.params(progress)?);
+    let probe = Probe::from_args(&args, progress)?;
     if matches!(args.memory_budget, MemoryArg::Auto) {
         // What the parameters, the R1CS and the backends' buffers hold is not the partitions'.
         let held = resident_bytes(
@@ -480,7 +503,9 @@ pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
             plan.workload.compiled(),
             &backends,
             plan.config.gpu_workers_per_device,
-        );
+        ) + probe
+            .as_ref()
+            .map_or(0, |p| resident_bytes(p.params(), p.compiled(), &[], 0));
         plan.config.memory_budget = plan.config.memory_budget.saturating_sub(held).max(1);
     }
 
@@ -493,17 +518,33 @@ pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
     let (ran, elapsed) = progress.stage("proving", || {
         runtime.block_on(async {
             let engine = Engine::start(plan.config.clone(), backends.clone(), sink.clone())?;
-            run_jobs(&engine, &plan, &params).await?;
-            anyhow::Ok(engine.memory().peak())
+            let finished = Arc::new(AtomicUsize::new(0));
+            let load = run_jobs(&engine, &plan, &params, &finished);
+            let samples = match &probe {
+                Some(probe) => Some(
+                    probe
+                        .around(&engine, load, &finished, plan.warmup_jobs, plan.jobs)
+                        .await?,
+                ),
+                None => {
+                    load.await?;
+                    None
+                }
+            };
+            anyhow::Ok((engine.memory().peak(), samples))
         })
     });
-    let peak = ran?;
-    let timeline = sink.timeline();
+    let (peak, samples) = ran?;
+    let whole = sink.timeline();
     if let Some(path) = &args.timeline {
-        let text: String = timeline.records.iter().map(|r| format!("{r}\n")).collect();
+        let text: String = whole.records.iter().map(|r| format!("{r}\n")).collect();
         super::write_output(path, text.as_bytes())?;
     }
-    let summary = summary(&plan, &backends, &timeline, elapsed.as_secs_f64(), peak);
+    let timeline = probe::without_probes(whole);
+    let mut summary = summary(&plan, &backends, &timeline, elapsed.as_secs_f64(), peak);
+    if let (Some(probe), Some(samples)) = (&probe, &samples) {
+        summary["probe"] = probe.summary(samples);
+    }
     if let Some(path) = &args.json_out {
         super::write_output(path, format!("{summary}\n").as_bytes())?;
     }
