@@ -1070,6 +1070,77 @@ impl ProverBackend for Stalls {
     }
 }
 
+/// Holds job 0's partition 0 in `prove_start` before it takes the device, until its gate opens:
+/// its GPU worker is busy, the device free.
+#[derive(Default)]
+struct StallsBeforeDevice(Stalls);
+
+impl ProverBackend for StallsBeforeDevice {
+    fn name(&self) -> &str {
+        "stalls-before-device"
+    }
+
+    fn prove_start(
+        &self,
+        params: &Parameters,
+        assignment: ProvingAssignment,
+    ) -> Result<QuerySums, ProveError> {
+        CpuBackend.prove_start(params, assignment)
+    }
+
+    fn prove_start_shared(
+        &self,
+        params: &Parameters,
+        assignment: ProvingAssignment,
+        device: &dyn DeviceLock,
+    ) -> Result<Started, ProveError> {
+        let first = assignment.input_assignment[1] == stalled_input();
+        if first && !self.0.stalled.swap(true, Ordering::SeqCst) {
+            self.0.gate.pass();
+        }
+        let _device = device.acquire();
+        Ok(Started {
+            sums: CpuBackend.prove_start(params, assignment)?,
+            stages: Vec::new(),
+        })
+    }
+}
+
+/// A CRITICAL job is proven on its device's own lane while the one GPU worker is held by a
+/// partition it already picked; a NORMAL job waits for that worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_critical_job_has_a_gpu_lane_of_its_own() {
+    let params = params();
+    let backend = Arc::new(StallsBeforeDevice::default());
+    let (engine, sink) = start(config(2, 3, 1), backend.clone());
+    let held = engine.submit(job("held", 0, 1, &params));
+    backend.0.gate.entered.notified().await;
+    let normal = engine.submit(job("normal", 1, 1, &params));
+    let critical = engine.submit(job("critical", 2, 1, &params).with_priority(Priority::Critical));
+    check_proofs(&critical.wait().await, 2, 1, &params);
+    let progress = engine.progress("normal").unwrap();
+    assert_eq!(
+        (progress.queued_for_gpu, progress.proven),
+        (1, 0),
+        "{progress:?}"
+    );
+    backend.0.gate.open();
+    check_proofs(&held.wait().await, 0, 1, &params);
+    check_proofs(&normal.wait().await, 1, 1, &params);
+    // The lane is numbered after the regular worker.
+    let timeline = sink.timeline();
+    let worker = |id: &str| {
+        let records = events(&timeline, "GPU_PICKUP");
+        let record = records.iter().find(|r| r.job_id == id).unwrap();
+        record.get("worker").unwrap().to_owned()
+    };
+    assert_eq!(
+        (worker("held"), worker("critical"), worker("normal")),
+        ("0".into(), "1".into(), "0".into())
+    );
+    assert_drained(&engine).await;
+}
+
 /// While a partition is in `prove_start`, its device names its job and the job counts it on the
 /// GPU; when it is done the device is idle again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

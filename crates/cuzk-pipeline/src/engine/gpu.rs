@@ -6,8 +6,13 @@
 //! region, so one worker's host-side work overlaps the other's kernels), releases the partition's
 //! a/b/c memory, hands the rest to a finalizer task and loops at once. The finalizer runs
 //! `prove_finish`, verifies the proof and files it with its job.
+//!
+//! Latency-critical work has a lane of its own on each device: one more worker that takes only
+//! CRITICAL partitions, so that a WinningPoSt never waits for a worker to come free behind
+//! partitions already picked, and the lock goes to a CRITICAL partition before the others that
+//! wait with it. It waits for the device region in progress, never for a queue.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use cuzk_groth16::{
@@ -16,7 +21,7 @@ use cuzk_groth16::{
 use cuzk_math::Scalar;
 use rand::rngs::OsRng;
 
-use super::job::{JobError, SynthesisPath, Synthesized};
+use super::job::{JobError, Priority, SynthesisPath, Synthesized};
 use super::scheduler::{JobInfo, Ready, Scheduler};
 use super::{blocking, Shared};
 use crate::budget::Reservation;
@@ -41,7 +46,7 @@ pub(super) struct Device {
     /// devices of a multi-GPU run apart.
     index: usize,
     backend: Arc<dyn ProverBackend>,
-    lock: Mutex<()>,
+    lock: RegionLock,
     /// Kept apart from `lock`, so that reading it never waits for a device region.
     activity: Mutex<Activity>,
 }
@@ -69,7 +74,7 @@ impl Device {
         Device {
             index,
             backend,
-            lock: Mutex::new(()),
+            lock: RegionLock::default(),
             activity: Mutex::default(),
         }
     }
@@ -87,6 +92,51 @@ impl Device {
             backend: self.backend.name().to_owned(),
             job: activity.holder.as_ref().or(running).cloned(),
         }
+    }
+}
+
+/// The lock of a device's region, which a CRITICAL partition takes before any other waiting for
+/// it then.
+#[derive(Default)]
+struct RegionLock {
+    state: Mutex<LockState>,
+    freed: Condvar,
+}
+
+#[derive(Default)]
+struct LockState {
+    held: bool,
+    critical_waiting: usize,
+}
+
+/// The device's region, held until dropped.
+struct RegionGuard<'a>(&'a RegionLock);
+
+impl RegionLock {
+    fn state(&self) -> MutexGuard<'_, LockState> {
+        // Each change is one assignment or count: a panic cannot leave it half-made.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn acquire(&self, critical: bool) -> RegionGuard<'_> {
+        let mut state = self.state();
+        state.critical_waiting += usize::from(critical);
+        while state.held || (!critical && state.critical_waiting > 0) {
+            state = self
+                .freed
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        state.critical_waiting -= usize::from(critical);
+        state.held = true;
+        RegionGuard(self)
+    }
+}
+
+impl Drop for RegionGuard<'_> {
+    fn drop(&mut self) {
+        self.0.state().held = false;
+        self.0.freed.notify_all();
     }
 }
 
@@ -122,6 +172,8 @@ struct Region {
     job_id: String,
     partition: usize,
     worker: usize,
+    /// A CRITICAL job's partition, which takes the lock first.
+    critical: bool,
     held: Mutex<Held>,
 }
 
@@ -137,7 +189,7 @@ struct Held {
 struct Hold<'a> {
     region: &'a Region,
     since: Instant,
-    _guard: MutexGuard<'a, ()>,
+    _guard: RegionGuard<'a>,
 }
 
 impl Region {
@@ -177,12 +229,7 @@ impl Region {
 impl DeviceLock for Region {
     fn acquire(&self) -> DeviceGuard<'_> {
         let asked = Instant::now();
-        // A backend that panicked inside its region poisons nothing the lock protects.
-        let guard = self
-            .device
-            .lock
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let guard = self.device.lock.acquire(self.critical);
         let since = Instant::now();
         self.held().wait_ms += ms(since - asked);
         self.device.activity_mut().holder = Some(self.job_id.clone());
@@ -224,9 +271,16 @@ struct Timings {
     held: Held,
 }
 
-pub(super) async fn worker(shared: Arc<Shared>, device: Arc<Device>, worker: usize) {
+/// A GPU worker of `device`, taking queued partitions of priority `at_least` or above.
+pub(super) async fn worker(
+    shared: Arc<Shared>,
+    device: Arc<Device>,
+    worker: usize,
+    at_least: Priority,
+) {
     loop {
-        let ready = shared.wait_for(&shared.gpu_wake, Scheduler::next_gpu).await;
+        let take = |scheduler: &mut Scheduler| scheduler.next_gpu(at_least);
+        let ready = shared.wait_for(&shared.gpu_wake, take).await;
         prove_start(&shared, &device, ready, worker).await;
     }
 }
@@ -251,6 +305,7 @@ async fn prove_start(shared: &Arc<Shared>, device: &Arc<Device>, ready: Ready, w
         job_id: job.id.clone(),
         partition,
         worker,
+        critical: job.priority == Priority::Critical,
         held: Mutex::default(),
     };
     shared
@@ -375,5 +430,41 @@ async fn finalize(
         .proved(job.seq, partition, proof, public_inputs);
     if let Some(ended) = completed {
         shared.ended(ended, "ok");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::time::Duration;
+
+    use super::*;
+
+    /// When the region is freed, a CRITICAL waiter takes it before one that waited longer.
+    #[test]
+    fn a_critical_waiter_takes_the_region_first() {
+        let lock = Arc::new(RegionLock::default());
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let held = lock.acquire(false);
+        let waiter = |critical: bool, name: &'static str| {
+            let (lock, order) = (Arc::clone(&lock), Arc::clone(&order));
+            std::thread::spawn(move || {
+                let _region = lock.acquire(critical);
+                order.lock().unwrap().push(name);
+            })
+        };
+        let normal = waiter(false, "normal");
+        std::thread::sleep(Duration::from_millis(20));
+        let critical = waiter(true, "critical");
+        while lock.state().critical_waiting == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(held);
+        normal.join().unwrap();
+        critical.join().unwrap();
+        assert_eq!(*order.lock().unwrap(), ["critical", "normal"]);
+        let state = lock.state();
+        assert!(!state.held && state.critical_waiting == 0);
     }
 }

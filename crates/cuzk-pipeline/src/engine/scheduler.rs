@@ -214,8 +214,13 @@ impl Scheduler {
         true
     }
 
-    /// The queued partition of the highest-priority job, the oldest among equals, lowest first.
-    pub fn next_gpu(&mut self) -> Option<Ready> {
+    /// The queued partition of the highest-priority job, the oldest among equals, lowest first;
+    /// none below `at_least`.
+    pub fn next_gpu(&mut self, at_least: Priority) -> Option<Ready> {
+        let (&(Reverse(priority), _, _), _) = self.gpu_queue.first_key_value()?;
+        if priority < at_least {
+            return None;
+        }
         let (_, ready) = self.gpu_queue.pop_first()?;
         // Queued partitions of an ended job are dropped with it, so the job is in flight.
         if let Some(job) = self.jobs.get_mut(&ready.job.seq) {

@@ -10,7 +10,7 @@ use cuzk_synth::{CompiledError, CompiledR1cs};
 use super::job::JobError;
 use super::scheduler::{JobInfo, Ready, Scheduler};
 use super::shapes::Plan;
-use super::{lowered, unless_ended, Shared};
+use super::{unless_ended, Shared};
 use crate::sink::{kv, ms, Event};
 
 pub(super) async fn worker(shared: Arc<Shared>, worker: usize) {
@@ -68,7 +68,7 @@ async fn synthesize(
     let cached = method.compiled().cloned();
     let circuit = Arc::clone(&job.circuit);
     let synthesis = move || circuit.synthesize(partition, &method, defer_products);
-    let outcome = lowered(shared.synthesis_nice, synthesis).await;
+    let outcome = shared.synthesize(job.priority, synthesis).await;
     let synth_ms = ms(start.elapsed());
     let mut end = detail();
     end.push(kv("synth_ms", synth_ms));
