@@ -1030,6 +1030,12 @@ async fn a_critical_job_overtakes_the_normal_jobs_queued_ahead_of_it() {
         assert!(close(timings.synthesis_ms, synth_ms), "{id}: {timings:?}");
         let gpu_ms = total(&timeline, "PARTITION_STATS", id, "gpu_ms");
         assert!(close(timings.gpu_ms, gpu_ms), "{id}: {timings:?}");
+        let finalize_ms = total(&timeline, "PARTITION_STATS", id, "finalize_ms");
+        assert!(close(timings.finalize_ms, finalize_ms), "{id}: {timings:?}");
+        let around = total(&timeline, "PARTITION_STATS", id, "queue_ms")
+            + total(&timeline, "PARTITION_STATS", id, "prove_start_ms")
+            - gpu_ms;
+        assert!(close(timings.gpu_wait_ms, around), "{id}: {timings:?}");
         assert!(timings.synthesis_ms > 0.0 && timings.gpu_ms > 0.0, "{id}");
         // job1 and job2 waited behind job0's gated partition at least.
         if j == 1 || j == 2 {

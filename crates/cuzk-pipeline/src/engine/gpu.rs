@@ -330,7 +330,6 @@ async fn prove_start(shared: &Arc<Shared>, device: &Arc<Device>, ready: Ready, w
         Ok((Ok(started), held)) => {
             // a, b and c are on the device (or were never on the host).
             reservation.keep(job.memory.rest);
-            shared.scheduler().started(job.seq, held.gpu_ms);
             let timings = Timings {
                 worker,
                 synth_ms,
@@ -339,6 +338,10 @@ async fn prove_start(shared: &Arc<Shared>, device: &Arc<Device>, ready: Ready, w
                 prove_start_ms,
                 held,
             };
+            let gpu_wait_ms = timings.queue_ms + timings.prove_start_ms - held.gpu_ms;
+            shared
+                .scheduler()
+                .started(job.seq, held.gpu_ms, gpu_wait_ms);
             tokio::spawn(finalize(
                 Arc::clone(shared),
                 job,
@@ -425,9 +428,10 @@ async fn finalize(
     shared.clock.emit(Event::PartitionStats, &job.id, stats);
     // Logged before the memory goes back, so the log never shows more in flight than the budget.
     drop(reservation);
-    let completed = shared
-        .scheduler()
-        .proved(job.seq, partition, proof, public_inputs);
+    let completed =
+        shared
+            .scheduler()
+            .proved(job.seq, partition, proof, public_inputs, finalize_ms);
     if let Some(ended) = completed {
         shared.ended(ended, "ok");
     }

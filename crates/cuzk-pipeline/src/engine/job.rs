@@ -309,8 +309,13 @@ pub struct JobTimings {
     pub queue_wait_ms: f64,
     /// SYNTH_START to SYNTH_END, summed over its partitions.
     pub synthesis_ms: f64,
+    /// From GPU_QUEUE to the end of `prove_start`, less the device region, summed over its
+    /// partitions: waiting for a GPU worker, host preparation, waiting for the device.
+    pub gpu_wait_ms: f64,
     /// Device-region time (GPU_START to GPU_END), summed over its partitions.
     pub gpu_ms: f64,
+    /// The epilogue and the proof's check, summed over its partitions.
+    pub finalize_ms: f64,
 }
 
 /// Where the partitions of a job in flight are, one count per stage; they add up to

@@ -83,8 +83,8 @@ struct Job {
     proven: usize,
     submitted: Instant,
     first_synthesis: Option<Instant>,
-    synthesis_ms: f64,
-    gpu_ms: f64,
+    /// Its partitions' times so far (`queue_wait_ms` set when it ends).
+    timings: JobTimings,
 }
 
 impl Job {
@@ -165,8 +165,7 @@ impl Scheduler {
                 proven: 0,
                 submitted: Instant::now(),
                 first_synthesis: None,
-                synthesis_ms: 0.0,
-                gpu_ms: 0.0,
+                timings: JobTimings::default(),
             },
         );
         receiver
@@ -208,7 +207,7 @@ impl Scheduler {
             return false;
         };
         job.synthesized += 1;
-        job.synthesis_ms += ready.synth_ms;
+        job.timings.synthesis_ms += ready.synth_ms;
         let key = (Reverse(ready.job.priority), ready.job.seq, ready.partition);
         self.gpu_queue.insert(key, ready);
         true
@@ -230,24 +229,27 @@ impl Scheduler {
     }
 
     /// Notes that a partition of the job came out of `prove_start` after `gpu_ms` in its device
-    /// region, and goes to be finalized.
-    pub fn started(&mut self, seq: u64, gpu_ms: f64) {
+    /// region and `gpu_wait_ms` around it (see [`JobTimings`]), and goes to be finalized.
+    pub fn started(&mut self, seq: u64, gpu_ms: f64, gpu_wait_ms: f64) {
         if let Some(job) = self.jobs.get_mut(&seq) {
             job.started += 1;
-            job.gpu_ms += gpu_ms;
+            job.timings.gpu_ms += gpu_ms;
+            job.timings.gpu_wait_ms += gpu_wait_ms;
         }
     }
 
-    /// Records a verified proof; when it is the job's last, takes the job out with all its proofs
-    /// in partition order.
+    /// Records a verified proof, finalized in `finalize_ms`; when it is the job's last, takes the
+    /// job out with all its proofs in partition order.
     pub fn proved(
         &mut self,
         seq: u64,
         partition: usize,
         proof: Proof,
         public_inputs: Vec<Scalar>,
+        finalize_ms: f64,
     ) -> Option<Ended> {
         let job = self.jobs.get_mut(&seq)?;
+        job.timings.finalize_ms += finalize_ms;
         if job.proofs[partition]
             .replace((proof, public_inputs))
             .is_none()
@@ -262,8 +264,7 @@ impl Scheduler {
             queue_wait_ms: job
                 .first_synthesis
                 .map_or(0.0, |at| ms(at.saturating_duration_since(job.submitted))),
-            synthesis_ms: job.synthesis_ms,
-            gpu_ms: job.gpu_ms,
+            ..job.timings
         };
         let (proofs, public_inputs) = job.proofs.into_iter().flatten().unzip();
         let output = JobOutput {

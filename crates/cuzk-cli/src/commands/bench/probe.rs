@@ -142,7 +142,9 @@ impl Probe {
             "loaded_over_quiet": quiet.zip(loaded).map(|(q, l)| l.median / q.median),
             "loaded_queue_wait_ms": loaded_stage(|s| s.timings.queue_wait_ms),
             "loaded_synthesis_ms": loaded_stage(|s| s.timings.synthesis_ms),
+            "loaded_gpu_wait_ms": loaded_stage(|s| s.timings.gpu_wait_ms),
             "loaded_gpu_ms": loaded_stage(|s| s.timings.gpu_ms),
+            "loaded_finalize_ms": loaded_stage(|s| s.timings.finalize_ms),
         })
     }
 }
@@ -158,7 +160,8 @@ pub fn line(probe: &Value) -> String {
     let ms = |key: &str, figure: &str| probe[key][figure].as_f64().unwrap_or(f64::NAN);
     format!(
         "  probe          {} at CRITICAL: {:.1} ms median alone, {:.1} ms under load \
-         (p90 {:.1}, {} probes; {:.2}× alone): queued {:.1}, synthesis {:.1}, GPU {:.1} ms median",
+         (p90 {:.1}, {} probes; {:.2}× alone), medians under load: queued {:.1}, synthesis {:.1}, \
+         waiting for the device {:.1}, device region {:.1}, epilogue {:.1} ms",
         probe["request"].as_str().unwrap_or("?"),
         ms("quiet_ms", "median"),
         ms("loaded_ms", "median"),
@@ -167,6 +170,8 @@ pub fn line(probe: &Value) -> String {
         probe["loaded_over_quiet"].as_f64().unwrap_or(f64::NAN),
         ms("loaded_queue_wait_ms", "median"),
         ms("loaded_synthesis_ms", "median"),
+        ms("loaded_gpu_wait_ms", "median"),
         ms("loaded_gpu_ms", "median"),
+        ms("loaded_finalize_ms", "median"),
     )
 }
