@@ -26,7 +26,7 @@ use storage_proofs_post::fallback::{
 };
 
 use crate::error::filecoin;
-use crate::request_file::{byte_strings, bytes32, field_error, read_json, to_hex, write_json};
+use crate::request_file::{byte_strings, bytes32, read_json, registered_proof, to_hex, write_json};
 use crate::shapes::post_public_params;
 use crate::{FilecoinError, ParamFiles, PostKind, PostProof};
 
@@ -343,18 +343,7 @@ impl PostRequest {
     /// Reads a request file, naming the file and the field at fault.
     pub fn read(path: &Path) -> Result<Self, FilecoinError> {
         let raw: RequestFile = read_json(path)?;
-        let proof = match &raw.registered_proof {
-            serde_json::Value::String(name) => name.parse().ok(),
-            serde_json::Value::Number(number) => number.as_u64().and_then(PostProof::from_number),
-            _ => None,
-        }
-        .ok_or_else(|| {
-            field_error(
-                path,
-                "registered_proof",
-                format!("{}: not a registered PoSt proof", raw.registered_proof),
-            )
-        })?;
+        let proof = registered_proof(path, &raw.registered_proof, PostProof::from_number, "PoSt")?;
         Ok(PostRequest {
             proof,
             randomness: bytes32(path, "randomness", &raw.randomness)?,

@@ -26,12 +26,34 @@ pub(crate) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), Fil
 }
 
 /// What is wrong with `field` of the request file `path`.
-pub(crate) fn field_error(path: &Path, field: &str, reason: String) -> FilecoinError {
+fn field_error(path: &Path, field: &str, reason: String) -> FilecoinError {
     FilecoinError::RequestField {
         file: path.display().to_string(),
         field: field.to_owned(),
         reason,
     }
+}
+
+/// The `registered_proof` field of `path`: a name `P` parses from, or a number `from_number`
+/// takes; `what` ("PoSt", "update") names the kind in the error.
+pub(crate) fn registered_proof<P: std::str::FromStr>(
+    path: &Path,
+    value: &serde_json::Value,
+    from_number: fn(u64) -> Option<P>,
+    what: &str,
+) -> Result<P, FilecoinError> {
+    match value {
+        serde_json::Value::String(name) => name.parse().ok(),
+        serde_json::Value::Number(number) => number.as_u64().and_then(from_number),
+        _ => None,
+    }
+    .ok_or_else(|| {
+        field_error(
+            path,
+            "registered_proof",
+            format!("{value}: not a registered {what} proof"),
+        )
+    })
 }
 
 /// `field` of `path`: exactly 32 bytes of hex.

@@ -25,7 +25,7 @@ use storage_proofs_update::{
 };
 
 use crate::error::filecoin;
-use crate::request_file::{byte_strings, bytes32, field_error, read_json, to_hex, write_json};
+use crate::request_file::{byte_strings, bytes32, read_json, registered_proof, to_hex, write_json};
 use crate::{FilecoinError, ParamFiles, UpdateProof};
 
 /// What Curio sends for one SnapDeals update: the registered update proof, one vanilla proof per
@@ -292,18 +292,12 @@ impl SnapRequest {
     /// Reads a request file, naming the file and the field at fault.
     pub fn read(path: &Path) -> Result<Self, FilecoinError> {
         let raw: RequestFile = read_json(path)?;
-        let proof = match &raw.registered_proof {
-            serde_json::Value::String(name) => name.parse().ok(),
-            serde_json::Value::Number(number) => number.as_u64().and_then(UpdateProof::from_number),
-            _ => None,
-        }
-        .ok_or_else(|| {
-            field_error(
-                path,
-                "registered_proof",
-                format!("{}: not a registered update proof", raw.registered_proof),
-            )
-        })?;
+        let proof = registered_proof(
+            path,
+            &raw.registered_proof,
+            UpdateProof::from_number,
+            "update",
+        )?;
         Ok(SnapRequest {
             proof,
             comm_r_old: bytes32(path, "comm_r_old", &raw.comm_r_old)?,

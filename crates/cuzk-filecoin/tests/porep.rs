@@ -5,18 +5,20 @@
 //! The parameters (2.7M constraints, ~1.1 GB) are made once per target directory and reused;
 //! the one full prove runs once per test run.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use cuzk_filecoin::{
-    compiled_r1cs, sample_sector, seal_random_sector, use_parameter_dir, verify_seal, C1Output,
-    FilecoinError, ParamFiles, R1csOrigin, Revision, SealProof, SealedSector, SectorCircuits,
-    SectorJob, SectorSize,
+    compiled_r1cs, sample_sector, seal_random_sector, verify_seal, C1Output, FilecoinError,
+    ParamFiles, R1csOrigin, Revision, SealProof, SealedSector, SectorCircuits, SectorJob,
+    SectorSize,
 };
 use cuzk_groth16::backend::CpuBackend;
 use cuzk_groth16::params_file::PointCheck;
-use cuzk_groth16::setup::{generate_random_parameters, Multiplier};
+use cuzk_groth16::setup::generate_random_parameters;
 use cuzk_groth16::Parameters;
 use cuzk_pipeline::sink::MemorySink;
 use cuzk_pipeline::{Engine, EngineConfig};
@@ -51,12 +53,9 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuzk-filecoin-params");
-        std::fs::create_dir_all(&dir).unwrap();
-        // Before any other Filecoin call: filecoin-proofs reads its settings once.
-        use_parameter_dir(&dir).unwrap();
+        let dir = common::params_dir().to_owned();
         let mut rng = cuzk_testkit::rng("porep fixture");
-        let (files, params) = parameters(&dir, PROOF, &mut rng);
+        let (files, params) = common::parameters(PROOF, &mut rng);
         let start = Instant::now();
         let (compiled, origin) = compiled_r1cs(&files).unwrap();
         assert!(
@@ -87,28 +86,6 @@ fn fixture() -> &'static Fixture {
             _work: work,
         }
     })
-}
-
-/// `proof`'s parameters in `dir`: read, or made and written on first use.
-fn parameters(
-    dir: &Path,
-    proof: SealProof,
-    rng: &mut impl rand::RngCore,
-) -> (ParamFiles, Parameters) {
-    let files = ParamFiles::new(dir, proof).unwrap();
-    if files.params.is_file() && files.vk.is_file() {
-        let params = files.load(PointCheck::Unchecked).unwrap();
-        return (files, params);
-    }
-    let start = Instant::now();
-    let (files, params) = ParamFiles::generate(dir, proof, rng, &Multiplier::Cpu).unwrap();
-    eprintln!(
-        "setup of {proof}: {:.1} s (domain {}, {} aux)",
-        start.elapsed().as_secs_f64(),
-        params.h.len() + 1,
-        params.l.len()
-    );
-    (files, params)
 }
 
 fn prove(c1: &C1Output) -> Result<Vec<u8>, FilecoinError> {
@@ -453,7 +430,7 @@ fn filecoin_c2(c1: &C1Output, sector: &SealedSector) -> Vec<u8> {
 fn a_sample_sector_is_proven_and_accepted(proof: SealProof, compiled: Option<Arc<CompiledR1cs>>) {
     let fixture = fixture();
     let mut rng = cuzk_testkit::rng(&format!("sample {proof}"));
-    let (files, params) = parameters(&fixture.dir, proof, &mut rng);
+    let (files, params) = common::parameters(proof, &mut rng);
     let sector = sample_sector(proof, Some(1000), &mut rng).unwrap().sector;
     let c1 = ffi_c1(&sector);
     assert_eq!(c1.proof, proof);

@@ -4,18 +4,17 @@
 //! judged by `filecoin_proofs::verify_winning_post` / `verify_window_post`; bad vanilla proofs
 //! and randomness named before any proving.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::Instant;
+use std::sync::{Arc, OnceLock};
 
 use cuzk_filecoin::{
-    compiled_r1cs, post_vanilla_proofs, sample_sector, seal_random_sector, use_parameter_dir,
-    verify_post, FilecoinError, ParamFiles, PostJob, PostKind, PostProof, PostRequest, SealProof,
-    SealedSector, SectorSize,
+    compiled_r1cs, post_vanilla_proofs, sample_sector, seal_random_sector, verify_post,
+    FilecoinError, ParamFiles, PostJob, PostKind, PostProof, PostRequest, SealProof, SealedSector,
+    SectorSize,
 };
 use cuzk_groth16::backend::CpuBackend;
-use cuzk_groth16::params_file::PointCheck;
-use cuzk_groth16::setup::Multiplier;
 use cuzk_groth16::Parameters;
 use cuzk_pipeline::sink::MemorySink;
 use cuzk_pipeline::{Engine, EngineConfig};
@@ -41,10 +40,7 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuzk-filecoin-params");
-        std::fs::create_dir_all(&dir).unwrap();
-        // Before any other Filecoin call: filecoin-proofs reads its settings once.
-        use_parameter_dir(&dir).unwrap();
+        let dir = common::params_dir().to_owned();
         let mut rng = cuzk_testkit::rng("post fixture");
         let work = tempfile::tempdir().unwrap();
         let prover = rng.next_u64() >> 1;
@@ -65,27 +61,10 @@ fn fixture() -> &'static Fixture {
     })
 }
 
-/// `proof`'s parameters and files: read, or made on first use (kept under the target directory).
+/// `proof`'s parameters (see [`common::parameters`]).
 fn parameters(proof: PostProof) -> (ParamFiles, Arc<Parameters>) {
-    let dir = &fixture().dir;
-    // One test at a time: two making the same files at once would each prove with their own
-    // while the verifier reads whichever was renamed into place last.
-    static MAKING: Mutex<()> = Mutex::new(());
-    let _making = MAKING.lock().unwrap_or_else(PoisonError::into_inner);
-    let files = ParamFiles::new(dir, proof).unwrap();
-    if files.params.is_file() && files.vk.is_file() {
-        let params = files.load(PointCheck::Unchecked).unwrap();
-        return (files, Arc::new(params));
-    }
-    let start = Instant::now();
-    let mut rng = cuzk_testkit::rng(&format!("setup {proof}"));
-    let (files, params) = ParamFiles::generate(dir, proof, &mut rng, &Multiplier::Cpu).unwrap();
-    eprintln!(
-        "setup of {proof}: {:.1} s (domain {}, {} aux)",
-        start.elapsed().as_secs_f64(),
-        params.h.len() + 1,
-        params.l.len()
-    );
+    let seed = format!("setup {proof}");
+    let (files, params) = common::parameters(proof, &mut cuzk_testkit::rng(&seed));
     (files, Arc::new(params))
 }
 

@@ -4,16 +4,16 @@
 //! the engine, judged by `filecoin_proofs::verify_empty_sector_update_proof`; tampered vanilla
 //! proofs, wrong commitments and malformed request files named before any proving.
 
+mod common;
+
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 
 use cuzk_filecoin::{
-    compiled_r1cs, seal_random_sector, snap_update, use_parameter_dir, verify_snap, FilecoinError,
-    ParamFiles, SealProof, SectorSize, SnapJob, SnapRequest, UpdateProof,
+    compiled_r1cs, seal_random_sector, snap_update, verify_snap, FilecoinError, ParamFiles,
+    SealProof, SectorSize, SnapJob, SnapRequest, UpdateProof,
 };
 use cuzk_groth16::backend::CpuBackend;
-use cuzk_groth16::params_file::PointCheck;
-use cuzk_groth16::setup::Multiplier;
 use cuzk_groth16::Parameters;
 use cuzk_pipeline::sink::MemorySink;
 use cuzk_pipeline::{Engine, EngineConfig};
@@ -27,10 +27,7 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuzk-filecoin-params");
-        std::fs::create_dir_all(&dir).unwrap();
-        // Before any other Filecoin call: filecoin-proofs reads its settings once.
-        use_parameter_dir(&dir).unwrap();
+        let dir = common::params_dir().to_owned();
         let mut rng = cuzk_testkit::rng("snap fixture");
         let work = tempfile::tempdir().unwrap();
         let proof = SealProof::current(SectorSize::S2KiB);
@@ -44,23 +41,10 @@ fn fixture() -> &'static Fixture {
     })
 }
 
-/// The update's parameters and files: read, or made on first use (kept under the target
-/// directory).
+/// `proof`'s parameters (see [`common::parameters`]).
 fn parameters(proof: UpdateProof) -> (ParamFiles, Arc<Parameters>) {
-    let dir = &fixture().dir;
-    // One test at a time: two making the same files at once would each prove with their own
-    // while the verifier reads whichever was renamed into place last.
-    static MAKING: Mutex<()> = Mutex::new(());
-    let _making = MAKING.lock().unwrap_or_else(PoisonError::into_inner);
-    let files = ParamFiles::new(dir, proof).unwrap();
-    if files.params.is_file() && files.vk.is_file() {
-        return (
-            files.clone(),
-            Arc::new(files.load(PointCheck::Unchecked).unwrap()),
-        );
-    }
-    let mut rng = cuzk_testkit::rng(&format!("setup {proof}"));
-    let (files, params) = ParamFiles::generate(dir, proof, &mut rng, &Multiplier::Cpu).unwrap();
+    let seed = format!("setup {proof}");
+    let (files, params) = common::parameters(proof, &mut cuzk_testkit::rng(&seed));
     (files, Arc::new(params))
 }
 
