@@ -910,6 +910,48 @@ fn request_commands_prove_and_verify_a_sealed_sector() {
         assert_eq!(summary["circuit"], circuit, "{summary}");
         assert_eq!(summary["partitions"], 1, "{summary}");
     }
+    // A WinningPoSt probe at CRITICAL beside a WindowPoSt load: alone, then under the load; the
+    // bench's own figures are the load's.
+    let probed = cuzk(&[
+        "--json",
+        "bench",
+        "--post",
+        &files.path("s/window-post.json"),
+        "--probe",
+        &files.path("s/winning-post.json"),
+        "--probe-interval-ms",
+        "0",
+        "--params-dir",
+        &params,
+        "--backend",
+        "cpu",
+        "-j",
+        "3",
+        "-c",
+        "1",
+        "--warmup",
+        "0",
+    ]);
+    assert!(probed.status.success(), "probe: {}", stderr(&probed));
+    let summary: serde_json::Value = serde_json::from_slice(&probed.stdout).unwrap();
+    let probe = &summary["probe"];
+    assert_eq!(probe["priority"], "CRITICAL", "{summary}");
+    assert_eq!(probe["quiet_ms"]["count"], 5, "{summary}");
+    assert!(
+        probe["loaded_ms"]["count"].as_u64().unwrap_or(0) >= 1,
+        "{summary}"
+    );
+    assert!(
+        probe["loaded_over_quiet"].as_f64().unwrap() > 0.0,
+        "{summary}"
+    );
+    assert_eq!(
+        summary["post_proof"], "StackedDrgWindow2KiBV1_1",
+        "{summary}"
+    );
+    let load_partitions = summary["per_partition"]["partitions"].as_u64().unwrap();
+    assert!(load_partitions <= 3, "{summary}");
+
     let other = cuzk(&[
         "prove",
         "window-post",
