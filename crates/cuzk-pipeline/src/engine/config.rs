@@ -106,8 +106,8 @@ pub fn auto_memory_budget() -> Result<u64, ConfigError> {
 /// Host bytes a run holds beside its partitions in flight, for an automatic budget to leave
 /// aside: the parameters (decoded points take their file's bytes), the compiled R1CS, and each
 /// GPU worker's page-locked staging. At 32 GiB: 47.4 + 7.3 + 17.1 GB per GPU worker, most of a
-/// 128 GB host. A device's CRITICAL lane stages what its own partitions need beside these (a
-/// WinningPoSt's, a few MB), counted here only as the job's memory.
+/// 128 GB host. Left out: the staging of each device's CRITICAL lane, which holds one CRITICAL
+/// partition's beside these (a WinningPoSt's: a few MB).
 pub fn resident_bytes(
     params: &Parameters,
     compiled: Option<&CompiledR1cs>,
