@@ -492,7 +492,7 @@ mod tests {
         for circuit in served() {
             assert_eq!(circuit_of(&circuit_name(circuit)), Some(circuit));
         }
-        assert_eq!(served().count(), 15);
+        assert_eq!(served().count(), 20);
         let names: Vec<String> = served().take(3).map(circuit_name).collect();
         assert_eq!(names, ["porep-2k", "winning-2k", "wpost-2k"]);
         assert_eq!(circuit_of("porep-1t"), None);
