@@ -169,32 +169,26 @@ impl<Tree: 'static + MerkleTreeTrait> PostCircuits<Tree> {
                 placed
             }
         };
-        // filecoin-proofs checks a WinningPoSt's vanilla proof at its first challenge only (its
-        // one public sector meets the first of 66 sector proofs): every challenge here, so that a
-        // wrong randomness is named now rather than found as a proof that does not verify.
-        let checked = fallback::PublicInputs {
+        let inputs = fallback::PublicInputs {
             randomness,
             prover_id,
-            sectors: match post.proof.kind {
-                PostKind::Winning => placed.clone(),
-                PostKind::WindowV1 | PostKind::Window => {
-                    placed[partition * params.sector_count..].to_vec()
-                }
-            },
+            sectors: placed,
             k: Some(partition),
         };
-        let opens = FallbackPoSt::<Tree>::verify(&params, &checked, &partition_proof)
-            .map_err(|e| invalid("vanilla_proofs".into(), format!("{e:#}")))?;
-        if !opens {
-            return Err(invalid(
-                "vanilla_proofs".into(),
-                "they do not open the leaves this randomness and prover challenge".into(),
-            ));
+        // filecoin-proofs checks a WinningPoSt's vanilla proof at its first challenge only (its
+        // one public sector meets the first of 66 sector proofs): every challenge here, so that a
+        // wrong randomness is named now rather than found as a proof that does not verify. A
+        // WindowPoSt partition's were all checked above.
+        if post.proof.kind == PostKind::Winning {
+            let opens = FallbackPoSt::<Tree>::verify(&params, &inputs, &partition_proof)
+                .map_err(|e| invalid("vanilla_proofs".into(), format!("{e:#}")))?;
+            if !opens {
+                return Err(invalid(
+                    "vanilla_proofs".into(),
+                    "they do not open the leaves this randomness and prover challenge".into(),
+                ));
+            }
         }
-        let inputs = fallback::PublicInputs {
-            sectors: placed,
-            ..checked
-        };
         let circuit = <FallbackPoStCompound<Tree> as CompoundProof<
             '_,
             FallbackPoSt<'_, Tree>,

@@ -16,12 +16,9 @@ use cuzk_filecoin::{
     ParamFiles, R1csOrigin, Revision, SealProof, SealedSector, SectorCircuits, SectorJob,
     SectorSize,
 };
-use cuzk_groth16::backend::CpuBackend;
 use cuzk_groth16::params_file::PointCheck;
 use cuzk_groth16::setup::generate_random_parameters;
 use cuzk_groth16::Parameters;
-use cuzk_pipeline::sink::MemorySink;
-use cuzk_pipeline::{Engine, EngineConfig};
 use cuzk_synth::circuits::SyntheticCircuit;
 use cuzk_synth::Sectioned;
 use cuzk_synth::{CompiledR1cs, ProvingAssignment};
@@ -105,19 +102,9 @@ fn prove_with(
     files: &ParamFiles,
     compiled: Option<Arc<CompiledR1cs>>,
 ) -> Result<Vec<u8>, FilecoinError> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let engine = Engine::start(
-            EngineConfig::new(1, 16 << 30),
-            vec![Arc::new(CpuBackend)],
-            Arc::new(MemorySink::default()),
-        )
-        .unwrap();
+    common::on_cpu_engine(async |engine| {
         let job = SectorJob::new("sector", c1, params, files, compiled)?;
-        job.prove(&engine).await
+        job.prove(engine).await
     })
 }
 

@@ -14,10 +14,7 @@ use cuzk_filecoin::{
     FilecoinError, ParamFiles, PostJob, PostKind, PostProof, PostRequest, SealProof, SealedSector,
     SectorSize,
 };
-use cuzk_groth16::backend::CpuBackend;
 use cuzk_groth16::Parameters;
-use cuzk_pipeline::sink::MemorySink;
-use cuzk_pipeline::{Engine, EngineConfig};
 use rand::RngCore;
 
 const WINNING: PostProof = PostProof {
@@ -130,19 +127,7 @@ fn prove(post: &PostRequest) -> Result<Vec<u8>, FilecoinError> {
     let (files, params) = parameters(post.proof);
     let (compiled, _) = compiled_r1cs(&files)?;
     let job = PostJob::new("post", post, params, &files, Some(compiled))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let engine = Engine::start(
-            EngineConfig::new(1, 16 << 30),
-            vec![Arc::new(CpuBackend)],
-            Arc::new(MemorySink::default()),
-        )
-        .unwrap();
-        Ok(engine.submit(job.request).wait().await?.proof_bytes())
-    })
+    common::on_cpu_engine(async |engine| Ok(engine.submit(job.request).wait().await?.proof_bytes()))
 }
 
 fn verify(post: &PostRequest, count: usize, randomness: [u8; 32], proof: &[u8]) -> bool {

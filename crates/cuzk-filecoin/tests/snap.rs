@@ -13,10 +13,7 @@ use cuzk_filecoin::{
     compiled_r1cs, seal_random_sector, snap_update, verify_snap, FilecoinError, ParamFiles,
     SealProof, SectorSize, SnapJob, SnapRequest, UpdateProof,
 };
-use cuzk_groth16::backend::CpuBackend;
 use cuzk_groth16::Parameters;
-use cuzk_pipeline::sink::MemorySink;
-use cuzk_pipeline::{Engine, EngineConfig};
 
 struct Fixture {
     dir: PathBuf,
@@ -53,19 +50,7 @@ fn prove(snap: &SnapRequest) -> Result<Vec<u8>, FilecoinError> {
     let (files, params) = parameters(snap.proof);
     let (compiled, _) = compiled_r1cs(&files)?;
     let job = SnapJob::new("snap", snap, params, &files, Some(compiled))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let engine = Engine::start(
-            EngineConfig::new(1, 16 << 30),
-            vec![Arc::new(CpuBackend)],
-            Arc::new(MemorySink::default()),
-        )
-        .unwrap();
-        Ok(engine.submit(job.request).wait().await?.proof_bytes())
-    })
+    common::on_cpu_engine(async |engine| Ok(engine.submit(job.request).wait().await?.proof_bytes()))
 }
 
 #[test]

@@ -7,9 +7,12 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Instant;
 
 use cuzk_filecoin::{use_parameter_dir, CircuitId, ParamFiles};
+use cuzk_groth16::backend::CpuBackend;
 use cuzk_groth16::params_file::PointCheck;
 use cuzk_groth16::setup::Multiplier;
 use cuzk_groth16::Parameters;
+use cuzk_pipeline::sink::MemorySink;
+use cuzk_pipeline::{Engine, EngineConfig};
 
 /// The parameter directory, set as filecoin-proofs' before any other Filecoin call (it reads its
 /// settings once).
@@ -48,4 +51,21 @@ pub fn parameters<C: Into<CircuitId> + Display + Copy>(
         params.l.len()
     );
     (files, params)
+}
+
+/// `run` against an engine on the CPU backend (one synthesis worker), on a runtime of its own.
+pub fn on_cpu_engine<T>(run: impl AsyncFnOnce(&Engine) -> T) -> T {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let engine = Engine::start(
+            EngineConfig::new(1, 16 << 30),
+            vec![std::sync::Arc::new(CpuBackend)],
+            std::sync::Arc::new(MemorySink::default()),
+        )
+        .unwrap();
+        run(&engine).await
+    })
 }
