@@ -378,17 +378,33 @@ impl BuildJob for PorepJob {
                     .map_err(|e| e.to_string())?;
                 // The partitions were verified one by one; this checks the sector's proof as
                 // Curio will, for this miner and sector.
-                match verify_seal(proof, &commitments, identity, &bytes, &params_dir) {
-                    Ok(true) => Ok(bytes),
-                    Ok(false) => Err(format!(
-                        "the proof does not pass filecoin-proofs' verify_seal for miner {miner_id} \
-                         sector {} (is the C1 output this miner's and this sector's?)",
+                let verdict = verify_seal(proof, &commitments, identity, &bytes, &params_dir);
+                passed(verdict, bytes, || {
+                    format!(
+                        "verify_seal for miner {miner_id} sector {} (is the C1 output this \
+                         miner's and this sector's?)",
                         identity.sector_id
-                    )),
-                    Err(e) => Err(e.to_string()),
-                }
+                    )
+                })
             }),
         })
+    }
+}
+
+/// `bytes` if filecoin-proofs' verifier accepted them, else why not (`verifier`: which one, and
+/// what to check).
+fn passed(
+    verdict: Result<bool, FilecoinError>,
+    bytes: Vec<u8>,
+    verifier: impl FnOnce() -> String,
+) -> Result<Vec<u8>, String> {
+    match verdict {
+        Ok(true) => Ok(bytes),
+        Ok(false) => Err(format!(
+            "the proof does not pass filecoin-proofs' {}",
+            verifier()
+        )),
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -416,16 +432,13 @@ impl BuildJob for SnapBuild {
                 let bytes = output.proof_bytes();
                 // The partitions were verified one by one; this checks the update's proof as
                 // Curio's chain will, against its three commitments.
-                match verify_snap(&snap, &bytes, &params_dir) {
-                    Ok(true) => Ok(bytes),
-                    Ok(false) => Err(format!(
-                        "the proof does not pass filecoin-proofs' \
-                         verify_empty_sector_update_proof for {} (are the partition proofs this \
+                passed(verify_snap(&snap, &bytes, &params_dir), bytes, || {
+                    format!(
+                        "verify_empty_sector_update_proof for {} (are the partition proofs this \
                          update's?)",
                         snap.proof
-                    )),
-                    Err(e) => Err(e.to_string()),
-                }
+                    )
+                })
             }),
         })
     }
@@ -461,21 +474,20 @@ impl BuildJob for PostBuild {
                     return Ok(bytes);
                 }
                 let proof = post.proof;
-                match verify_post(
+                let verdict = verify_post(
                     proof,
                     post.randomness,
                     post.prover_id,
                     &sectors,
                     &bytes,
                     &params_dir,
-                ) {
-                    Ok(true) => Ok(bytes),
-                    Ok(false) => Err(format!(
-                        "the proof does not pass filecoin-proofs' verifier of {proof} (are the \
-                         vanilla proofs this miner's and this randomness's?)"
-                    )),
-                    Err(e) => Err(e.to_string()),
-                }
+                );
+                passed(verdict, bytes, || {
+                    format!(
+                        "the verifier of {proof} (are the vanilla proofs this miner's and this \
+                         randomness's?)"
+                    )
+                })
             }),
         })
     }
