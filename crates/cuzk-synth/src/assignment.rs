@@ -9,7 +9,7 @@ use ff::Field;
 use std::sync::Arc;
 
 use crate::drive::{drive, CountsInputs};
-use crate::CompiledR1cs;
+use crate::{precedence, CompiledR1cs};
 
 /// Everything the prover needs from one synthesized circuit (one partition).
 ///
@@ -168,6 +168,9 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
             &b(LinearCombination::zero()),
             &c(LinearCombination::zero()),
         ]);
+        if self.a.len() % precedence::CHECK_EVERY == 0 {
+            precedence::checkpoint();
+        }
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)

@@ -13,11 +13,13 @@ mod assignment;
 pub mod circuits;
 mod compiled;
 mod drive;
+mod precedence;
 mod shape;
 mod witness;
 
 pub use assignment::ProvingAssignment;
 pub use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 pub use compiled::{CompiledError, CompiledR1cs, Recorded, FORMAT_VERSION};
+pub use precedence::{exempt_current_thread, take_precedence, Precedence};
 pub use shape::{Column, R1csShape, ShapeRecorder, Term};
 pub use witness::Sectioned;

@@ -11,7 +11,7 @@ use cuzk_math::Scalar;
 use rayon::prelude::*;
 
 use crate::drive::{close, drive, open, CountsInputs};
-use crate::CompiledError;
+use crate::{precedence, CompiledError};
 
 /// A circuit made of a short prologue and sections that read only what the prologue allocated,
 /// so that each section can be synthesized apart: a PoRep partition is its commitments, then one
@@ -159,6 +159,9 @@ impl ConstraintSystem<Scalar> for WitnessOnly {
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
         self.rows += 1;
+        if self.rows % precedence::CHECK_EVERY == 0 {
+            precedence::checkpoint();
+        }
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)

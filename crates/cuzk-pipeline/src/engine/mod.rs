@@ -239,8 +239,8 @@ impl Shared {
         }
     }
 
-    /// Runs a synthesis of a job of `priority`: a CRITICAL one on the critical pool, the others
-    /// with the configured nice value (and the rayon global pool).
+    /// Runs a synthesis of a job of `priority`: a CRITICAL one on the critical pool while the
+    /// others pause, the others with the configured nice value (and the rayon global pool).
     async fn synthesize<T: Send + 'static>(
         &self,
         priority: Priority,
@@ -251,7 +251,14 @@ impl Shared {
             _ => None,
         };
         match pool {
-            Some(pool) => blocking(move || pool.install(work)).await,
+            Some(pool) => {
+                blocking(move || {
+                    // The others pause until this one is done (see `cuzk_synth::precedence`).
+                    let _first = cuzk_synth::take_precedence();
+                    pool.install(work)
+                })
+                .await
+            }
             None => lowered(self.synthesis_nice, work).await,
         }
     }
@@ -289,11 +296,13 @@ async fn blocking<T: Send + 'static>(
         })
 }
 
-/// As many threads as the rayon global pool, at the process's own priority.
+/// As many threads as the rayon global pool, at the process's own priority, exempt from the
+/// pauses a critical synthesis imposes on the others.
 fn critical_pool() -> Option<Arc<rayon::ThreadPool>> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(rayon::current_num_threads())
         .thread_name(|i| format!("cuzk-critical-{i}"))
+        .start_handler(|_| cuzk_synth::exempt_current_thread())
         .build()
         .ok()
         .map(Arc::new)
