@@ -98,11 +98,7 @@ impl DeviceSparse {
         for (m, rows) in matrices.iter().enumerate() {
             check(m, rows, columns, table.len())?;
         }
-        let bytes = std::mem::size_of_val(table)
-            + matrices
-                .iter()
-                .map(|r| 4 * (r.starts.len() + r.columns.len() + r.coeffs.len()))
-                .sum::<usize>();
+        let bytes = Self::bytes_of(table, matrices);
         gpu.ensure_fits("sparse matrices", bytes)?;
         let stream = gpu.stream();
         let upload = |values: &[u32]| -> Result<CudaSlice<u32>, GpuError> {
@@ -130,6 +126,15 @@ impl DeviceSparse {
             columns,
             bytes,
         })
+    }
+
+    /// Device bytes `matrices` and their `table` take once uploaded.
+    pub fn bytes_of(table: &[Scalar], matrices: &[SparseRows<'_>]) -> usize {
+        std::mem::size_of_val(table)
+            + matrices
+                .iter()
+                .map(|r| 4 * (r.starts.len() + r.columns.len() + r.coeffs.len()))
+                .sum::<usize>()
     }
 
     /// Device bytes the matrices and the table hold.

@@ -157,6 +157,13 @@ pub struct StageMetric {
 pub trait DeviceLock: Sync {
     /// Waits until no other holder has the device, and holds it until the guard drops.
     fn acquire(&self) -> DeviceGuard<'_>;
+
+    /// A hold for device work that runs beside the region in progress, on streams of its own,
+    /// without waiting for it (latency-critical work on a busy device); `None`, the default,
+    /// when this holder's work must take its turn.
+    fn acquire_beside(&self) -> Option<DeviceGuard<'_>> {
+        None
+    }
 }
 
 /// Anything whose drop ends a hold (a mutex guard, a timer that logs); it is only ever dropped.

@@ -2,14 +2,14 @@
 //! for synthetic circuits of several sizes and boolean fractions and for a hand-written circuit,
 //! with the proving key resident on the device (with or without its window multiples) or streamed
 //! from host memory, and with a, b and c computed on the device from the witness; proving keys
-//! placed ahead of their proofs, several at once, and evicted.
+//! placed ahead of their proofs, several at once, and evicted; proofs beside a region in progress.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed test should stop loudly
 
 mod common;
 
 use std::io::Write;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bellpepper_core::Circuit;
 use bellperson::groth16 as bp;
@@ -17,8 +17,8 @@ use blstrs::Bls12;
 use cuzk_groth16::backend::{CpuBackend, GpuBackend};
 use cuzk_groth16::setup::generate_random_parameters;
 use cuzk_groth16::{
-    prove_finish, verify_proof, Parameters, PreparedVerifyingKey, Proof, ProverBackend, Randomness,
-    Unshared,
+    prove_finish, verify_proof, DeviceGuard, DeviceLock, Parameters, PreparedVerifyingKey, Proof,
+    ProverBackend, Randomness, Started, Unshared,
 };
 use cuzk_math::Scalar;
 use cuzk_synth::{CompiledR1cs, ProvingAssignment};
@@ -255,6 +255,102 @@ fn keeps_several_sets_resident() {
             }
         }
     }
+}
+
+/// A lock whose regions take turns; a holder with `beside` may also run beside them, as the
+/// engine lets a CRITICAL partition do.
+struct Turns<'a> {
+    region: &'a Mutex<()>,
+    beside: bool,
+}
+
+impl DeviceLock for Turns<'_> {
+    fn acquire(&self) -> DeviceGuard<'_> {
+        DeviceGuard::new(self.region.lock().unwrap())
+    }
+
+    fn acquire_beside(&self) -> Option<DeviceGuard<'_>> {
+        self.beside.then(|| DeviceGuard::new(()))
+    }
+}
+
+/// Whether a proof's stages say it ran beside the region.
+fn ran_beside(started: &Started) -> bool {
+    started
+        .stages
+        .iter()
+        .any(|m| m.key == "beside" && m.value == 1.0)
+}
+
+/// A small circuit's proofs run beside a large one's regions once all they read is on the device
+/// (its first proof places it, taking its turn), with a, b and c computed from the matrices of
+/// both circuits, cached side by side; every sum is the CPU's.
+#[test]
+fn a_proof_beside_the_region_in_progress_matches_the_cpu() {
+    let test = "a_proof_beside_the_region_in_progress_matches_the_cpu";
+    let Some(gpu) = gpu_backend(test) else {
+        return;
+    };
+    let mut rng = common::rng(test);
+    let [large, small] =
+        [((1 << 18) - 4, 0.9, 31), ((1 << 12) - 4, 0.5, 32)].map(|(constraints, boolean, seed)| {
+            let circuit = common::synthetic(constraints, boolean, seed);
+            let params = generate_random_parameters(circuit.clone(), &mut rng).unwrap();
+            let compiled = CompiledR1cs::record(circuit.clone()).unwrap();
+            let assignment = ProvingAssignment::synthesize(circuit.clone()).unwrap();
+            let cpu = CpuBackend.prove_start(&params, assignment).unwrap();
+            (circuit, params, Arc::new(compiled), cpu)
+        });
+    let prove = |(circuit, params, compiled, cpu): &(
+        cuzk_synth::circuits::SyntheticCircuit,
+        Parameters,
+        Arc<CompiledR1cs>,
+        _,
+    ),
+                 lock: &Turns<'_>,
+                 what: &str| {
+        let witness = compiled.witness(circuit.clone()).unwrap();
+        let started = gpu.prove_start_shared(params, witness, lock).unwrap();
+        assert_eq!(&started.sums, cpu, "{what}");
+        ran_beside(&started)
+    };
+    let region = Mutex::new(());
+    let critical = Turns {
+        region: &region,
+        beside: true,
+    };
+    let regular = Turns {
+        region: &region,
+        beside: false,
+    };
+    let placing = prove(&small, &critical, "the small circuit's first proof");
+    assert!(
+        !placing,
+        "its first proof places what it reads, taking its turn"
+    );
+    let beside = std::thread::scope(|scope| {
+        let large_proofs = scope.spawn(|| {
+            for round in 0..4 {
+                let what = format!("the large circuit, round {round}");
+                assert!(!prove(&large, &regular, &what), "{what}: takes its turn");
+            }
+        });
+        let beside = (0..8)
+            .filter(|round| {
+                prove(
+                    &small,
+                    &critical,
+                    &format!("the small circuit, round {round}"),
+                )
+            })
+            .count();
+        large_proofs.join().unwrap();
+        beside
+    });
+    assert_eq!(
+        beside, 8,
+        "every later proof of the small circuit ran beside"
+    );
 }
 
 /// An evicted set is no longer resident; its next proof places it again and is still right.

@@ -168,7 +168,7 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
             &b(LinearCombination::zero()),
             &c(LinearCombination::zero()),
         ]);
-        if self.a.len() % precedence::CHECK_EVERY == 0 {
+        if self.a.len().is_multiple_of(precedence::CHECK_EVERY) {
             precedence::checkpoint();
         }
     }

@@ -62,9 +62,7 @@ pub(crate) fn checkpoint() {
     }
     let mut gate = GATE.lock().unwrap_or_else(PoisonError::into_inner);
     while HOLDERS.load(Ordering::Acquire) > 0 {
-        gate = RELEASED
-            .wait(gate)
-            .unwrap_or_else(PoisonError::into_inner);
+        gate = RELEASED.wait(gate).unwrap_or_else(PoisonError::into_inner);
     }
 }
 

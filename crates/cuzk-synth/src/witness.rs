@@ -159,7 +159,7 @@ impl ConstraintSystem<Scalar> for WitnessOnly {
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
         self.rows += 1;
-        if self.rows % precedence::CHECK_EVERY == 0 {
+        if self.rows.is_multiple_of(precedence::CHECK_EVERY) {
             precedence::checkpoint();
         }
     }

@@ -26,6 +26,14 @@
 //! place of the least recently used that no proof is using (never one in use); if even that is not
 //! enough it is streamed and the others stay. A streamed set is kept too (pinning it again costs
 //! as much as an upload), but only the latest: each holds its whole key in page-locked host memory.
+//! The query positions and matrices of the last [`CACHED_CIRCUITS`] circuits stay too, so that a
+//! PoSt proven between PoRep partitions uploads neither its own nor, after it, the PoRep's again.
+//!
+//! A proof whose parts are all on the device already may run beside the region in progress when
+//! its caller allows it ([`DeviceLock::acquire_beside`]: a WinningPoSt on a device busy with
+//! PoRep), on streams of its own that the device schedules first, if its buffers fit in the
+//! memory free then; anything cached is complete before it enters a cache, so that any stream may
+//! read it. If it fails there (the region may have taken the memory meanwhile), it takes its turn.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -61,11 +69,13 @@ pub struct GpuBackend {
     /// about to use (and two placements from counting the same free memory).
     region: Mutex<()>,
     tables: Mutex<HashMap<u32, Arc<NttTables>>>,
-    /// The A and B queries' variable positions of the last circuit proven, on the device.
-    index: Mutex<Option<Arc<QueryIndex>>>,
-    /// The matrices of the last compiled R1CS whose products a proof left to the device, there
-    /// (the weak reference names the host copy without keeping it alive).
-    sparse: Mutex<Option<(Weak<CompiledR1cs>, Arc<DeviceSparse>)>>,
+    /// The A and B queries' variable positions of the latest circuits proven, on the device, most
+    /// recently used first (at most [`CACHED_CIRCUITS`]).
+    index: Mutex<Vec<Arc<QueryIndex>>>,
+    /// The matrices of the latest compiled R1CSs whose products proofs left to the device, there
+    /// (the weak reference names the host copy without keeping it alive), most recently used
+    /// first (at most [`CACHED_CIRCUITS`]).
+    sparse: Mutex<Vec<(Weak<CompiledR1cs>, Arc<DeviceSparse>)>>,
     /// Page-locked staging buffers, one per proof in preparation, reused.
     staging: Mutex<Vec<Pinned<Scalar>>>,
     /// Threads that copy witnesses into staging buffers, apart from the rayon global pool: there
@@ -75,6 +85,10 @@ pub struct GpuBackend {
     copies: Option<rayon::ThreadPool>,
     /// Streams of this device for MSMs side by side: H's (scheduled first) and the other four.
     lanes: Mutex<Option<[Arc<Gpu>; 5]>>,
+    /// The streams of a proof run beside the region in progress (see
+    /// [`DeviceLock::acquire_beside`]), all scheduled first; held through such a proof, so that
+    /// there is one at a time.
+    beside: Mutex<Option<Streams>>,
     /// Bytes the device's memory pool was made to hold for MSMs side by side (see
     /// [`Gpu::reserve_pool`]).
     pool_reserved: AtomicUsize,
@@ -86,6 +100,10 @@ pub struct GpuBackend {
 /// The default of [`GpuBackend::window_multiples_from`]: at 2^20 G1 points 19-bit multiples took
 /// 9.2 ms against 10.2 (H200); below, the shared 2^18 buckets weigh more against fewer entries.
 const MULTIPLES_FROM: usize = 1 << 20;
+
+/// Circuits whose query positions and matrices stay on the device: a PoRep's and the PoSts'
+/// proven beside it, so that neither uploads its own again after the other's proof.
+const CACHED_CIRCUITS: usize = 3;
 
 /// Threads of a backend's staging copies: enough to outrun the upload that follows (a copy
 /// thread moves several GB/s; the witness of a 32 GiB partition is 4.2 GB).
@@ -429,6 +447,32 @@ impl Prepared {
     }
 }
 
+/// What a proof's device work reads besides its own data: made once per circuit (or parameter
+/// set, or domain size) and kept on the device.
+struct Placed {
+    tables: Arc<NttTables>,
+    srs: Arc<DeviceSrs>,
+    /// The circuit's matrices, when the device computes a, b and c.
+    sparse: Option<Arc<DeviceSparse>>,
+    index: Arc<QueryIndex>,
+}
+
+/// Streams of one proof's device work: the main one (uploads, gathers) and five lanes, H's chain
+/// first.
+#[derive(Debug)]
+struct Streams {
+    main: Arc<Gpu>,
+    lanes: [Arc<Gpu>; 5],
+}
+
+impl Streams {
+    fn synchronize(&self) -> Result<(), GpuError> {
+        std::iter::once(&self.main)
+            .chain(&self.lanes)
+            .try_for_each(|gpu| gpu.synchronize())
+    }
+}
+
 /// The query positions of a proof: from the cache, or made now (uploaded and cached on the device).
 enum IndexSource {
     Cached(Arc<QueryIndex>),
@@ -473,6 +517,12 @@ impl Stages {
         Ok(out)
     }
 
+    /// Adds `other`'s metrics and pending device stages after these.
+    fn extend(&mut self, other: Stages) {
+        self.metrics.extend(other.metrics);
+        self.pending.extend(other.pending);
+    }
+
     /// Every metric, the device stages' read now (the device is idle; a stage whose events cannot
     /// be read, after a failure on the device, is left out).
     fn settle(mut self) -> Vec<StageMetric> {
@@ -500,8 +550,8 @@ impl GpuBackend {
             srs: Mutex::default(),
             region: Mutex::new(()),
             tables: Mutex::new(HashMap::new()),
-            index: Mutex::new(None),
-            sparse: Mutex::new(None),
+            index: Mutex::default(),
+            sparse: Mutex::default(),
             staging: Mutex::new(Vec::new()),
             copies: rayon::ThreadPoolBuilder::new()
                 .num_threads(COPY_THREADS)
@@ -509,6 +559,7 @@ impl GpuBackend {
                 .build()
                 .ok(),
             lanes: Mutex::new(None),
+            beside: Mutex::new(None),
             pool_reserved: AtomicUsize::new(0),
             multiples_from: MULTIPLES_FROM,
         }
@@ -636,12 +687,11 @@ impl GpuBackend {
             b_input: b_input_density,
             b_aux: b_aux_density,
         };
-        let cached = self
-            .index
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-            .filter(|index| index.densities == densities);
+        let cached = {
+            let mut list = self.index.lock().unwrap_or_else(PoisonError::into_inner);
+            let found = list.iter().position(|index| index.densities == densities);
+            found.map(|i| most_recent(&mut list, i))
+        };
         // g is no n-th root of unity, so Z(g) = g^n − 1 is never zero.
         let z_inv = Option::from(domain.z_at(&Scalar::MULTIPLICATIVE_GENERATOR).invert()).ok_or(
             ProveError::Backend {
@@ -670,6 +720,8 @@ impl GpuBackend {
             return Ok(t.clone());
         }
         let t = Arc::new(NttTables::new(&self.gpu, log_n)?);
+        // Cached once made: a proof beside the region may read it from other streams.
+        self.gpu.synchronize()?;
         tables.insert(log_n, t.clone());
         Ok(t)
     }
@@ -752,6 +804,8 @@ impl GpuBackend {
             b_g1: Bases::place(gpu, &params.b_g1, placement)?,
             b_g2: Bases::place(gpu, &params.b_g2, placement)?,
         });
+        // Cached once placed: a proof beside the region may read it from other streams.
+        gpu.synchronize()?;
         stages.push("srs_place_ms", start.elapsed().as_secs_f64() * 1e3);
         stages.push("srs_bytes", points as f64);
         let replaced = self.cache().insert(srs.clone());
@@ -779,14 +833,18 @@ impl GpuBackend {
                     b: DeviceIndex::upload(&self.gpu, &densities.b_index())?,
                     densities,
                 });
-                *self.index.lock().unwrap_or_else(PoisonError::into_inner) = Some(index.clone());
+                // Cached once made: a proof beside the region may read it from other streams.
+                self.gpu.synchronize()?;
+                let mut list = self.index.lock().unwrap_or_else(PoisonError::into_inner);
+                list.insert(0, index.clone());
+                list.truncate(CACHED_CIRCUITS);
                 index
             }
         })
     }
 
-    /// The device region of one proof: the witness and its four MSMs first, H beside them when
-    /// their work buffers fit together, else everything one after another.
+    /// The device region of one proof, with whatever it reads placed first. The caller holds the
+    /// device lock.
     fn on_device(
         &self,
         params: &Parameters,
@@ -794,11 +852,26 @@ impl GpuBackend {
         index: IndexSource,
         stages: &mut Stages,
     ) -> Result<QuerySums, GpuError> {
-        let gpu = &*self.gpu;
         let _region = self.region.lock().unwrap_or_else(PoisonError::into_inner);
+        let placed = self.place(params, p, index, stages)?;
+        let streams = Streams {
+            main: Arc::clone(&self.gpu),
+            lanes: self.lanes()?,
+        };
+        self.run(&streams, &placed, p, stages, true)
+    }
+
+    /// What a proof reads besides its own data, placed now where it is not yet. The caller holds
+    /// `region`.
+    fn place(
+        &self,
+        params: &Parameters,
+        p: &Prepared,
+        index: IndexSource,
+        stages: &mut Stages,
+    ) -> Result<Placed, GpuError> {
         // Before the SRS is placed, so that its placement sees the memory they hold (4 GiB at
-        // 2^27 with the top pass's direct tables), and on the device's own stream, which the
-        // lanes wait for before they read them.
+        // 2^27 with the top pass's direct tables).
         let tables = self.ntt_tables(p.log_n)?;
         let srs = self.srs(params, Self::working_bytes(p.log_n, p.witness), stages)?;
         // After the SRS, which comes first: at 32 GiB the device holds both only with the SRS
@@ -809,6 +882,65 @@ impl GpuBackend {
             .as_ref()
             .map(|compiled| self.sparse(compiled))
             .transpose()?;
+        let index = self.query_index(index)?;
+        Ok(Placed {
+            tables,
+            srs,
+            sparse,
+            index,
+        })
+    }
+
+    /// What a proof reads, if every part of it is on the device already (resident, not streamed)
+    /// and the proof's own buffers fit in the memory free now: a proof that can run beside the
+    /// region in progress without placing anything.
+    fn placed(&self, params: &Parameters, p: &Prepared, index: &IndexSource) -> Option<Placed> {
+        let IndexSource::Cached(index) = index else {
+            return None;
+        };
+        let tables = self
+            .tables
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&p.log_n)
+            .cloned()?;
+        let srs = match &params.on_device {
+            Some(queries) if queries.ordinal == self.gpu.ordinal() => Arc::clone(&queries.srs),
+            Some(_) => return None,
+            None => self.cache().get(&SrsKey::of(params))?,
+        };
+        let sparse = match &p.products {
+            Some(compiled) => Some(self.cached_sparse(compiled)?),
+            None => None,
+        };
+        let free = self.gpu.memory().ok()?.0;
+        let fits = Self::working_bytes(p.log_n, p.witness) + cuzk_gpu::MEMORY_MARGIN <= free;
+        (srs.placement != Placement::Streamed && fits).then(|| Placed {
+            tables,
+            srs,
+            sparse,
+            index: Arc::clone(index),
+        })
+    }
+
+    /// One proof's device work on `streams`: the witness and its four MSMs first, H beside them
+    /// when their work buffers fit together, else everything one after another. `reserve`: grow
+    /// the memory pool for the MSMs side by side first (see [`Gpu::reserve_pool`]).
+    fn run(
+        &self,
+        streams: &Streams,
+        placed: &Placed,
+        p: &mut Prepared,
+        stages: &mut Stages,
+        reserve: bool,
+    ) -> Result<QuerySums, GpuError> {
+        let gpu = &*streams.main;
+        let Placed {
+            tables,
+            srs,
+            sparse,
+            index,
+        } = placed;
         let resident = srs.placement != Placement::Streamed;
         stages.push("srs_resident", if resident { 1.0 } else { 0.0 });
         let window_bits = match srs.placement {
@@ -821,7 +953,6 @@ impl GpuBackend {
         let witness = stages.time(gpu, "h2d_witness_ms", || {
             DeviceScalars::upload_pinned_range(gpu, &p.staging, offset, offset + p.witness)
         })?;
-        let index = self.query_index(index)?;
         let scalars = stages.time(gpu, "gather_ms", || {
             let b = witness.gather(gpu, &index.b)?;
             Ok(WitnessScalars {
@@ -833,7 +964,7 @@ impl GpuBackend {
             })
         })?;
         // Kept only when a, b and c are its products, until the region's end (the H lane reads it).
-        let products = sparse.map(|sparse| (sparse, witness));
+        let products = sparse.as_ref().map(|sparse| (Arc::clone(sparse), witness));
         let scalar_bytes = std::mem::size_of::<Scalar>();
         let uploaded = offset + p.witness;
         stages.push("h2d_bytes", (scalar_bytes * uploaded) as f64);
@@ -847,7 +978,7 @@ impl GpuBackend {
         let free = gpu.memory()?.0;
         let side_by_side = resident && together + cuzk_gpu::MEMORY_MARGIN <= free;
         stages.push("msm_side_by_side", if side_by_side { 1.0 } else { 0.0 });
-        if side_by_side && together > self.pool_reserved.load(Ordering::Relaxed) {
+        if reserve && side_by_side && together > self.pool_reserved.load(Ordering::Relaxed) {
             // Once per size: the five lanes never reuse one another's freed memory (see `Gpu`), so
             // the pool must hold all their buffers at once, with room for how they interleave.
             // Grown in the middle of proofs instead, the first timed proofs at 2^22 (90% boolean,
@@ -858,13 +989,11 @@ impl GpuBackend {
         }
         let start = std::time::Instant::now();
         let sums = if side_by_side {
-            let lanes = self.lanes()?;
-            // The lanes read what the device's own stream gathered (and the points and tables it
-            // uploaded).
-            for lane in &lanes {
+            // The lanes read what the main stream gathered.
+            for lane in &streams.lanes {
                 lane.wait_for(gpu)?;
             }
-            let [h_lane, l, a, b_g1, b_g2] = &lanes;
+            let [h_lane, l, a, b_g1, b_g2] = &streams.lanes;
             let s = &scalars;
             std::thread::scope(|scope| {
                 let l = scope.spawn(|| l.time(|| srs.l.msm(l, &s.l)));
@@ -872,12 +1001,12 @@ impl GpuBackend {
                 let b_g1 = scope.spawn(|| b_g1.time(|| srs.b_g1.msm(b_g1, &s.b_g1)));
                 let b_g2 = scope.spawn(|| b_g2.time(|| srs.b_g2.msm(b_g2, &s.b_g2)));
                 // H's chain is the longest: on the lane the device schedules first.
-                let h = Self::h_coefficients(h_lane, &tables, p, products.as_ref(), stages)
+                let h = Self::h_coefficients(h_lane, tables, p, products.as_ref(), stages)
                     .and_then(|h| h_lane.time(|| srs.h.msm(h_lane, &h)));
                 query_sums(stages, h, joined(l), joined(a), joined(b_g1), joined(b_g2))
             })
         } else {
-            let h = Self::h_coefficients(gpu, &tables, p, products.as_ref(), stages)?;
+            let h = Self::h_coefficients(gpu, tables, p, products.as_ref(), stages)?;
             let h = gpu.time(|| srs.h.msm(gpu, &h));
             let l = gpu.time(|| srs.l.msm(gpu, &scalars.l));
             let a = gpu.time(|| srs.a.msm(gpu, &scalars.a));
@@ -946,18 +1075,39 @@ impl GpuBackend {
         Ok(h)
     }
 
-    /// The device copy of `compiled`'s matrices: the cached one, or uploaded now in its place.
+    /// The cached device copy of `compiled`'s matrices, if any (the copies of circuits dropped
+    /// on the host go).
+    fn cached_sparse(&self, compiled: &Arc<CompiledR1cs>) -> Option<Arc<DeviceSparse>> {
+        let mut list = self.sparse.lock().unwrap_or_else(PoisonError::into_inner);
+        list.retain(|(host, _)| host.strong_count() > 0);
+        let i = list
+            .iter()
+            .position(|(host, _)| std::ptr::eq(host.as_ptr(), Arc::as_ptr(compiled)))?;
+        Some(most_recent(&mut list, i).1)
+    }
+
+    /// The device copy of `compiled`'s matrices: the cached one, or uploaded now, after the least
+    /// recently used copies no proof reads if it would not fit beside them.
     fn sparse(&self, compiled: &Arc<CompiledR1cs>) -> Result<Arc<DeviceSparse>, GpuError> {
-        let mut cached = self.sparse.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((host, device)) = cached.as_ref() {
-            if Weak::ptr_eq(host, &Arc::downgrade(compiled)) {
-                return Ok(Arc::clone(device));
-            }
+        if let Some(device) = self.cached_sparse(compiled) {
+            return Ok(device);
         }
-        // The previous circuit's go first: both may not fit.
-        *cached = None;
+        let needed = DeviceSparse::bytes_of(compiled.coeffs(), &sparse_rows(compiled))
+            + cuzk_gpu::MEMORY_MARGIN;
+        let mut list = self.sparse.lock().unwrap_or_else(PoisonError::into_inner);
+        while self.gpu.memory()?.0 < needed {
+            let Some(i) = list.iter().rposition(|(_, d)| Arc::strong_count(d) == 1) else {
+                break;
+            };
+            list.remove(i);
+            // Freed in the stream's order: measure once it is.
+            self.gpu.synchronize()?;
+        }
         let device = Arc::new(upload_matrices(&self.gpu, compiled)?);
-        *cached = Some((Arc::downgrade(compiled), Arc::clone(&device)));
+        // Cached once made: a proof beside the region may read it from other streams.
+        self.gpu.synchronize()?;
+        list.insert(0, (Arc::downgrade(compiled), Arc::clone(&device)));
+        list.truncate(CACHED_CIRCUITS);
         Ok(device)
     }
 
@@ -980,6 +1130,47 @@ impl GpuBackend {
         Ok(made)
     }
 
+    /// The streams of proofs beside the region (made on first use, all scheduled first), held
+    /// until the guard drops.
+    fn beside_streams(&self) -> Result<MutexGuard<'_, Option<Streams>>, GpuError> {
+        let mut beside = self.beside.lock().unwrap_or_else(PoisonError::into_inner);
+        if beside.is_none() {
+            let gpu = &self.gpu;
+            *beside = Some(Streams {
+                main: gpu.priority_lane()?,
+                lanes: [
+                    gpu.priority_lane()?,
+                    gpu.priority_lane()?,
+                    gpu.priority_lane()?,
+                    gpu.priority_lane()?,
+                    gpu.priority_lane()?,
+                ],
+            });
+        }
+        Ok(beside)
+    }
+
+    /// One proof on the streams beside the region in progress, if all it reads is placed and
+    /// `device` allows it. `None` when it did not run, or failed there (the device may have run
+    /// short of the memory the region in progress took meanwhile): then it takes its turn.
+    fn prove_beside(
+        &self,
+        params: &Parameters,
+        p: &mut Prepared,
+        index: &IndexSource,
+        device: &dyn DeviceLock,
+    ) -> Option<(QuerySums, Stages)> {
+        let placed = self.placed(params, p, index)?;
+        let _hold = device.acquire_beside()?;
+        let streams = self.beside_streams().ok()?;
+        let streams = streams.as_ref()?;
+        let mut stages = Stages::default();
+        let sums = self.run(streams, &placed, p, &mut stages, false);
+        // No copy from the staging buffer is in flight once the streams are idle.
+        streams.synchronize().ok()?;
+        Some((sums.ok()?, stages))
+    }
+
     /// Waits for the device's stream and every lane's: then no upload still reads a staging
     /// buffer, whatever failed on the way.
     fn synchronize(&self) -> Result<(), GpuError> {
@@ -996,15 +1187,25 @@ impl GpuBackend {
 
 /// `compiled`'s A, B and C on the device, for products with witnesses (inputs then aux).
 pub fn upload_matrices(gpu: &Gpu, compiled: &CompiledR1cs) -> Result<DeviceSparse, GpuError> {
-    let matrices = compiled
+    let columns = compiled.num_inputs() + compiled.num_aux();
+    DeviceSparse::upload(gpu, compiled.coeffs(), &sparse_rows(compiled), columns)
+}
+
+fn sparse_rows(compiled: &CompiledR1cs) -> [SparseRows<'_>; 3] {
+    compiled
         .matrices()
         .map(|(starts, columns, coeffs)| SparseRows {
             starts,
             columns,
             coeffs,
-        });
-    let columns = compiled.num_inputs() + compiled.num_aux();
-    DeviceSparse::upload(gpu, compiled.coeffs(), &matrices, columns)
+        })
+}
+
+/// Moves entry `i` of a most-recently-used-first list to the front; returns a clone of it.
+fn most_recent<T: Clone>(list: &mut Vec<T>, i: usize) -> T {
+    let entry = list.remove(i);
+    list.insert(0, entry.clone());
+    entry
 }
 
 /// Scalars of a proof's page-locked staging buffer: a, b and c (the domain's n each), then the
@@ -1098,6 +1299,16 @@ impl ProverBackend for GpuBackend {
         let (prepared, index) = self.prepare(params, assignment, &mut stages)?;
         stages.push("prep_ms", start.elapsed().as_secs_f64() * 1e3);
         let mut prepared = prepared;
+        if let Some((sums, beside)) = self.prove_beside(params, &mut prepared, &index, device) {
+            self.return_staging(prepared.staging);
+            stages.push("beside", 1.0);
+            stages.extend(beside);
+            return Ok(Started {
+                sums,
+                stages: stages.settle(),
+            });
+        }
+        stages.push("beside", 0.0);
         let device_guard = device.acquire();
         let sums = self.on_device(params, &mut prepared, index, &mut stages);
         // Whatever happened, no copy from the staging buffer is still in flight once the streams
