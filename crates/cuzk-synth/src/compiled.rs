@@ -26,7 +26,7 @@ use ff::{Field, PrimeField};
 use rayon::prelude::*;
 
 use crate::drive::{close, drive, open, CountsInputs};
-use crate::witness::{Sectioned, WitnessOnly};
+use crate::witness::{Sectioned, Witness};
 use crate::ProvingAssignment;
 
 const MAGIC: &[u8; 8] = b"CUZKR1CS";
@@ -599,7 +599,7 @@ impl CompiledR1cs {
         &self,
         circuit: C,
     ) -> Result<ProvingAssignment, CompiledError> {
-        let witness = self.checked(WitnessOnly::of(circuit, self.totals())?)?;
+        let witness = self.checked(Witness::of(circuit, self.totals())?)?;
         Ok(self.completed(witness))
     }
 
@@ -609,7 +609,7 @@ impl CompiledR1cs {
         &self,
         circuit: &S,
     ) -> Result<ProvingAssignment, CompiledError> {
-        let witness = self.checked(WitnessOnly::sectioned(circuit, self.totals())?)?;
+        let witness = self.checked(Witness::sectioned(circuit, self.totals())?)?;
         Ok(self.completed(witness))
     }
 
@@ -619,7 +619,7 @@ impl CompiledR1cs {
         self: &Arc<Self>,
         circuit: C,
     ) -> Result<ProvingAssignment, CompiledError> {
-        let witness = self.checked(WitnessOnly::of(circuit, self.totals())?)?;
+        let witness = self.checked(Witness::of(circuit, self.totals())?)?;
         Ok(self.deferring(witness))
     }
 
@@ -628,7 +628,7 @@ impl CompiledR1cs {
         self: &Arc<Self>,
         circuit: &S,
     ) -> Result<ProvingAssignment, CompiledError> {
-        let witness = self.checked(WitnessOnly::sectioned(circuit, self.totals())?)?;
+        let witness = self.checked(Witness::sectioned(circuit, self.totals())?)?;
         Ok(self.deferring(witness))
     }
 
@@ -638,7 +638,7 @@ impl CompiledR1cs {
     }
 
     /// `witness`, if it has the recorded shape.
-    fn checked(&self, witness: WitnessOnly) -> Result<WitnessOnly, CompiledError> {
+    fn checked(&self, witness: Witness) -> Result<Witness, CompiledError> {
         for (what, recorded, got) in [
             ("public inputs", self.num_inputs, witness.inputs.len()),
             ("aux variables", self.num_aux, witness.aux.len()),
@@ -666,7 +666,7 @@ impl CompiledR1cs {
         [a, b, c]
     }
 
-    fn completed(&self, witness: WitnessOnly) -> ProvingAssignment {
+    fn completed(&self, witness: Witness) -> ProvingAssignment {
         let [a, b, c] = self.products(&witness.inputs, &witness.aux);
         ProvingAssignment {
             a,
@@ -676,7 +676,7 @@ impl CompiledR1cs {
         }
     }
 
-    fn deferring(self: &Arc<Self>, witness: WitnessOnly) -> ProvingAssignment {
+    fn deferring(self: &Arc<Self>, witness: Witness) -> ProvingAssignment {
         ProvingAssignment {
             deferred: Some(Arc::clone(self)),
             ..self.assignment(witness)
@@ -684,7 +684,7 @@ impl CompiledR1cs {
     }
 
     /// The witness and the densities; no products.
-    fn assignment(&self, witness: WitnessOnly) -> ProvingAssignment {
+    fn assignment(&self, witness: Witness) -> ProvingAssignment {
         ProvingAssignment {
             input_assignment: witness.inputs,
             aux_assignment: witness.aux,

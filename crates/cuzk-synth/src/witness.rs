@@ -29,20 +29,46 @@ pub trait Sectioned: Sync {
         cs: &mut CS,
         range: Range<usize>,
     ) -> Result<(), SynthesisError>;
+
+    /// [`Sectioned::synthesize_sections`] for its witness alone: a circuit may override it with
+    /// a faster way to the same values (native hashes in place of their gadgets' code), which
+    /// must allocate exactly what the circuit does, in the same order.
+    fn witness_sections(&self, w: &mut Witness, range: Range<usize>) -> Result<(), SynthesisError> {
+        self.synthesize_sections(w, range)
+    }
+}
+
+/// A sectioned circuit whose witness comes from its gadgets' code only, never a faster path:
+/// the reference that a [`Sectioned::witness_sections`] override is measured and tested against.
+#[derive(Debug)]
+pub struct ThroughGadgets<'a, S>(pub &'a S);
+
+impl<S: Sectioned> Sectioned for ThroughGadgets<'_, S> {
+    fn sections(&self) -> usize {
+        self.0.sections()
+    }
+
+    fn synthesize_sections<CS: ConstraintSystem<Scalar>>(
+        &self,
+        cs: &mut CS,
+        range: Range<usize>,
+    ) -> Result<(), SynthesisError> {
+        self.0.synthesize_sections(cs, range)
+    }
 }
 
 /// The constraint system of witness-only synthesis: keeps the values, counts the rows.
 #[derive(Debug, Default)]
-pub(crate) struct WitnessOnly {
-    pub inputs: Vec<Scalar>,
-    pub aux: Vec<Scalar>,
-    pub rows: usize,
+pub struct Witness {
+    pub(crate) inputs: Vec<Scalar>,
+    pub(crate) aux: Vec<Scalar>,
+    pub(crate) rows: usize,
 }
 
-impl WitnessOnly {
+impl Witness {
     /// Empty, with room for `capacity` (inputs, aux values).
     fn with_capacity(capacity: (usize, usize)) -> Self {
-        WitnessOnly {
+        Witness {
             inputs: Vec::with_capacity(capacity.0),
             aux: Vec::with_capacity(capacity.1),
             rows: 0,
@@ -51,28 +77,28 @@ impl WitnessOnly {
 
     /// `circuit`'s witness, driven as every circuit is, in vectors sized for `totals` (the
     /// expected inputs and aux values: a doubling vector could hold twice what it needs).
-    pub fn of<C: Circuit<Scalar>>(
+    pub(crate) fn of<C: Circuit<Scalar>>(
         circuit: C,
         totals: (usize, usize),
     ) -> Result<Self, SynthesisError> {
-        let mut witness = WitnessOnly::with_capacity(totals);
+        let mut witness = Witness::with_capacity(totals);
         drive(circuit, &mut witness)?;
         Ok(witness)
     }
 
     /// `circuit`'s witness with its sections synthesized on the rayon pool, each after its own
     /// run of the prologue; the prologue's values, identical in every run, are kept once. The
-    /// same values in the same order as [`WitnessOnly::of`] the whole circuit. `totals` (the
+    /// same values in the same order as [`Witness::of`] the whole circuit. `totals` (the
     /// expected inputs and aux values) size each section's vectors for an even share, so that
     /// sections of one size (a PoRep partition's) never grow theirs past it.
-    pub fn sectioned<S: Sectioned>(
+    pub(crate) fn sectioned<S: Sectioned>(
         circuit: &S,
         totals: (usize, usize),
     ) -> Result<Self, CompiledError> {
         let run = |range: Range<usize>, capacity: (usize, usize)| {
-            let mut witness = WitnessOnly::with_capacity(capacity);
+            let mut witness = Witness::with_capacity(capacity);
             open(&mut witness)?;
-            circuit.synthesize_sections(&mut witness, range)?;
+            circuit.witness_sections(&mut witness, range)?;
             Ok::<_, SynthesisError>(witness)
         };
         let mut whole = run(0..0, (0, 0))?;
@@ -121,13 +147,13 @@ impl WitnessOnly {
     }
 }
 
-impl CountsInputs for WitnessOnly {
+impl CountsInputs for Witness {
     fn num_inputs(&self) -> usize {
         self.inputs.len()
     }
 }
 
-impl ConstraintSystem<Scalar> for WitnessOnly {
+impl ConstraintSystem<Scalar> for Witness {
     type Root = Self;
 
     fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
