@@ -1,26 +1,102 @@
 //! Synthesis of one 2 KiB PoRep partition: cuzk's direct synthesis, cuzk's compiled evaluator
-//! (its challenges in sequence, then side by side, then the witness alone as when a GPU computes
-//! the products) and (with `--bellperson`) bellperson's own, inside filecoin-proofs' commit-2, on the same
+//! with the witness through the circuit's gadgets and with its native witness (challenges side by
+//! side; then the witness alone, as when a GPU computes the products), wall and CPU seconds, and
+//! (with `--bellperson`) bellperson's own, inside filecoin-proofs' commit-2, on the same
 //! machine and threads. For docs/perf-notes.md:
 //!
 //! ```sh
 //! cargo run --release -p cuzk-filecoin --example synthesis_speed -- PARAMS_DIR [RUNS] [--bellperson]
+//! # any size's first partition from a C1 file (a sample sector's): the native witness checked
+//! # against the gadgets', then both timed
+//! cargo run --release -p cuzk-filecoin --example synthesis_speed -- PARAMS_DIR 3 --c1 c1.json
 //! # only the witness path, for a profiler:
 //! RAYON_NUM_THREADS=1 perf record -g target/release/examples/synthesis_speed PARAMS_DIR 10 --witness-only
 //! ```
 //! PARAMS_DIR holds the 2 KiB parameters (`cuzk setup --porep 2KiB`); bellperson's run proves
 //! with them too, so it also shows that bellperson reads cuzk's parameter files.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use cuzk_filecoin::{
-    compiled_r1cs, seal_random_sector, use_parameter_dir, verify_seal, ParamFiles, SealProof,
-    SectorCircuits, SectorSize,
+    compiled_r1cs, seal_random_sector, use_parameter_dir, verify_seal, C1Output, ParamFiles,
+    SealProof, SectorCircuits, SectorSize,
 };
-use cuzk_synth::{ProvingAssignment, Sectioned};
-use filecoin_proofs::{SealCommitPhase1Output, SectorShape2KiB};
+use cuzk_synth::{ProvingAssignment, Sectioned, ThroughGadgets};
+use filecoin_proofs::{with_shape, MerkleTreeTrait, SealCommitPhase1Output, SectorShape2KiB};
+
+/// Wall and CPU seconds (all threads) of `runs` runs of `f`.
+fn timed(runs: usize, f: &dyn Fn() -> ProvingAssignment) -> (Vec<Duration>, Vec<Duration>) {
+    (0..runs)
+        .map(|_| {
+            let (start, cpu) = (Instant::now(), cpu_time());
+            let assignment = f();
+            let times = (start.elapsed(), cpu_time().saturating_sub(cpu));
+            drop(assignment);
+            times
+        })
+        .unzip()
+}
+
+/// One line per path: wall min and median, CPU median.
+fn table(runs: usize, sections: usize, paths: &[(&str, &dyn Fn() -> ProvingAssignment)]) {
+    println!(
+        "{} threads, {sections} challenges side by side; seconds over {runs} runs",
+        rayon::current_num_threads(),
+    );
+    println!("| path | wall min | wall median | CPU median |");
+    println!("|---|---|---|---|");
+    for (name, path) in paths {
+        let (wall, cpu) = timed(runs, *path);
+        let (wall_min, wall_median) = median(wall);
+        let (_, cpu_median) = median(cpu);
+        println!("| {name} | {wall_min:.3} | {wall_median:.3} | {cpu_median:.3} |");
+    }
+}
+
+/// Any size's first partition from a C1 file (a sample sector's, say): its native witness checked
+/// against the gadgets' (the whole witness, every value), then both timed, witness alone.
+fn witness_of_c1<Tree: 'static + MerkleTreeTrait>(
+    c1: &C1Output,
+    dir: &Path,
+    runs: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let start = Instant::now();
+    let (compiled, origin) = compiled_r1cs(&ParamFiles::new(dir, c1.proof)?)?;
+    println!(
+        "{}: compiled R1CS {origin:?} in {:.1} s, {} rows",
+        c1.proof,
+        start.elapsed().as_secs_f64(),
+        compiled.num_rows()
+    );
+    let circuits = SectorCircuits::<Tree>::new(c1)?;
+    let circuit = circuits.circuits.first().ok_or("no partition")?;
+    let gadgets = ThroughGadgets(circuit);
+    let native = compiled.witness_sectioned(circuit)?;
+    let reference = compiled.witness_sectioned(&gadgets)?;
+    if native != reference {
+        return Err("the native witness differs from the gadgets'".into());
+    }
+    drop((native, reference));
+    println!("native witness = the gadgets' witness (every value)");
+    let paths: [(&str, &dyn Fn() -> ProvingAssignment); 2] = [
+        ("witness alone through the gadgets", &|| {
+            compiled.witness_sectioned(&gadgets).unwrap_or_default()
+        }),
+        ("witness alone, native", &|| {
+            compiled.witness_sectioned(circuit).unwrap_or_default()
+        }),
+    ];
+    table(runs, circuit.sections(), &paths);
+    Ok(())
+}
+
+/// CPU time of this process, every thread's.
+fn cpu_time() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
 
 /// Keeps bellperson's "synthesis time" log line.
 struct Capture(Mutex<Vec<String>>);
@@ -51,12 +127,17 @@ fn median(mut times: Vec<Duration>) -> (f64, f64) {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let dir = PathBuf::from(
-        args.first()
-            .ok_or("usage: synthesis_speed PARAMS_DIR [RUNS]")?,
-    );
+    let usage =
+        "usage: synthesis_speed PARAMS_DIR [RUNS] [--c1 FILE] [--witness-only] [--bellperson]";
+    let dir = PathBuf::from(args.first().ok_or(usage)?);
     let runs: usize = args.get(1).and_then(|r| r.parse().ok()).unwrap_or(3);
+    let flag = |name: &str| args.iter().any(|a| a == name);
     use_parameter_dir(&dir)?;
+    if let Some(at) = args.iter().position(|a| a == "--c1") {
+        let c1 = C1Output::read(&PathBuf::from(args.get(at + 1).ok_or(usage)?), None)?;
+        let size = c1.proof.size.bytes();
+        return with_shape!(size, witness_of_c1, &c1, &dir, runs,);
+    }
     let proof = SealProof::current(SectorSize::S2KiB);
     let work = tempfile::tempdir()?;
     let sector = seal_random_sector(proof, work.path(), None, &mut rand::rngs::OsRng)?;
@@ -65,45 +146,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let circuits = SectorCircuits::<SectorShape2KiB>::new(&sector.c1)?;
     let circuit = &circuits.circuits[0];
 
-    let time = |f: &dyn Fn() -> ProvingAssignment| {
-        (0..runs)
-            .map(|_| {
-                let start = Instant::now();
-                let assignment = f();
-                let elapsed = start.elapsed();
-                drop(assignment);
-                elapsed
-            })
-            .collect::<Vec<_>>()
-    };
-    if args.iter().any(|a| a == "--witness-only") {
+    if flag("--witness-only") {
         // For a profiler: nothing but the witness path, `runs` times.
-        let (min, median) = median(time(&|| {
+        let (wall, _) = timed(runs, &|| {
             compiled.witness_sectioned(circuit).unwrap_or_default()
-        }));
+        });
+        let (min, median) = median(wall);
         println!("witness alone: min {min:.3} s median {median:.3} s");
         return Ok(());
     }
-    let direct = time(&|| ProvingAssignment::synthesize(circuit.clone()).unwrap_or_default());
-    let evaluated = time(&|| compiled.synthesize(circuit.clone()).unwrap_or_default());
-    let sectioned = time(&|| compiled.synthesize_sectioned(circuit).unwrap_or_default());
-    let witness = time(&|| compiled.witness_sectioned(circuit).unwrap_or_default());
-    let (direct_min, direct_median) = median(direct);
-    let (compiled_min, compiled_median) = median(evaluated);
-    let (sectioned_min, sectioned_median) = median(sectioned);
-    let (witness_min, witness_median) = median(witness);
-    println!(
-        "threads {}: direct min {direct_min:.3} s median {direct_median:.3} s; compiled min \
-         {compiled_min:.3} s median {compiled_median:.3} s; speedup (median) {:.2}x; {} \
-         challenges side by side min {sectioned_min:.3} s median {sectioned_median:.3} s; \
-         witness alone (products left to the GPU) min {witness_min:.3} s median \
-         {witness_median:.3} s",
-        rayon::current_num_threads(),
-        direct_median / compiled_median,
-        circuit.sections(),
-    );
+    let gadgets = ThroughGadgets(circuit);
+    let paths: [(&str, &dyn Fn() -> ProvingAssignment); 5] = [
+        ("direct synthesis (the reference)", &|| {
+            ProvingAssignment::synthesize(circuit.clone()).unwrap_or_default()
+        }),
+        ("compiled, witness through the gadgets", &|| {
+            compiled.synthesize_sectioned(&gadgets).unwrap_or_default()
+        }),
+        ("compiled, native witness", &|| {
+            compiled.synthesize_sectioned(circuit).unwrap_or_default()
+        }),
+        ("witness alone through the gadgets", &|| {
+            compiled.witness_sectioned(&gadgets).unwrap_or_default()
+        }),
+        ("witness alone, native", &|| {
+            compiled.witness_sectioned(circuit).unwrap_or_default()
+        }),
+    ];
+    table(runs, circuit.sections(), &paths);
 
-    if args.iter().any(|a| a == "--bellperson") {
+    if flag("--bellperson") {
         log::set_logger(&CAPTURE).map_err(|e| e.to_string())?;
         log::set_max_level(log::LevelFilter::Info);
         let output: SealCommitPhase1Output<SectorShape2KiB> =

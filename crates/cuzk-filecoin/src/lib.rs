@@ -21,8 +21,11 @@
 //!   seconds), from sparse trees.
 //!
 //! The circuits are filecoin's own (`storage-proofs-porep`, over `bellpepper-core` 0.2 like
-//! cuzk-synth), called, never copied. This crate glues them to the prover; it must not
-//! implement Groth16, schedule work itself or pick a backend.
+//! cuzk-synth), called for recording and direct synthesis. One exception, for speed: a PoRep
+//! partition's witness comes from a re-statement of its circuit (`partition::circuit`, tested
+//! row for row against filecoin's) whose SHA-256s cuzk-synth computes natively. This crate glues
+//! the circuits to the prover; it must not implement Groth16, schedule work itself or pick a
+//! backend.
 #![forbid(unsafe_code)]
 
 pub mod c1;

@@ -7,25 +7,29 @@
 
 mod common;
 
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
+use bellpepper_core::{Index, LinearCombination, Variable};
 use cuzk_filecoin::{
     compiled_r1cs, sample_sector, seal_random_sector, verify_seal, C1Output, FilecoinError,
-    ParamFiles, R1csOrigin, Revision, SealProof, SealedSector, SectorCircuits, SectorJob,
-    SectorSize,
+    ParamFiles, PartitionCircuit, R1csOrigin, Revision, SealProof, SealedSector, SectorCircuits,
+    SectorJob, SectorSize,
 };
 use cuzk_groth16::params_file::PointCheck;
 use cuzk_groth16::setup::generate_random_parameters;
 use cuzk_groth16::Parameters;
+use cuzk_math::Scalar;
 use cuzk_synth::circuits::SyntheticCircuit;
-use cuzk_synth::Sectioned;
 use cuzk_synth::{CompiledR1cs, ProvingAssignment};
+use cuzk_synth::{ConstraintSystem, Sectioned, SynthesisError, ThroughGadgets};
+use ff::PrimeField;
 use filecoin_proofs::parameters::public_params;
 use filecoin_proofs::{
     as_safe_commitment, with_shape, DefaultPieceHasher, MerkleTreeTrait, SealCommitPhase1Output,
-    SectorShape2KiB,
+    SectorShape2KiB, SectorShape8MiB,
 };
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound};
@@ -350,6 +354,135 @@ fn the_r1cs_recorded_challenge_by_challenge_is_the_blank_circuits() {
         start.elapsed().as_secs_f64()
     );
     assert_eq!(*sectioned, recorded);
+}
+
+/// A constraint system that keeps a digest of each row (its three linear combinations, every
+/// term) and the variable counts: two circuits with the same digests write the same matrices
+/// over variables allocated in the same order. Witness closures are never called.
+#[derive(Debug, Default)]
+struct RowDigests {
+    inputs: usize,
+    aux: usize,
+    rows: Vec<u64>,
+}
+
+impl RowDigests {
+    fn of(synthesize: impl FnOnce(&mut Self) -> Result<(), SynthesisError>) -> Self {
+        let mut digests = Self::default();
+        synthesize(&mut digests).unwrap();
+        digests
+    }
+}
+
+impl ConstraintSystem<Scalar> for RowDigests {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError> {
+        self.aux += 1;
+        Ok(Variable::new_unchecked(Index::Aux(self.aux - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError> {
+        self.inputs += 1;
+        Ok(Variable::new_unchecked(Index::Input(self.inputs - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        let mut hasher = DefaultHasher::new();
+        let zero = LinearCombination::zero;
+        for lc in [a(zero()), b(zero()), c(zero())] {
+            lc.iter().count().hash(&mut hasher);
+            for (variable, coeff) in lc.iter() {
+                variable.get_unchecked().hash(&mut hasher);
+                coeff.to_repr().hash(&mut hasher);
+            }
+        }
+        self.rows.push(hasher.finish());
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N) {}
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// Partition 0's circuit of `c1`, as cuzk builds it.
+fn partition<Tree: 'static + MerkleTreeTrait>(c1: &C1Output) -> PartitionCircuit<Tree> {
+    SectorCircuits::<Tree>::new(c1).unwrap().circuits.remove(0)
+}
+
+#[test]
+fn the_reimplemented_porep_circuit_writes_filecoins_rows() {
+    let circuit = partition::<SectorShape2KiB>(&fixture().sectors[1].c1);
+    let all = 0..circuit.sections();
+    let start = Instant::now();
+    let theirs = RowDigests::of(|cs| circuit.synthesize_sections(cs, all.clone()));
+    let ours = RowDigests::of(|cs| circuit.synthesize_reimplemented(cs, all.clone()));
+    eprintln!(
+        "the rows of a 2 KiB partition, filecoin's and cuzk's: {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    let counts = |d: &RowDigests| (d.inputs, d.aux, d.rows.len());
+    assert_eq!(counts(&ours), counts(&theirs), "inputs, aux, rows");
+    assert_eq!(theirs.rows.len(), 2_687_921);
+    let first_difference = (ours.rows.iter().zip(&theirs.rows)).position(|(a, b)| a != b);
+    assert_eq!(first_difference, None);
+}
+
+/// `circuit`'s witness by the re-implementation (native SHA-256) is its gadgets' witness. Each is
+/// computed on one thread, for its CPU time.
+fn the_witness_is_the_gadgets<Tree: 'static + MerkleTreeTrait>(
+    compiled: &Arc<CompiledR1cs>,
+    circuit: &PartitionCircuit<Tree>,
+    size: &str,
+) {
+    let one_thread = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let timed = |witness: &(dyn Fn() -> ProvingAssignment + Sync)| {
+        let start = Instant::now();
+        let assignment = one_thread.install(witness);
+        (assignment, start.elapsed().as_secs_f64())
+    };
+    let (ours, ours_s) = timed(&|| compiled.witness_sectioned(circuit).unwrap());
+    let (theirs, theirs_s) = timed(&|| {
+        compiled
+            .witness_sectioned(&ThroughGadgets(circuit))
+            .unwrap()
+    });
+    eprintln!(
+        "{size} partition witness on one thread: re-implemented (native SHA-256) {ours_s:.2} s, \
+         through the gadgets {theirs_s:.2} s"
+    );
+    assert!(ours == theirs, "the witnesses differ");
+}
+
+#[test]
+fn the_reimplemented_porep_witness_is_the_gadgets() {
+    let fixture = fixture();
+    let circuit = partition::<SectorShape2KiB>(&fixture.sectors[1].c1);
+    the_witness_is_the_gadgets(&fixture.compiled, &circuit, "2 KiB");
+}
+
+#[test]
+fn the_reimplemented_porep_witness_is_the_gadgets_on_a_sample_8mib_sector() {
+    let proof = SealProof::current(SectorSize::S8MiB);
+    let files = ParamFiles::new(common::params_dir(), proof).unwrap();
+    let (compiled, origin) = compiled_r1cs(&files).unwrap();
+    eprintln!("8 MiB compiled R1CS: {origin:?}");
+    let mut rng = cuzk_testkit::rng("8 MiB witness");
+    let sector = sample_sector(proof, None, &mut rng).unwrap().sector;
+    let circuit = partition::<SectorShape8MiB>(&sector.c1);
+    the_witness_is_the_gadgets(&compiled, &circuit, "8 MiB");
 }
 
 /// Non-interactive PoRep: 13 partitions of the same 2 KiB circuit (about 13 times the interactive

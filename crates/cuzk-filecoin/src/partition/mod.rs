@@ -1,24 +1,28 @@
 //! One PoRep partition's circuit, the StackedDRG circuit filecoin-proofs builds, kept as its
 //! commitments and its challenges' vanilla proofs so that the challenges can also be synthesized
 //! apart: each is a section of the circuit ([`Sectioned`]) and the witness-only path runs them
-//! side by side (18 per partition at 32 GiB).
+//! side by side (18 per partition at 32 GiB), through [`circuit`], filecoin's circuit
+//! re-implemented so that its SHA-256 witness is computed natively.
 
 use std::ops::Range;
 
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use cuzk_math::Scalar;
-use cuzk_synth::Sectioned;
+use cuzk_synth::{Sectioned, Witness};
 use filecoin_hashers::Hasher;
 use filecoin_proofs::{DefaultPieceDomain, DefaultPieceHasher, MerkleTreeTrait};
 use storage_proofs_porep::stacked;
 
 use crate::shapes::Circuit as StackedCircuit;
 
+mod circuit;
+
 pub(crate) type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 
 /// What `StackedCompound::circuit` puts in a partition's circuit, in a form whose challenges can
-/// be taken one by one. Synthesized whole, it is filecoin's circuit itself (the same function
-/// runs it).
+/// be taken one by one. Synthesized whole or by sections, it is filecoin's circuit itself (the
+/// same function runs it); its witness alone ([`Sectioned::witness_sections`]) comes from the
+/// re-implementation.
 pub struct PartitionCircuit<Tree: 'static + MerkleTreeTrait> {
     pub(crate) replica_id: TreeDomain<Tree>,
     pub(crate) comm_d: DefaultPieceDomain,
@@ -68,6 +72,26 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuit<Tree> {
             challenges.into_iter().map(Into::into).collect(),
         )
     }
+
+    /// [`Sectioned::synthesize_sections`] through cuzk's re-implementation of filecoin's circuit:
+    /// the same rows and values in the same order, its SHA-256s computed natively when `cs` is a
+    /// [`Witness`] (which is why `cs` must be a root, never a namespace). Public so that tests can
+    /// hold its rows against filecoin's.
+    pub fn synthesize_reimplemented<CS: ConstraintSystem<Scalar> + 'static>(
+        &self,
+        cs: &mut CS,
+        range: Range<usize>,
+    ) -> Result<(), SynthesisError> {
+        let challenges = self
+            .challenges
+            .get(range)
+            .ok_or(SynthesisError::Unsatisfiable)?;
+        let commitments = circuit::prologue(cs, self)?;
+        for proof in challenges {
+            circuit::challenge(cs, &commitments, proof)?;
+        }
+        Ok(())
+    }
 }
 
 impl<Tree: 'static + MerkleTreeTrait> Circuit<Scalar> for PartitionCircuit<Tree> {
@@ -95,5 +119,9 @@ impl<Tree: 'static + MerkleTreeTrait> Sectioned for PartitionCircuit<Tree> {
             .get(range)
             .ok_or(SynthesisError::Unsatisfiable)?;
         self.run(cs, challenges.to_vec())
+    }
+
+    fn witness_sections(&self, w: &mut Witness, range: Range<usize>) -> Result<(), SynthesisError> {
+        self.synthesize_reimplemented(w, range)
     }
 }

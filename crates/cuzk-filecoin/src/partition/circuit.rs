@@ -1,0 +1,328 @@
+//! filecoin's StackedDRG partition circuit (storage-proofs-porep 19.1.0's `StackedCircuit`)
+//! re-implemented, so that every SHA-256 goes through [`cuzk_synth::gadgets::sha256`] on the root
+//! constraint system, where a [`cuzk_synth::Witness`] computes it natively: the labels (20
+//! compressions each) and the tree D (comm_d) paths (2 per level) are over 95% of the rows.
+//! filecoin's circuit calls bellperson's gadget itself, from types private to its crate.
+//!
+//! It must allocate and constrain exactly what filecoin's circuit does, in the same order
+//! (tests/porep.rs holds its rows and witness against filecoin's). The Poseidon parts (the comm_r
+//! check, column hashes, the tree C and R paths) call filecoin's public gadgets.
+
+use bellpepper_core::{ConstraintSystem, SynthesisError};
+use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
+use bellperson::gadgets::multipack;
+use bellperson::gadgets::num::AllocatedNum;
+use bellperson::gadgets::uint32::UInt32;
+use cuzk_math::Scalar;
+use ff::PrimeField;
+use filecoin_hashers::poseidon::PoseidonFunction;
+use filecoin_hashers::{HashFunction, Hasher};
+use filecoin_proofs::{DefaultPieceHasher, MerkleTreeTrait};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use storage_proofs_core::gadgets::constraint;
+use storage_proofs_core::gadgets::encode::encode;
+use storage_proofs_core::gadgets::insertion::insert;
+use storage_proofs_core::gadgets::por::PoRCircuit;
+use storage_proofs_core::gadgets::uint64::UInt64;
+use storage_proofs_core::gadgets::variables::Root;
+use storage_proofs_core::merkle::{MerkleProof, MerkleProofTrait};
+use storage_proofs_core::util::reverse_bit_numbering;
+use storage_proofs_porep::stacked::{self, Column, ColumnProof, TOTAL_PARENTS};
+use typenum::{U11, U2};
+
+use super::{PartitionCircuit, TreeDomain};
+
+/// An inclusion proof in a tree of `Tree`'s shape (trees C and R).
+type TreeProof<Tree> = MerkleProof<
+    <Tree as MerkleTreeTrait>::Hasher,
+    <Tree as MerkleTreeTrait>::Arity,
+    <Tree as MerkleTreeTrait>::SubTreeArity,
+    <Tree as MerkleTreeTrait>::TopTreeArity,
+>;
+
+/// A column proof's column and inclusion proof.
+type OpenedColumn<Tree> = (Column<<Tree as MerkleTreeTrait>::Hasher>, TreeProof<Tree>);
+
+/// What the prologue allocated that every challenge reads.
+pub(super) struct Commitments {
+    /// replica_id's bits as a label's preimage takes them ([`preimage_bits`]).
+    replica_id: Vec<Boolean>,
+    comm_d: AllocatedNum<Scalar>,
+    comm_c: AllocatedNum<Scalar>,
+    comm_r_last: AllocatedNum<Scalar>,
+}
+
+/// The commitments: replica_id, comm_d and comm_r public, comm_r_last and comm_c private, and
+/// comm_r = H(comm_c, comm_r_last).
+pub(super) fn prologue<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Scalar>>(
+    cs: &mut CS,
+    circuit: &PartitionCircuit<Tree>,
+) -> Result<Commitments, SynthesisError> {
+    let replica_id = public(cs, circuit.replica_id.into())?;
+    let replica_id = preimage_bits(cs, &replica_id)?;
+    let comm_d = public(cs, circuit.comm_d.into())?;
+    let comm_r = public(cs, circuit.comm_r.into())?;
+    let comm_r_last = private(cs, circuit.comm_r_last.into())?;
+    let comm_c = private(cs, circuit.comm_c.into())?;
+    let hashed =
+        <Tree::Hasher as Hasher>::Function::hash2_circuit(&mut *cs, &comm_c, &comm_r_last)?;
+    constraint::equal(cs, || "comm_r = H(comm_c, comm_r_last)", &comm_r, &hashed);
+    Ok(Commitments {
+        replica_id,
+        comm_d,
+        comm_c,
+        comm_r_last,
+    })
+}
+
+/// One challenge, from its vanilla proof: the data node in tree D, the parents' columns opened in
+/// tree C, the challenged node's label in every layer recomputed from them, the last one's
+/// encoding of the data node opened in tree R, and the labels' column opened in tree C.
+pub(super) fn challenge<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Scalar> + 'static>(
+    cs: &mut CS,
+    commitments: &Commitments,
+    proof: &stacked::Proof<Tree, DefaultPieceHasher>,
+) -> Result<(), SynthesisError> {
+    let columns = &proof.replica_column_proofs;
+    let drg_parents = opened::<Tree>(&columns.drg_parents)?;
+    let exp_parents = opened::<Tree>(&columns.exp_parents)?;
+    let (_, labels_path) = open::<Tree>(&columns.c_x)?;
+    let first_labeling = proof
+        .labeling_proofs
+        .first()
+        .ok_or_else(|| malformed("no labeling proof".into()))?;
+    let (_, _, node): (Vec<TreeDomain<Tree>>, u32, u64) = fields(first_labeling)?;
+    let num_layers = match (drg_parents.first(), exp_parents.is_empty()) {
+        (Some((column, _)), false) => column.rows().len(),
+        _ => return Err(malformed("no DRG or no expander parents".into())),
+    };
+
+    let data_leaf = private(cs, proof.comm_d_proofs.leaf().into())?;
+    tree_d_inclusion(
+        cs,
+        &proof.comm_d_proofs.as_options(),
+        &commitments.comm_d,
+        &data_leaf,
+    )?;
+    let drg_columns = parent_columns::<Tree, _>(cs, drg_parents, num_layers, &commitments.comm_c)?;
+    let exp_columns = parent_columns::<Tree, _>(cs, exp_parents, num_layers, &commitments.comm_c)?;
+
+    let node = UInt64::alloc(&mut *cs, Some(node))?;
+    node.pack_into_input(&mut *cs)?;
+    let mut labels = Vec::with_capacity(num_layers);
+    for layer in 1..=num_layers {
+        // The expander parents' labels are in the previous layer, so layer 1 has none.
+        let mut parents = Vec::with_capacity(drg_columns.len() + exp_columns.len());
+        for column in &drg_columns {
+            parents.push(preimage_bits(cs, &column[layer - 1])?);
+        }
+        if layer > 1 {
+            for column in &exp_columns {
+                parents.push(preimage_bits(cs, &column[layer - 2])?);
+            }
+        }
+        // Parent columns are hashed first, so num_layers is 2 or 11 here.
+        labels.push(label(
+            cs,
+            &commitments.replica_id,
+            layer as u32,
+            &node,
+            &parents,
+        )?);
+    }
+
+    let key = labels.last().ok_or_else(|| malformed("no layers".into()))?;
+    let encoded = encode(&mut *cs, key, &data_leaf)?;
+    tree_inclusion::<Tree, _>(
+        cs,
+        &proof.comm_r_last_proof,
+        &commitments.comm_r_last,
+        &encoded,
+    )?;
+    let labels_hash = column_hash(cs, &labels)?;
+    tree_inclusion::<Tree, _>(cs, &labels_path, &commitments.comm_c, &labels_hash)
+}
+
+/// The parents' columns allocated, column by column: its rows, its hash, the hash's inclusion in
+/// tree C.
+fn parent_columns<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Scalar>>(
+    cs: &mut CS,
+    parents: Vec<OpenedColumn<Tree>>,
+    num_layers: usize,
+    comm_c: &AllocatedNum<Scalar>,
+) -> Result<Vec<Vec<AllocatedNum<Scalar>>>, SynthesisError> {
+    let mut columns = Vec::with_capacity(parents.len());
+    for (column, path) in parents {
+        let rows = column
+            .rows()
+            .iter()
+            .map(|&row| private(cs, row.into()))
+            .collect::<Result<Vec<_>, _>>()?;
+        if rows.len() != num_layers {
+            return Err(malformed(format!(
+                "a parent column of {} rows, another of {num_layers}",
+                rows.len()
+            )));
+        }
+        let hash = column_hash(cs, &rows)?;
+        tree_inclusion::<Tree, _>(cs, &path, comm_c, &hash)?;
+        columns.push(rows);
+    }
+    Ok(columns)
+}
+
+/// The label of `node` in `layer`: SHA-256 of replica_id, then the layer and the node, then
+/// [`TOTAL_PARENTS`] parent labels (`parents` repeated in order), each in a 32-byte slot.
+/// (filecoin spells the repetition out for the only counts it accepts, 6 DRG parents in layer 1
+/// and 6 + 8 after; cycling repeats them the same way.)
+fn label<CS: ConstraintSystem<Scalar> + 'static>(
+    cs: &mut CS,
+    replica_id: &[Boolean],
+    layer: u32,
+    node: &UInt64,
+    parents: &[Vec<Boolean>],
+) -> Result<AllocatedNum<Scalar>, SynthesisError> {
+    const SLOT: usize = 256;
+    let pad = |bits: &mut Vec<Boolean>| {
+        bits.resize(bits.len().next_multiple_of(SLOT), Boolean::Constant(false));
+    };
+    let mut preimage = Vec::with_capacity((2 + TOTAL_PARENTS) * SLOT);
+    preimage.extend_from_slice(replica_id);
+    pad(&mut preimage);
+    preimage.extend(UInt32::constant(layer).into_bits_be());
+    preimage.extend(node.to_bits_be());
+    pad(&mut preimage);
+    for parent in parents.iter().cycle().take(TOTAL_PARENTS) {
+        preimage.extend_from_slice(parent);
+        pad(&mut preimage);
+    }
+    sha256_num(cs, &preimage)
+}
+
+/// filecoin's `PoRCircuit` for `leaf` under `root` in tree D (binary, SHA-256, root not exposed),
+/// each node hashed by [`sha256_num`]: per level its index bit, its sibling, the two in order and
+/// their hash; then the index bits packed into public inputs and the root equated to `root`.
+fn tree_d_inclusion<CS: ConstraintSystem<Scalar> + 'static>(
+    cs: &mut CS,
+    path: &[(Vec<Option<Scalar>>, Option<usize>)],
+    root: &AllocatedNum<Scalar>,
+    leaf: &AllocatedNum<Scalar>,
+) -> Result<(), SynthesisError> {
+    let mut node = leaf.clone();
+    let mut index_bits = Vec::with_capacity(path.len());
+    for (siblings, index) in path {
+        let [sibling] = siblings.as_slice() else {
+            return Err(malformed(format!(
+                "a tree D path level with {} siblings",
+                siblings.len()
+            )));
+        };
+        let bit = Boolean::from(AllocatedBit::alloc(
+            &mut *cs,
+            index.map(|index| index & 1 == 1),
+        )?);
+        let sibling = AllocatedNum::alloc(&mut *cs, || {
+            sibling.ok_or(SynthesisError::AssignmentMissing)
+        })?;
+        let children = insert(cs, &node, std::slice::from_ref(&bit), &[sibling])?;
+        let mut preimage = Vec::with_capacity(2 * 256);
+        for child in &children {
+            preimage.extend(preimage_bits(cs, child)?);
+        }
+        node = sha256_num(cs, &preimage)?;
+        index_bits.push(bit);
+    }
+    multipack::pack_into_inputs(&mut *cs, &index_bits)?;
+    constraint::equal(cs, || "tree D root", &node, root);
+    Ok(())
+}
+
+/// filecoin's `PoRCircuit` for `leaf` under `root` in a tree of `Tree`'s shape, root not exposed.
+fn tree_inclusion<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Scalar>>(
+    cs: &mut CS,
+    proof: &TreeProof<Tree>,
+    root: &AllocatedNum<Scalar>,
+    leaf: &AllocatedNum<Scalar>,
+) -> Result<(), SynthesisError> {
+    PoRCircuit::<Tree>::synthesize(
+        &mut *cs,
+        Root::Var(leaf.clone()),
+        proof.as_options().into(),
+        Root::Var(root.clone()),
+        true,
+    )
+}
+
+/// A column's hash as filecoin's `hash_single_column` computes it: Poseidon of its 2 or 11 rows
+/// (neptune's gadget with filecoin's constants, which `hash_multi_leaf_circuit` calls).
+fn column_hash<CS: ConstraintSystem<Scalar>>(
+    cs: &mut CS,
+    rows: &[AllocatedNum<Scalar>],
+) -> Result<AllocatedNum<Scalar>, SynthesisError> {
+    match rows.len() {
+        2 => PoseidonFunction::hash_multi_leaf_circuit::<U2, _>(cs, rows, 0),
+        11 => PoseidonFunction::hash_multi_leaf_circuit::<U11, _>(cs, rows, 0),
+        n => Err(malformed(format!("a column of {n} rows, not 2 or 11"))),
+    }
+}
+
+/// SHA-256 of `preimage` as filecoin makes a field element of it: each byte's bits reversed, the
+/// first 254 bits packed.
+fn sha256_num<CS: ConstraintSystem<Scalar> + 'static>(
+    cs: &mut CS,
+    preimage: &[Boolean],
+) -> Result<AllocatedNum<Scalar>, SynthesisError> {
+    let digest = reverse_bit_numbering(cuzk_synth::gadgets::sha256(cs, preimage)?);
+    multipack::pack_bits(&mut *cs, &digest[..Scalar::CAPACITY as usize])
+}
+
+/// `num`'s bits as filecoin hashes a field element with SHA-256: little-endian, padded to 256
+/// bits, each byte's bits reversed.
+fn preimage_bits<CS: ConstraintSystem<Scalar>>(
+    cs: &mut CS,
+    num: &AllocatedNum<Scalar>,
+) -> Result<Vec<Boolean>, SynthesisError> {
+    Ok(reverse_bit_numbering(num.to_bits_le(&mut *cs)?))
+}
+
+fn private<CS: ConstraintSystem<Scalar>>(
+    cs: &mut CS,
+    value: Scalar,
+) -> Result<AllocatedNum<Scalar>, SynthesisError> {
+    AllocatedNum::alloc(&mut *cs, || Ok(value))
+}
+
+fn public<CS: ConstraintSystem<Scalar>>(
+    cs: &mut CS,
+    value: Scalar,
+) -> Result<AllocatedNum<Scalar>, SynthesisError> {
+    let num = private(cs, value)?;
+    num.inputize(&mut *cs)?;
+    Ok(num)
+}
+
+fn opened<Tree: 'static + MerkleTreeTrait>(
+    proofs: &[ColumnProof<TreeProof<Tree>>],
+) -> Result<Vec<OpenedColumn<Tree>>, SynthesisError> {
+    proofs.iter().map(open::<Tree>).collect()
+}
+
+fn open<Tree: 'static + MerkleTreeTrait>(
+    proof: &ColumnProof<TreeProof<Tree>>,
+) -> Result<OpenedColumn<Tree>, SynthesisError> {
+    fields(proof)
+}
+
+/// `value`'s fields, read back as `T`, the tuple of their types (bincode writes a struct as its
+/// fields in order): how the vanilla proof's fields that storage-proofs-porep keeps to itself (a
+/// column proof's column and path, a labeling proof's node) are read.
+fn fields<T: DeserializeOwned>(value: &impl Serialize) -> Result<T, SynthesisError> {
+    let bytes = bincode::serialize(value).map_err(std::io::Error::other)?;
+    Ok(bincode::deserialize(&bytes).map_err(std::io::Error::other)?)
+}
+
+/// A vanilla proof whose shape filecoin's circuit would refuse (with a panic).
+fn malformed(what: String) -> SynthesisError {
+    SynthesisError::IncompatibleLengthVector(what)
+}
