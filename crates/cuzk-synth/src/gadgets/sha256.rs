@@ -38,10 +38,7 @@ pub(super) fn witness(w: &mut Witness, input: &[Boolean]) -> Result<Vec<Boolean>
     if !input.len().is_multiple_of(8) {
         return Err(SynthesisError::Unsatisfiable);
     }
-    let mut bits = input
-        .iter()
-        .map(Bit::of)
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut bits = input.iter().map(Bit::of).collect::<Result<Vec<_>, _>>()?;
     let length = bits.len() as u64;
     bits.push(Bit::constant(true));
     while !(bits.len() + 64).is_multiple_of(512) {
@@ -484,7 +481,13 @@ mod tests {
                 |_, _| 0,
                 |rng, _| rng.gen_range(0..3),
                 // Runs of constants between variables, as a label's zero padding.
-                |_, i| if (i / 24) % 3 == 0 { 0 } else { 1 + (i % 2) as u8 },
+                |_, i| {
+                    if (i / 24) % 3 == 0 {
+                        0
+                    } else {
+                        1 + (i % 2) as u8
+                    }
+                },
             ];
             for kind in kinds {
                 let plan = (0..8 * bytes)
