@@ -9,13 +9,15 @@
 //!
 //! Latency-critical work has a lane of its own on each device: one more worker that takes only
 //! CRITICAL partitions, so that a WinningPoSt never waits for a worker to come free behind
-//! partitions already picked. A CRITICAL partition's backend may run it beside the region in
-//! progress, on streams of its own that the device schedules first (`acquire_beside`: when all
-//! it reads is on the device and its buffers fit, GPU_START says `beside=1`); otherwise the lock
-//! goes to it before the others that wait with it.
+//! partitions already picked. While a CRITICAL partition synthesizes, the others start no new
+//! region (for at most [`HOLD_BACK`]), so that it mostly finds the device free; the lock goes to
+//! it before the others that wait with it. If a region is still in progress, its backend may run
+//! it beside that region, on streams of its own that the device schedules first
+//! (`acquire_beside`: when all it reads is on the device and its buffers fit, GPU_START says
+//! `beside=1`).
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use cuzk_groth16::{
     prove_finish, verify_proof, DeviceGuard, DeviceLock, ProverBackend, Randomness, Started,
@@ -98,23 +100,55 @@ impl Device {
 }
 
 /// The lock of a device's region, which a CRITICAL partition takes before any other waiting for
-/// it then.
-#[derive(Default)]
+/// it then. While a CRITICAL partition is being synthesized (coming), other partitions start no
+/// new region for up to [`HOLD_BACK`]: the region in progress ends meanwhile, and the CRITICAL
+/// one finds the device free instead of waiting for a region that began while it synthesized.
 struct RegionLock {
     state: Mutex<LockState>,
     freed: Condvar,
+    /// [`HOLD_BACK`] but in tests.
+    hold_back: Duration,
 }
+
+impl Default for RegionLock {
+    fn default() -> Self {
+        RegionLock::holding_back(HOLD_BACK)
+    }
+}
+
+/// The longest a coming CRITICAL partition holds the others back: a 2 KiB WinningPoSt
+/// synthesizes in ~15 ms, a 32 GiB one in ~65; a longer synthesis costs the others no more.
+const HOLD_BACK: Duration = Duration::from_millis(100);
 
 #[derive(Default)]
 struct LockState {
     held: bool,
     critical_waiting: usize,
+    /// CRITICAL partitions in synthesis, and since when there have been some.
+    critical_coming: usize,
+    coming_since: Option<Instant>,
+}
+
+impl LockState {
+    /// How long a partition that is not CRITICAL still stays back for a coming one.
+    fn held_back_for(&self, hold_back: Duration) -> Option<Duration> {
+        let left = hold_back.checked_sub(self.coming_since?.elapsed())?;
+        (!left.is_zero()).then_some(left)
+    }
 }
 
 /// The device's region, held until dropped.
 struct RegionGuard<'a>(&'a RegionLock);
 
 impl RegionLock {
+    fn holding_back(hold_back: Duration) -> Self {
+        RegionLock {
+            state: Mutex::default(),
+            freed: Condvar::new(),
+            hold_back,
+        }
+    }
+
     fn state(&self) -> MutexGuard<'_, LockState> {
         // Each change is one assignment or count: a panic cannot leave it half-made.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
@@ -123,15 +157,72 @@ impl RegionLock {
     fn acquire(&self, critical: bool) -> RegionGuard<'_> {
         let mut state = self.state();
         state.critical_waiting += usize::from(critical);
-        while state.held || (!critical && state.critical_waiting > 0) {
-            state = self
-                .freed
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
+        loop {
+            let wait = match () {
+                _ if state.held => None,
+                _ if critical => break,
+                _ if state.critical_waiting > 0 => None,
+                _ => match state.held_back_for(self.hold_back) {
+                    Some(left) => Some(left),
+                    None => break,
+                },
+            };
+            state = match wait {
+                None => self
+                    .freed
+                    .wait(state)
+                    .unwrap_or_else(PoisonError::into_inner),
+                Some(left) => {
+                    let (state, _) = self
+                        .freed
+                        .wait_timeout(state, left)
+                        .unwrap_or_else(PoisonError::into_inner);
+                    state
+                }
+            };
         }
         state.critical_waiting -= usize::from(critical);
         state.held = true;
         RegionGuard(self)
+    }
+
+    fn coming(&self) {
+        let mut state = self.state();
+        state.critical_coming += 1;
+        state.coming_since.get_or_insert_with(Instant::now);
+    }
+
+    fn came(&self) {
+        let mut state = self.state();
+        state.critical_coming -= 1;
+        if state.critical_coming == 0 {
+            state.coming_since = None;
+        }
+        drop(state);
+        self.freed.notify_all();
+    }
+}
+
+/// A CRITICAL partition from the start of its synthesis to the end of its `prove_start`, counted
+/// as coming by every device's lock (any of their lanes may take it) while this lives.
+pub(super) struct Coming(Vec<Arc<Device>>);
+
+impl Coming {
+    pub(super) fn to(devices: &[Arc<Device>]) -> Self {
+        devices.iter().for_each(|device| device.lock.coming());
+        Coming(devices.to_vec())
+    }
+}
+
+impl Drop for Coming {
+    fn drop(&mut self) {
+        self.0.iter().for_each(|device| device.lock.came());
+    }
+}
+
+impl std::fmt::Debug for Coming {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Coming").field(&self.0.len()).finish()
     }
 }
 
@@ -255,10 +346,13 @@ impl DeviceLock for Region {
         self.hold(Some(guard))
     }
 
-    /// For CRITICAL partitions only: a WinningPoSt runs beside the PoRep region in progress
-    /// instead of waiting for its end (63 ms at 2 KiB, 1.4 s at 32 GiB).
+    /// For CRITICAL partitions only, and only while another partition's region is in progress:
+    /// a WinningPoSt runs beside a 32 GiB PoRep region (1.4 s) instead of waiting for its end.
+    /// A free device is taken as usual: beside a region, both slow down (a 2 KiB WinningPoSt's
+    /// region took 62 ms beside PoRep regions, 19 alone).
     fn acquire_beside(&self) -> Option<DeviceGuard<'_>> {
-        self.critical.then(|| self.hold(None))
+        let in_progress = self.device.lock.state().held;
+        (self.critical && in_progress).then(|| self.hold(None))
     }
 }
 
@@ -317,6 +411,7 @@ async fn prove_start(shared: &Arc<Shared>, device: &Arc<Device>, ready: Ready, w
         synth_ms,
         synthesis,
         queued,
+        coming,
     } = ready;
     let pickup = Instant::now();
     let region = Region {
@@ -338,6 +433,7 @@ async fn prove_start(shared: &Arc<Shared>, device: &Arc<Device>, ready: Ready, w
             .device
             .backend
             .prove_start_shared(&params, assignment, &region);
+        drop(coming);
         let held = region.finish(pickup);
         (started, held)
     })
@@ -490,5 +586,35 @@ mod tests {
         assert_eq!(*order.lock().unwrap(), ["critical", "normal"]);
         let state = lock.state();
         assert!(!state.held && state.critical_waiting == 0);
+    }
+
+    /// A regular partition starts no region while a CRITICAL one synthesizes, for at most the
+    /// hold-back; the CRITICAL one itself is never held back.
+    #[test]
+    fn a_coming_critical_partition_holds_the_others_back() {
+        let lock = Arc::new(RegionLock::holding_back(Duration::from_secs(600)));
+        let order = Arc::new(Mutex::new(Vec::new()));
+        lock.coming();
+        let normal = {
+            let (lock, order) = (Arc::clone(&lock), Arc::clone(&order));
+            std::thread::spawn(move || {
+                let _region = lock.acquire(false);
+                order.lock().unwrap().push("normal");
+            })
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        drop(lock.acquire(true));
+        order.lock().unwrap().push("came");
+        lock.came();
+        normal.join().unwrap();
+        assert_eq!(*order.lock().unwrap(), ["came", "normal"]);
+        let state = lock.state();
+        assert!(state.critical_coming == 0 && state.coming_since.is_none());
+        drop(state);
+
+        let lock = RegionLock::holding_back(Duration::from_millis(10));
+        lock.coming();
+        drop(lock.acquire(false));
+        lock.came();
     }
 }

@@ -46,8 +46,6 @@ use shapes::ShapeCache;
 #[derive(Debug)]
 pub struct Engine {
     shared: Arc<Shared>,
-    /// In backend-list order, for [`Engine::devices`].
-    devices: Vec<Arc<gpu::Device>>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -70,6 +68,8 @@ struct Shared {
     /// other synthesis's (14 ms alone, 52 median and 606 p90 under a 2 KiB PoRep load, H200
     /// host).
     critical_pool: OnceLock<Option<Arc<rayon::ThreadPool>>>,
+    /// In backend-list order.
+    devices: Vec<Arc<gpu::Device>>,
     clock: Clock,
 }
 
@@ -113,24 +113,26 @@ impl Engine {
         config.check(devices.len())?;
         let runtime = Handle::try_current().map_err(|_| ConfigError::NoRuntime)?;
         priority::lower_rayon_pool_once(config.synthesis_nice);
+        let defer_products = devices.iter().all(|backend| backend.computes_products());
+        let devices: Vec<_> = devices
+            .into_iter()
+            .enumerate()
+            .map(|(index, backend)| Arc::new(gpu::Device::new(index, backend)))
+            .collect();
         let shared = Arc::new(Shared {
             scheduler: Mutex::new(Scheduler::new(config.synthesis_concurrency)),
             synthesis_wake: Notify::new(),
             gpu_wake: Notify::new(),
             budget: MemoryBudget::new(config.memory_budget),
             shapes: ShapeCache::new(config.compiled_synthesis),
-            defer_products: devices.iter().all(|backend| backend.computes_products()),
+            defer_products,
             synthesis_nice: config.synthesis_nice,
             critical_pool: OnceLock::new(),
+            devices: devices.clone(),
             clock: Clock::new(sink),
         });
         let mut tasks: Vec<JoinHandle<()>> = (0..config.partition_workers)
             .map(|w| runtime.spawn(synthesis::worker(Arc::clone(&shared), w)))
-            .collect();
-        let devices: Vec<_> = devices
-            .into_iter()
-            .enumerate()
-            .map(|(index, backend)| Arc::new(gpu::Device::new(index, backend)))
             .collect();
         // Each device's workers, numbered across devices, then each device's lane for CRITICAL
         // partitions (see `gpu`).
@@ -147,11 +149,7 @@ impl Engine {
         for (w, (device, at_least)) in workers.enumerate() {
             tasks.push(runtime.spawn(gpu::worker(Arc::clone(&shared), device, w, at_least)));
         }
-        Ok(Engine {
-            shared,
-            devices,
-            tasks,
-        })
+        Ok(Engine { shared, tasks })
     }
 
     /// Submits a job; a job with the same id already in flight is joined, not started again.
@@ -194,7 +192,7 @@ impl Engine {
 
     /// What each device is doing, in backend-list order.
     pub fn devices(&self) -> Vec<DeviceActivity> {
-        self.devices.iter().map(|d| d.activity()).collect()
+        self.shared.devices.iter().map(|d| d.activity()).collect()
     }
 
     /// The memory budget, for its in-use and peak figures.

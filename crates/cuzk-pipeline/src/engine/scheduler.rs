@@ -11,6 +11,7 @@ use cuzk_groth16::{Parameters, PreparedVerifyingKey, Proof};
 use cuzk_math::Scalar;
 use tokio::sync::watch;
 
+use super::gpu::Coming;
 use super::job::{
     JobError, JobOutput, JobProgress, JobRequest, JobResult, JobTimings, PartitionMemory, Priority,
     SynthesisPath, Synthesize, Synthesized,
@@ -65,6 +66,8 @@ pub(crate) struct Ready {
     pub synth_ms: f64,
     pub synthesis: SynthesisPath,
     pub queued: Instant,
+    /// A CRITICAL partition's hold on the devices' regions, kept through its `prove_start`.
+    pub coming: Option<Coming>,
 }
 
 /// A job in flight. Its partitions move through the stages in one direction only, so each stage

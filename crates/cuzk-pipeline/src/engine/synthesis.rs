@@ -7,7 +7,8 @@ use std::time::Instant;
 
 use cuzk_synth::{CompiledError, CompiledR1cs};
 
-use super::job::JobError;
+use super::gpu::Coming;
+use super::job::{JobError, Priority};
 use super::scheduler::{JobInfo, Ready, Scheduler};
 use super::shapes::Plan;
 use super::{unless_ended, Shared};
@@ -59,6 +60,7 @@ async fn synthesize(
     let reservation = reserved.map_err(|source| JobError::OverBudget { partition, source })?;
 
     let detail = || vec![kv("partition", partition), kv("worker", worker)];
+    let coming = (job.priority == Priority::Critical).then(|| Coming::to(&shared.devices));
     shared.clock.emit(Event::SynthStart, &job.id, detail());
     let start = Instant::now();
     shared.scheduler().synthesis_started(job.seq, start);
@@ -92,6 +94,7 @@ async fn synthesize(
         synth_ms,
         synthesis: synthesis.path,
         queued: Instant::now(),
+        coming,
     }))
 }
 
