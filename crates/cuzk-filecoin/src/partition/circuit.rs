@@ -1,7 +1,8 @@
 //! filecoin's StackedDRG partition circuit (storage-proofs-porep 19.1.0's `StackedCircuit`)
-//! re-implemented, so that every SHA-256 goes through [`cuzk_synth::gadgets::sha256`] on the root
-//! constraint system, where a [`cuzk_synth::Witness`] computes it natively: the labels (20
-//! compressions each) and the tree D (comm_d) paths (2 per level) are over 95% of the rows.
+//! re-implemented, so that every SHA-256 — and every number unpacked into its bits or packed from
+//! a digest's — goes through [`cuzk_synth::gadgets`] on the root constraint system, where a
+//! [`cuzk_synth::Witness`] computes it natively: the labels (20 compressions each) and the tree D
+//! (comm_d) paths (2 per level) are over 95% of the rows.
 //! filecoin's circuit calls bellperson's gadget itself, from types private to its crate.
 //!
 //! It must allocate and constrain exactly what filecoin's circuit does, in the same order
@@ -14,6 +15,7 @@ use bellperson::gadgets::multipack;
 use bellperson::gadgets::num::AllocatedNum;
 use bellperson::gadgets::uint32::UInt32;
 use cuzk_math::Scalar;
+use cuzk_synth::gadgets;
 use ff::PrimeField;
 use filecoin_hashers::poseidon::PoseidonFunction;
 use filecoin_hashers::{HashFunction, Hasher};
@@ -55,7 +57,7 @@ pub(super) struct Commitments {
 
 /// The commitments: replica_id, comm_d and comm_r public, comm_r_last and comm_c private, and
 /// comm_r = H(comm_c, comm_r_last).
-pub(super) fn prologue<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Scalar>>(
+pub(super) fn prologue<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Scalar> + 'static>(
     cs: &mut CS,
     circuit: &PartitionCircuit<Tree>,
 ) -> Result<Commitments, SynthesisError> {
@@ -273,17 +275,17 @@ fn sha256_num<CS: ConstraintSystem<Scalar> + 'static>(
     cs: &mut CS,
     preimage: &[Boolean],
 ) -> Result<AllocatedNum<Scalar>, SynthesisError> {
-    let digest = reverse_bit_numbering(cuzk_synth::gadgets::sha256(cs, preimage)?);
-    multipack::pack_bits(&mut *cs, &digest[..Scalar::CAPACITY as usize])
+    let digest = reverse_bit_numbering(gadgets::sha256(cs, preimage)?);
+    gadgets::pack_bits(cs, &digest[..Scalar::CAPACITY as usize])
 }
 
 /// `num`'s bits as filecoin hashes a field element with SHA-256: little-endian, padded to 256
 /// bits, each byte's bits reversed.
-fn preimage_bits<CS: ConstraintSystem<Scalar>>(
+fn preimage_bits<CS: ConstraintSystem<Scalar> + 'static>(
     cs: &mut CS,
     num: &AllocatedNum<Scalar>,
 ) -> Result<Vec<Boolean>, SynthesisError> {
-    Ok(reverse_bit_numbering(num.to_bits_le(&mut *cs)?))
+    Ok(reverse_bit_numbering(gadgets::to_bits_le(cs, num)?))
 }
 
 fn private<CS: ConstraintSystem<Scalar>>(

@@ -73,6 +73,16 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuit<Tree> {
         )
     }
 
+    /// The vanilla proofs of sections `range`.
+    fn challenges_in(
+        &self,
+        range: Range<usize>,
+    ) -> Result<&[stacked::Proof<Tree, DefaultPieceHasher>], SynthesisError> {
+        self.challenges
+            .get(range)
+            .ok_or(SynthesisError::Unsatisfiable)
+    }
+
     /// [`Sectioned::synthesize_sections`] through cuzk's re-implementation of filecoin's circuit:
     /// the same rows and values in the same order, its SHA-256s computed natively when `cs` is a
     /// [`Witness`] (which is why `cs` must be a root, never a namespace). Public so that tests can
@@ -82,10 +92,7 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuit<Tree> {
         cs: &mut CS,
         range: Range<usize>,
     ) -> Result<(), SynthesisError> {
-        let challenges = self
-            .challenges
-            .get(range)
-            .ok_or(SynthesisError::Unsatisfiable)?;
+        let challenges = self.challenges_in(range)?;
         let commitments = circuit::prologue(cs, self)?;
         for proof in challenges {
             circuit::challenge(cs, &commitments, proof)?;
@@ -114,11 +121,7 @@ impl<Tree: 'static + MerkleTreeTrait> Sectioned for PartitionCircuit<Tree> {
         cs: &mut CS,
         range: Range<usize>,
     ) -> Result<(), SynthesisError> {
-        let challenges = self
-            .challenges
-            .get(range)
-            .ok_or(SynthesisError::Unsatisfiable)?;
-        self.run(cs, challenges.to_vec())
+        self.run(cs, self.challenges_in(range)?.to_vec())
     }
 
     fn witness_sections(&self, w: &mut Witness, range: Range<usize>) -> Result<(), SynthesisError> {

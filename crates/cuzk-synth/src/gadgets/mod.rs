@@ -2,11 +2,13 @@
 //! the values the gadget's own code would allocate, in the same order, without building a
 //! single linear combination; with any other constraint system they are the gadget itself.
 
+mod bits;
 mod sha256;
 
 use std::any::Any;
 
 use bellpepper::gadgets::boolean::Boolean;
+use bellpepper::gadgets::num::AllocatedNum;
 use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use cuzk_math::Scalar;
 
@@ -25,6 +27,30 @@ pub fn sha256<CS: ConstraintSystem<Scalar> + 'static>(
     }
 }
 
+/// `AllocatedNum::to_bits_le`: the number's 255 bits, least significant first, each a new
+/// boolean variable, and the row that packs them back. Pass the root constraint system.
+pub fn to_bits_le<CS: ConstraintSystem<Scalar> + 'static>(
+    cs: &mut CS,
+    num: &AllocatedNum<Scalar>,
+) -> Result<Vec<Boolean>, SynthesisError> {
+    match (cs as &mut dyn Any).downcast_mut::<Witness>() {
+        Some(witness) => bits::unpack(witness, num),
+        None => num.to_bits_le(cs),
+    }
+}
+
+/// bellpepper's `multipack::pack_bits`: the first 254 of `bits` (least significant first) as a
+/// new number, and the row that checks it. Pass the root constraint system.
+pub fn pack_bits<CS: ConstraintSystem<Scalar> + 'static>(
+    cs: &mut CS,
+    bits: &[Boolean],
+) -> Result<AllocatedNum<Scalar>, SynthesisError> {
+    match (cs as &mut dyn Any).downcast_mut::<Witness>() {
+        Some(witness) => bits::pack(witness, bits),
+        None => bellpepper::gadgets::multipack::pack_bits(cs, bits),
+    }
+}
+
 /// A constraint system in which allocating names aux variable `.0` of the witness being written:
 /// how a value written natively is handed on as the gadget's own bit or number.
 struct Adopt(usize);
@@ -32,12 +58,14 @@ struct Adopt(usize);
 impl ConstraintSystem<Scalar> for Adopt {
     type Root = Self;
 
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    /// Runs `f` all the same: a gadget may keep the value it returns (`AllocatedNum` does).
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
     where
         F: FnOnce() -> Result<Scalar, SynthesisError>,
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
+        f()?;
         Ok(Variable::new_unchecked(Index::Aux(self.0)))
     }
 

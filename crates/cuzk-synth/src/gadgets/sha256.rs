@@ -506,7 +506,9 @@ mod tests {
         let mut blank = Witness::default();
         let unknown = AllocatedBit::alloc(&mut blank, None::<bool>);
         assert!(unknown.is_err(), "a witness needs values");
-        let missing = vec![Boolean::Is(AllocatedBit::alloc(Adopt(0), None).unwrap()); 8];
+        // A bit of a circuit run without a witness, as for setup.
+        let mut recorder = crate::ShapeRecorder::default();
+        let missing = vec![Boolean::Is(AllocatedBit::alloc(&mut recorder, None).unwrap()); 8];
         assert!(matches!(
             witness(&mut w, &missing),
             Err(SynthesisError::AssignmentMissing)
