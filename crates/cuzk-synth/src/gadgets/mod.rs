@@ -21,10 +21,11 @@ pub fn sha256<CS: ConstraintSystem<Scalar> + 'static>(
     cs: &mut CS,
     input: &[Boolean],
 ) -> Result<Vec<Boolean>, SynthesisError> {
-    match (cs as &mut dyn Any).downcast_mut::<Witness>() {
-        Some(witness) => sha256::witness(witness, input),
-        None => bellpepper::gadgets::sha256::sha256(cs, input),
-    }
+    natively_in_a_witness(
+        cs,
+        |w| sha256::witness(w, input),
+        |cs| bellpepper::gadgets::sha256::sha256(cs, input),
+    )
 }
 
 /// `AllocatedNum::to_bits_le`: the number's 255 bits, least significant first, each a new
@@ -33,10 +34,7 @@ pub fn to_bits_le<CS: ConstraintSystem<Scalar> + 'static>(
     cs: &mut CS,
     num: &AllocatedNum<Scalar>,
 ) -> Result<Vec<Boolean>, SynthesisError> {
-    match (cs as &mut dyn Any).downcast_mut::<Witness>() {
-        Some(witness) => bits::unpack(witness, num),
-        None => num.to_bits_le(cs),
-    }
+    natively_in_a_witness(cs, |w| bits::unpack(w, num), |cs| num.to_bits_le(cs))
 }
 
 /// bellpepper's `multipack::pack_bits`: the first 254 of `bits` (least significant first) as a
@@ -45,9 +43,22 @@ pub fn pack_bits<CS: ConstraintSystem<Scalar> + 'static>(
     cs: &mut CS,
     bits: &[Boolean],
 ) -> Result<AllocatedNum<Scalar>, SynthesisError> {
+    natively_in_a_witness(
+        cs,
+        |w| bits::pack(w, bits),
+        |cs| bellpepper::gadgets::multipack::pack_bits(cs, bits),
+    )
+}
+
+/// `native` when `cs` is a [`Witness`] itself, else the gadget's own code.
+fn natively_in_a_witness<CS: ConstraintSystem<Scalar> + 'static, T>(
+    cs: &mut CS,
+    native: impl FnOnce(&mut Witness) -> T,
+    gadget: impl FnOnce(&mut CS) -> T,
+) -> T {
     match (cs as &mut dyn Any).downcast_mut::<Witness>() {
-        Some(witness) => bits::pack(witness, bits),
-        None => bellpepper::gadgets::multipack::pack_bits(cs, bits),
+        Some(witness) => native(witness),
+        None => gadget(cs),
     }
 }
 
