@@ -158,21 +158,18 @@ impl RegionLock {
         let mut state = self.state();
         state.critical_waiting += usize::from(critical);
         loop {
-            let wait = match () {
-                _ if state.held => None,
-                _ if critical => break,
-                _ if state.critical_waiting > 0 => None,
-                _ => match state.held_back_for(self.hold_back) {
-                    Some(left) => Some(left),
-                    None => break,
-                },
+            let blocked = state.held || (!critical && state.critical_waiting > 0);
+            let held_back = match critical {
+                true => None,
+                false => state.held_back_for(self.hold_back),
             };
-            state = match wait {
-                None => self
+            state = match (blocked, held_back) {
+                (false, None) => break,
+                (true, _) => self
                     .freed
                     .wait(state)
                     .unwrap_or_else(PoisonError::into_inner),
-                Some(left) => {
+                (false, Some(left)) => {
                     let (state, _) = self
                         .freed
                         .wait_timeout(state, left)
