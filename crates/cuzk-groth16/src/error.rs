@@ -88,6 +88,28 @@ pub enum ProveError {
         backend: &'static str,
         reason: String,
     },
+    /// A fault of the device itself, not of the proof asked of it: what
+    /// [`FaultyBackend`](crate::backend::FaultyBackend) injects in place of a real one.
+    #[error("device fault on {device}: {reason}")]
+    DeviceFault { device: String, reason: String },
+}
+
+impl ProveError {
+    /// Whether the device failed rather than the proof (a CUDA error, device memory exhausted,
+    /// the device gone): the same proof may succeed on another device, and a device that keeps
+    /// failing should stop taking work.
+    pub fn is_device_fault(&self) -> bool {
+        use cuzk_gpu::GpuError as G;
+        match self {
+            ProveError::Gpu(G::Driver { .. } | G::OutOfMemory { .. } | G::Unavailable(_)) => true,
+            ProveError::DeviceFault { .. } => true,
+            ProveError::Gpu(G::MissingKernel { .. } | G::InvalidInput { .. })
+            | ProveError::Synthesis(_)
+            | ProveError::Domain(_)
+            | ProveError::ParamsMismatch { .. }
+            | ProveError::Backend { .. } => false,
+        }
+    }
 }
 
 /// Why a verification could not be carried out (an invalid proof is `Ok(false)`, not an error).

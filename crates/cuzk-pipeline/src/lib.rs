@@ -23,5 +23,5 @@ pub mod timeline;
 
 pub use engine::{
     DeviceActivity, Engine, EngineConfig, JobError, JobHandle, JobOutput, JobProgress, JobRequest,
-    JobTimings, Partition, Priority, SYNTHESIS_NICE,
+    JobTimings, Partition, Priority, FAULTS_IN_A_ROW, SYNTHESIS_NICE,
 };

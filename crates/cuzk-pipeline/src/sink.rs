@@ -106,6 +106,10 @@ pub enum Event {
     JobDone,
     /// One per finished partition: every stage timing the engine and the backend measured.
     PartitionStats,
+    /// A partition's attempt failed by a fault of its device (`retry=1`: it will be retried).
+    DeviceFault,
+    /// A device was taken out of service.
+    DeviceOut,
 }
 
 impl Event {
@@ -120,6 +124,8 @@ impl Event {
             Event::FinalizeEnd => "FINALIZE_END",
             Event::JobDone => "JOB_DONE",
             Event::PartitionStats => "PARTITION_STATS",
+            Event::DeviceFault => "DEVICE_FAULT",
+            Event::DeviceOut => "DEVICE_OUT",
         }
     }
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
-use cuzk_groth16::backend::CpuBackend;
+use cuzk_groth16::backend::{CpuBackend, Faults, FaultyBackend};
 use cuzk_groth16::setup::generate_random_parameters;
 use cuzk_groth16::{
     verify_proof, DeviceLock, Parameters, PreparedVerifyingKey, ProveError, ProverBackend,
@@ -22,7 +22,7 @@ use cuzk_pipeline::sink::MemorySink;
 use cuzk_pipeline::timeline::{Record, Timeline};
 use cuzk_pipeline::{
     DeviceActivity, Engine, EngineConfig, JobError, JobHandle, JobProgress, JobRequest, Partition,
-    Priority, SYNTHESIS_NICE,
+    Priority, FAULTS_IN_A_ROW, SYNTHESIS_NICE,
 };
 use cuzk_synth::circuits::SyntheticCircuit;
 use cuzk_synth::{CompiledR1cs, ProvingAssignment};
@@ -627,6 +627,124 @@ async fn partitions_spread_over_devices() {
         .all(|i| i.worker.is_some() && i.worker == i.device));
 }
 
+/// A CPU backend whose proofs `faults` names fail as a device fault would.
+fn faulty(faults: Faults) -> Arc<dyn ProverBackend> {
+    Arc::new(FaultyBackend::new(Arc::new(CpuBackend), faults))
+}
+
+fn start_on(
+    config: EngineConfig,
+    devices: Vec<Arc<dyn ProverBackend>>,
+) -> (Engine, Arc<MemorySink>) {
+    let sink = Arc::new(MemorySink::default());
+    let engine = Engine::start(config, devices, sink.clone()).unwrap();
+    (engine, sink)
+}
+
+/// The device of the last pickup of each (job, partition) a DEVICE_FAULT names.
+fn retried_on(timeline: &Timeline) -> Vec<String> {
+    let pickups = events(timeline, "GPU_PICKUP");
+    let faults = events(timeline, "DEVICE_FAULT");
+    faults
+        .iter()
+        .map(|fault| {
+            let last = pickups
+                .iter()
+                .rev()
+                .find(|p| job_and_partition(p) == job_and_partition(fault))
+                .unwrap();
+            last.get("device").unwrap().to_owned()
+        })
+        .collect()
+}
+
+/// A device that dies after its first proof: its next partitions fail on it, go back to
+/// synthesis and are proven on the other device; after `FAULTS_IN_A_ROW` it is out of service,
+/// its worker stops, and every job still comes back whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_device_that_dies_loses_no_job() {
+    let params = params();
+    let devices = vec![Arc::new(CpuBackend) as _, faulty(Faults::From(1))];
+    let (engine, sink) = start_on(config(3, 2, 1), devices);
+    let handles = (0..6)
+        .map(|j| engine.submit(job(&format!("job{j}"), j, 3, &params)))
+        .collect();
+    for (j, result) in wait_all(handles).await.iter().enumerate() {
+        check_proofs(result, j as u64, 3, &params);
+    }
+    let [healthy, dead] = <[DeviceActivity; 2]>::try_from(engine.devices()).unwrap();
+    assert_eq!((dead.partitions, dead.faults), (1, FAULTS_IN_A_ROW as u64));
+    let reason = dead.out_of_service.unwrap();
+    assert!(
+        reason.contains("3 faults in a row") && reason.contains("injected"),
+        "{reason}"
+    );
+    assert_eq!((healthy.partitions, healthy.faults), (17, 0));
+    assert_eq!(healthy.out_of_service, None);
+
+    let timeline = sink.timeline();
+    let faults = events(&timeline, "DEVICE_FAULT");
+    assert_eq!(faults.len(), FAULTS_IN_A_ROW);
+    assert!(faults
+        .iter()
+        .all(|f| f.get("device") == Some("1") && f.get("retry") == Some("1")));
+    assert!(retried_on(&timeline).iter().all(|d| d == "0"));
+    let out = events(&timeline, "DEVICE_OUT");
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].get("device"), Some("1"));
+    assert_eq!(events(&timeline, "PARTITION_STATS").len(), 18);
+    assert_drained(&engine).await;
+}
+
+/// One fault is retried on the other device and the faulty device stays in service.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transient_fault_is_retried_elsewhere() {
+    let params = params();
+    let devices = vec![faulty(Faults::Only(0)), Arc::new(CpuBackend) as _];
+    let (engine, sink) = start_on(config(2, 1, 1), devices);
+    let result = engine.submit(job("once", 0, 4, &params)).wait().await;
+    check_proofs(&result, 0, 4, &params);
+    let first = &engine.devices()[0];
+    assert_eq!((first.faults, &first.out_of_service), (1, &None));
+    let timeline = sink.timeline();
+    assert_eq!(retried_on(&timeline), ["1"]);
+    assert!(events(&timeline, "DEVICE_OUT").is_empty());
+    assert_drained(&engine).await;
+}
+
+/// On a lone device that fails every proof: a partition is retried there once, then its job
+/// fails with both faults named; the third fault takes the device out of service, which fails
+/// the jobs in flight and every later one at once, saying why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_no_device_in_service_jobs_fail_and_say_why() {
+    let params = params();
+    let (engine, sink) = start_on(config(1, 1, 1), vec![faulty(Faults::From(0))]);
+    let first = engine.submit(job("first", 0, 1, &params)).wait().await;
+    let Err(JobError::Prove {
+        partition: 0,
+        reason,
+    }) = first
+    else {
+        panic!("{first:?}");
+    };
+    assert!(reason.contains("after one on device 0"), "{reason}");
+    let second = engine.submit(job("second", 1, 1, &params)).wait().await;
+    assert!(matches!(second, Err(JobError::NoDevice(_))), "{second:?}");
+    let later = engine.submit(job("later", 2, 1, &params)).wait().await;
+    let Err(JobError::NoDevice(reason)) = later else {
+        panic!("{later:?}");
+    };
+    assert!(reason.contains("every device"), "{reason}");
+    assert!(engine.devices()[0].out_of_service.is_some());
+    let timeline = sink.timeline();
+    let retries: Vec<_> = events(&timeline, "DEVICE_FAULT")
+        .iter()
+        .map(|f| f.get("retry").unwrap().to_owned())
+        .collect();
+    assert_eq!(retries, ["1", "0", "1"]);
+    assert_drained(&engine).await;
+}
+
 /// The shape key of [`Squares`] in the tests below.
 const SQUARES: &str = "squares";
 
@@ -1158,6 +1276,9 @@ async fn a_device_names_the_job_in_its_prove_start() {
         index: 0,
         backend: "stalls".into(),
         job: None,
+        partitions: 0,
+        faults: 0,
+        out_of_service: None,
     };
     assert_eq!(engine.devices(), std::slice::from_ref(&idle));
     let handle = engine.submit(job("on-gpu", 0, 2, &params));
@@ -1167,6 +1288,10 @@ async fn a_device_names_the_job_in_its_prove_start() {
         ..idle.clone()
     };
     assert_eq!(engine.devices(), [busy]);
+    let idle = DeviceActivity {
+        partitions: 2,
+        ..idle
+    };
     let progress = until(&engine, "on-gpu", |p| p.queued_for_gpu == 1).await;
     assert_eq!((progress.on_gpu, progress.waiting), (1, 0));
     assert!(progress.running());

@@ -1,12 +1,14 @@
 //! Implementations of [`crate::ProverBackend`], and the choice between them.
 
 mod cpu;
+mod faulty;
 mod gpu;
 
 use std::sync::Arc;
 
 pub use cpu::CpuBackend;
 use cuzk_gpu::{GpuError, GpuUnavailable};
+pub use faulty::{Faults, FaultyBackend};
 pub(crate) use gpu::QueryScalars;
 pub use gpu::{upload_matrices, DeviceQueries, GpuBackend};
 

@@ -15,12 +15,20 @@
 //! it beside that region, on streams of its own that the device schedules first
 //! (`acquire_beside`: when all it reads is on the device and its buffers fit, GPU_START says
 //! `beside=1`).
+//!
+//! A device fault (a CUDA error, device memory exhausted: [`ProveError::is_device_fault`]) fails
+//! only the partition's attempt: the partition is synthesized again (its witness went to the
+//! backend) and proven on another device in service, or on the same one when it is the only one;
+//! a second fault fails its job. A device with [`FAULTS_IN_A_ROW`] faults and no proof between
+//! them is taken out of service: its workers stop and the others take its share. When the last
+//! one goes, every job fails with [`JobError::NoDevice`] rather than wait for none.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use cuzk_groth16::{
-    prove_finish, verify_proof, DeviceGuard, DeviceLock, ProverBackend, Randomness, Started,
+    prove_finish, verify_proof, DeviceGuard, DeviceLock, ProveError, ProverBackend, Randomness,
+    Started,
 };
 use cuzk_math::Scalar;
 use rand::rngs::OsRng;
@@ -42,7 +50,18 @@ pub struct DeviceActivity {
     /// `prove_start` on it (preparing, or waiting for the lock); `None` when idle. Device work is
     /// never interrupted, so this may name a job that was cancelled meanwhile.
     pub job: Option<String>,
+    /// Partitions it proved (their `prove_start` succeeded on it).
+    pub partitions: u64,
+    /// Device faults it had, retried elsewhere or not.
+    pub faults: u64,
+    /// Why it was taken out of service (its last fault), `None` while it is in service.
+    pub out_of_service: Option<String>,
 }
+
+/// Device faults in a row, with no proof between them, that take a device out of service: one
+/// is a partition the device could not fit, a second may be another; a third says the device
+/// fails whatever it is given (a CUDA error that sticks to its context does so at once).
+pub const FAULTS_IN_A_ROW: usize = 3;
 
 /// One device: its backend, the lock its workers share, and who is using it.
 pub(super) struct Device {
@@ -53,6 +72,16 @@ pub(super) struct Device {
     lock: RegionLock,
     /// Kept apart from `lock`, so that reading it never waits for a device region.
     activity: Mutex<Activity>,
+    health: Mutex<Health>,
+}
+
+/// How a device has fared.
+#[derive(Default)]
+struct Health {
+    partitions: u64,
+    faults: u64,
+    in_a_row: usize,
+    out_of_service: Option<String>,
 }
 
 impl std::fmt::Debug for Device {
@@ -80,7 +109,40 @@ impl Device {
             backend,
             lock: RegionLock::default(),
             activity: Mutex::default(),
+            health: Mutex::default(),
         }
+    }
+
+    pub(super) fn index(&self) -> usize {
+        self.index
+    }
+
+    fn health(&self) -> MutexGuard<'_, Health> {
+        // Each change is a count or an assignment: a panic cannot leave it half-made.
+        self.health.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn in_service(&self) -> bool {
+        self.health().out_of_service.is_none()
+    }
+
+    fn proved(&self) {
+        let mut health = self.health();
+        health.partitions += 1;
+        health.in_a_row = 0;
+    }
+
+    /// Counts a fault; `true` when it takes the device out of service.
+    fn fault(&self, error: &ProveError) -> bool {
+        let mut health = self.health();
+        health.faults += 1;
+        health.in_a_row += 1;
+        let out = health.in_a_row >= FAULTS_IN_A_ROW && health.out_of_service.is_none();
+        if out {
+            let reason = format!("{} faults in a row, the last: {error}", health.in_a_row);
+            health.out_of_service = Some(reason);
+        }
+        out
     }
 
     fn activity_mut(&self) -> MutexGuard<'_, Activity> {
@@ -91,10 +153,14 @@ impl Device {
     pub(super) fn activity(&self) -> DeviceActivity {
         let activity = self.activity_mut();
         let running = activity.running.first().map(|(_, job)| job);
+        let health = self.health();
         DeviceActivity {
             index: self.index,
             backend: self.backend.name().to_owned(),
             job: activity.holder.as_ref().or(running).cloned(),
+            partitions: health.partitions,
+            faults: health.faults,
+            out_of_service: health.out_of_service.clone(),
         }
     }
 }
@@ -382,7 +448,8 @@ struct Timings {
     held: Held,
 }
 
-/// A GPU worker of `device`, taking queued partitions of priority `at_least` or above.
+/// A GPU worker of `device`, taking queued partitions of priority `at_least` or above until the
+/// device is taken out of service.
 pub(super) async fn worker(
     shared: Arc<Shared>,
     device: Arc<Device>,
@@ -390,8 +457,18 @@ pub(super) async fn worker(
     at_least: Priority,
 ) {
     loop {
-        let take = |scheduler: &mut Scheduler| scheduler.next_gpu(at_least);
-        let ready = shared.wait_for(&shared.gpu_wake, take).await;
+        let take = |scheduler: &mut Scheduler| match device.in_service() {
+            true => {
+                let elsewhere = shared.in_service_besides(&device);
+                scheduler
+                    .next_gpu(at_least, device.index, elsewhere)
+                    .map(Some)
+            }
+            false => Some(None),
+        };
+        let Some(ready) = shared.wait_for(&shared.gpu_wake, take).await else {
+            return;
+        };
         prove_start(&shared, &device, ready, worker).await;
     }
 }
@@ -409,6 +486,7 @@ async fn prove_start(shared: &Arc<Shared>, device: &Arc<Device>, ready: Ready, w
         synthesis,
         queued,
         coming,
+        failed_on,
     } = ready;
     let pickup = Instant::now();
     let region = Region {
@@ -441,6 +519,7 @@ async fn prove_start(shared: &Arc<Shared>, device: &Arc<Device>, ready: Ready, w
         // Ended (cancelled, another partition failed) while this one was proven: moot.
         _ if job.finished() => {}
         Ok((Ok(started), held)) => {
+            device.proved();
             // a, b and c are on the device (or were never on the host).
             reservation.keep(job.memory.rest);
             let timings = Timings {
@@ -465,6 +544,14 @@ async fn prove_start(shared: &Arc<Shared>, device: &Arc<Device>, ready: Ready, w
                 timings,
             ));
         }
+        Ok((Err(e), _)) if e.is_device_fault() => {
+            let fault = Fault {
+                partition,
+                worker,
+                failed_on,
+            };
+            device_fault(shared, device, &job, fault, &e);
+        }
         Ok((Err(e), _)) => shared.fail(
             &job,
             JobError::Prove {
@@ -480,6 +567,45 @@ async fn prove_start(shared: &Arc<Shared>, device: &Arc<Device>, ready: Ready, w
                 message,
             },
         ),
+    }
+}
+
+/// A partition's attempt that failed by a device fault.
+struct Fault {
+    partition: usize,
+    worker: usize,
+    /// Where its previous attempt failed, if this was its retry.
+    failed_on: Option<usize>,
+}
+
+/// Counts the fault against `device` (taking it out of service after [`FAULTS_IN_A_ROW`]) and
+/// sends the partition back to synthesis for another attempt, or fails its job if this was the
+/// retry.
+fn device_fault(shared: &Shared, device: &Device, job: &JobInfo, fault: Fault, error: &ProveError) {
+    let Fault {
+        partition,
+        worker,
+        failed_on,
+    } = fault;
+    let retry = failed_on.is_none();
+    let detail = vec![
+        kv("partition", partition),
+        kv("worker", worker),
+        kv("device", device.index),
+        kv("retry", u8::from(retry)),
+    ];
+    shared.clock.emit(Event::DeviceFault, &job.id, detail);
+    if device.fault(error) {
+        shared.out_of_service(device);
+    }
+    let retried = retry && shared.scheduler().retry(job.seq, partition, device.index);
+    match retried {
+        true => shared.synthesis_wake.notify_waiters(),
+        false => {
+            let earlier = failed_on.map_or(String::new(), |d| format!(", after one on device {d}"));
+            let reason = format!("{error} (on device {}{earlier})", device.index);
+            shared.fail(job, JobError::Prove { partition, reason });
+        }
     }
 }
 

@@ -4,7 +4,9 @@
 //! Every partition reserves its estimated host memory from one [`MemoryBudget`] before its
 //! synthesis starts and gives it back in two steps, so the budget bounds what is in flight whatever
 //! the worker counts say. A failing partition (error or panic, in any stage) ends its own job with
-//! the reason; the workers go on with the other jobs. A job's [`Priority`] orders its partitions
+//! the reason; the workers go on with the other jobs; but a device fault costs only an attempt:
+//! the partition is retried once on another device, and a device that keeps failing is taken
+//! out of service (`gpu`). A job's [`Priority`] orders its partitions
 //! against other jobs' at every partition boundary; [`Engine::progress`] says where they are.
 //! Circuits with a shape key have their R1CS recorded by the engine once and their later
 //! partitions synthesized by witness only (`shapes`).
@@ -30,7 +32,7 @@ use tokio::task::JoinHandle;
 pub use config::{
     auto_memory_budget, machine_memory, resident_bytes, ConfigError, EngineConfig, SYNTHESIS_NICE,
 };
-pub use gpu::DeviceActivity;
+pub use gpu::{DeviceActivity, FAULTS_IN_A_ROW};
 pub use job::{
     JobError, JobOutput, JobProgress, JobRequest, JobResult, JobTimings, Partition,
     PartitionMemory, PartitionedCircuit, Priority,
@@ -258,6 +260,28 @@ impl Shared {
                 .await
             }
             None => lowered(self.synthesis_nice, work).await,
+        }
+    }
+
+    /// Whether a device other than `device` is in service.
+    fn in_service_besides(&self, device: &gpu::Device) -> bool {
+        let others = self.devices.iter().filter(|d| d.index() != device.index());
+        others.into_iter().any(|d| d.in_service())
+    }
+
+    /// Logs that `device` went out of service and wakes the GPU workers: the others may now take
+    /// the retries they passed over for it. With none left in service, every job fails.
+    fn out_of_service(&self, device: &gpu::Device) {
+        let detail = vec![kv("device", device.index())];
+        self.clock.emit(Event::DeviceOut, "-", detail);
+        self.gpu_wake.notify_waiters();
+        if self.devices.iter().any(|d| d.in_service()) {
+            return;
+        }
+        let reason = "every device was taken out of service after repeated device faults";
+        let ended = self.scheduler().no_device(reason);
+        for ended in ended {
+            self.ended(ended, "failed");
         }
     }
 

@@ -57,10 +57,20 @@ impl Ended {
     }
 }
 
+/// A partition a synthesis worker takes.
+pub(crate) struct Taken {
+    pub job: Arc<JobInfo>,
+    pub partition: usize,
+    /// The device where its first attempt failed (a device fault): the retry goes elsewhere.
+    pub failed_on: Option<usize>,
+}
+
 /// A synthesized partition waiting for a GPU worker.
 pub(crate) struct Ready {
     pub job: Arc<JobInfo>,
     pub partition: usize,
+    /// [`Taken::failed_on`].
+    pub failed_on: Option<usize>,
     pub synthesized: Synthesized,
     pub reservation: Reservation,
     pub synth_ms: f64,
@@ -70,12 +80,16 @@ pub(crate) struct Ready {
     pub coming: Option<Coming>,
 }
 
-/// A job in flight. Its partitions move through the stages in one direction only, so each stage
-/// is counted by how many partitions ever reached it: those between two counts are in a stage.
+/// A job in flight. Its partitions move through the stages in one direction, so each stage is
+/// counted by how many partitions reached it: those between two counts are in a stage. A
+/// partition retried after a device fault goes back from the GPU to synthesis, both counts
+/// taking it back.
 struct Job {
     info: Arc<JobInfo>,
     /// Taken by a synthesis worker (partitions are taken in order, so also the next one to take).
     next_partition: usize,
+    /// Partitions to synthesize again after a device fault, with the device that failed.
+    retries: Vec<(usize, usize)>,
     /// Queued for the GPU.
     synthesized: usize,
     /// Taken by a GPU worker.
@@ -94,6 +108,11 @@ impl Job {
     /// Between its first synthesis start and its last synthesis end: holds a concurrency slot.
     fn synthesizing(&self) -> bool {
         self.next_partition > 0 && self.synthesized < self.info.partitions
+    }
+
+    /// Whether a partition of it waits for a synthesis worker.
+    fn to_synthesize(&self) -> bool {
+        self.next_partition < self.info.partitions || !self.retries.is_empty()
     }
 
     fn progress(&self) -> JobProgress {
@@ -119,6 +138,8 @@ pub(crate) struct Scheduler {
     ids: HashMap<String, u64>,
     gpu_queue: BTreeMap<GpuKey, Ready>,
     synthesis_concurrency: usize,
+    /// Why no device proves any more: every job then fails at once.
+    no_device: Option<String>,
 }
 
 impl Scheduler {
@@ -129,6 +150,7 @@ impl Scheduler {
             ids: HashMap::new(),
             gpu_queue: BTreeMap::new(),
             synthesis_concurrency,
+            no_device: None,
         }
     }
 
@@ -139,6 +161,10 @@ impl Scheduler {
         }
         if request.partitions == 0 {
             return watch::Sender::new(Some(Err(JobError::NoPartitions))).subscribe();
+        }
+        if let Some(reason) = &self.no_device {
+            let error = JobError::NoDevice(reason.clone());
+            return watch::Sender::new(Some(Err(error))).subscribe();
         }
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -162,6 +188,7 @@ impl Scheduler {
                 proofs: vec![None; info.partitions],
                 info,
                 next_partition: 0,
+                retries: Vec::new(),
                 synthesized: 0,
                 picked: 0,
                 started: 0,
@@ -174,11 +201,12 @@ impl Scheduler {
         receiver
     }
 
-    /// The lowest unsynthesized partition of the highest-priority job, the oldest among equals,
-    /// among the jobs allowed to synthesize: those already synthesizing, more while fewer than
-    /// the concurrency limit are, and one above the priority of all that are even past the limit,
-    /// so that the limit never makes an urgent job wait for less urgent ones.
-    pub fn next_synthesis(&mut self) -> Option<(Arc<JobInfo>, usize)> {
+    /// The lowest unsynthesized partition (a retry first) of the highest-priority job, the
+    /// oldest among equals, among the jobs allowed to synthesize: those already synthesizing,
+    /// more while fewer than the concurrency limit are, and one above the priority of all that
+    /// are even past the limit, so that the limit never makes an urgent job wait for less urgent
+    /// ones.
+    pub fn next_synthesis(&mut self) -> Option<Taken> {
         let active = self.jobs.values().filter(|j| j.synthesizing());
         let (count, top) = active.fold((0, None), |(n, top), j| {
             (n + 1, top.max(Some(j.info.priority)))
@@ -188,12 +216,21 @@ impl Scheduler {
             .jobs
             .values_mut()
             .filter(|job| {
-                job.next_partition < job.info.partitions
-                    && (job.synthesizing() || room || Some(job.info.priority) > top)
+                job.to_synthesize() && (job.synthesizing() || room || Some(job.info.priority) > top)
             })
             .max_by_key(|job| (job.info.priority, Reverse(job.info.seq)))?;
-        job.next_partition += 1;
-        Some((Arc::clone(&job.info), job.next_partition - 1))
+        let (partition, failed_on) = match job.retries.pop() {
+            Some((partition, device)) => (partition, Some(device)),
+            None => {
+                job.next_partition += 1;
+                (job.next_partition - 1, None)
+            }
+        };
+        Some(Taken {
+            job: Arc::clone(&job.info),
+            partition,
+            failed_on,
+        })
     }
 
     /// Notes that a partition of the job started its synthesis (its memory reserved).
@@ -216,14 +253,22 @@ impl Scheduler {
         true
     }
 
-    /// The queued partition of the highest-priority job, the oldest among equals, lowest first;
-    /// none below `at_least`.
-    pub fn next_gpu(&mut self, at_least: Priority) -> Option<Ready> {
-        let (&(Reverse(priority), _, _), _) = self.gpu_queue.first_key_value()?;
-        if priority < at_least {
-            return None;
-        }
-        let (_, ready) = self.gpu_queue.pop_first()?;
+    /// The queued partition of the highest-priority job, the oldest among equals, lowest first,
+    /// for a worker of `device`; none below `at_least`. While `elsewhere` (another device is in
+    /// service) it passes over retries of partitions that failed on `device`.
+    pub fn next_gpu(
+        &mut self,
+        at_least: Priority,
+        device: usize,
+        elsewhere: bool,
+    ) -> Option<Ready> {
+        let key = self
+            .gpu_queue
+            .iter()
+            .take_while(|(&(Reverse(priority), _, _), _)| priority >= at_least)
+            .find(|(_, ready)| !elsewhere || ready.failed_on != Some(device))
+            .map(|(&key, _)| key)?;
+        let ready = self.gpu_queue.remove(&key)?;
         // Queued partitions of an ended job are dropped with it, so the job is in flight.
         if let Some(job) = self.jobs.get_mut(&ready.job.seq) {
             job.picked += 1;
@@ -239,6 +284,18 @@ impl Scheduler {
             job.timings.gpu_ms += gpu_ms;
             job.timings.gpu_wait_ms += gpu_wait_ms;
         }
+    }
+
+    /// Sends a partition whose `prove_start` failed on `device` back to synthesis, for another
+    /// device; `false` when its job has ended.
+    pub fn retry(&mut self, seq: u64, partition: usize, device: usize) -> bool {
+        let Some(job) = self.jobs.get_mut(&seq) else {
+            return false;
+        };
+        job.picked -= 1;
+        job.synthesized -= 1;
+        job.retries.push((partition, device));
+        true
     }
 
     /// Records a verified proof, finalized in `finalize_ms`; when it is the job's last, takes the
@@ -291,6 +348,15 @@ impl Scheduler {
             info: job.info,
             result: Err(error),
         })
+    }
+
+    /// Ends every job in flight, and fails every later one at once: no device proves any more.
+    pub fn no_device(&mut self, reason: &str) -> Vec<Ended> {
+        self.no_device = Some(reason.to_owned());
+        let seqs: Vec<u64> = self.jobs.keys().copied().collect();
+        seqs.into_iter()
+            .filter_map(|seq| self.fail(seq, JobError::NoDevice(reason.to_owned())))
+            .collect()
     }
 
     /// Cancels the job in flight with this id.
@@ -354,8 +420,8 @@ mod tests {
     }
 
     fn next(scheduler: &mut Scheduler) -> Option<(String, usize)> {
-        let (job, k) = scheduler.next_synthesis()?;
-        Some((job.id.clone(), k))
+        let taken = scheduler.next_synthesis()?;
+        Some((taken.job.id.clone(), taken.partition))
     }
 
     fn taken(id: &str, k: usize) -> Option<(String, usize)> {

@@ -1,6 +1,6 @@
-//! A synthesis worker: takes the most urgent (then oldest) job's lowest unsynthesized partition,
-//! reserves its memory (waiting for room), synthesizes it on a blocking thread and queues it for
-//! the GPU.
+//! A synthesis worker: takes the most urgent (then oldest) job's lowest unsynthesized partition
+//! (or one to retry after a device fault), reserves its memory (waiting for room), synthesizes it
+//! on a blocking thread and queues it for the GPU.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -9,17 +9,18 @@ use cuzk_synth::{CompiledError, CompiledR1cs};
 
 use super::gpu::Coming;
 use super::job::{JobError, Priority};
-use super::scheduler::{JobInfo, Ready, Scheduler};
+use super::scheduler::{JobInfo, Ready, Scheduler, Taken};
 use super::shapes::Plan;
 use super::{unless_ended, Shared};
 use crate::sink::{kv, ms, Event};
 
 pub(super) async fn worker(shared: Arc<Shared>, worker: usize) {
     loop {
-        let (job, partition) = shared
+        let taken = shared
             .wait_for(&shared.synthesis_wake, Scheduler::next_synthesis)
             .await;
-        match synthesize(&shared, &job, partition, worker).await {
+        let (job, partition) = (Arc::clone(&taken.job), taken.partition);
+        match synthesize(&shared, taken, worker).await {
             Ok(Some(ready)) => {
                 shared
                     .clock
@@ -40,10 +41,14 @@ pub(super) async fn worker(shared: Arc<Shared>, worker: usize) {
 /// `None` when the job ended while this partition waited for memory.
 async fn synthesize(
     shared: &Shared,
-    job: &Arc<JobInfo>,
-    partition: usize,
+    taken: Taken,
     worker: usize,
 ) -> Result<Option<Ready>, JobError> {
+    let Taken {
+        ref job,
+        partition,
+        failed_on,
+    } = taken;
     let what = format!("job {} partition {partition}", job.id);
     // A job's own compiled R1CS means witness-only synthesis: with deferred products the host
     // never holds a, b and c, only the witness, twice while a sectioned circuit's parts are
@@ -89,6 +94,7 @@ async fn synthesize(
     Ok(Some(Ready {
         job: Arc::clone(job),
         partition,
+        failed_on,
         synthesized: synthesis.synthesized,
         reservation,
         synth_ms,
