@@ -521,6 +521,21 @@ pub struct BenchArgs {
     pub memory_budget: MemoryArg,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
+    /// The GPUs to prove on, by CUDA ordinal, comma-separated (default: every GPU). An ordinal
+    /// may repeat: `0,0` runs two backends on one GPU, a second device to try multi-device
+    /// placement and failures with.
+    #[arg(
+        long,
+        value_name = "ORDINALS",
+        value_delimiter = ',',
+        conflicts_with = "test_params_on_gpu"
+    )]
+    pub devices: Option<Vec<usize>>,
+    /// Make device D (its place in the device list, from 0) fail every proof from its Nth (from
+    /// 0) on, as a device that died would: the engine retries those partitions on the other
+    /// devices and takes D out of service; no job may be lost.
+    #[arg(long, value_name = "D@N", value_parser = parse_fault)]
+    pub inject_device_fault: Option<InjectedFault>,
     /// Jobs left out of the steady state: the first to finish, whose time holds the pipeline
     /// filling up and the SRS placement. Seconds per proof, GPU busy and the per-partition figures
     /// cover the run from the last of them to the end.
@@ -553,6 +568,22 @@ pub struct BenchArgs {
 pub enum MemoryArg {
     Auto,
     Bytes(u64),
+}
+
+/// `--inject-device-fault`: which device fails, from which of its proofs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InjectedFault {
+    pub device: usize,
+    pub from_proof: usize,
+}
+
+fn parse_fault(text: &str) -> Result<InjectedFault, String> {
+    let unusable = || format!("{text:?} is not DEVICE@PROOF such as 1@20");
+    let (device, from_proof) = text.split_once('@').ok_or_else(unusable)?;
+    match (device.parse(), from_proof.parse()) {
+        (Ok(device), Ok(from_proof)) => Ok(InjectedFault { device, from_proof }),
+        _ => Err(unusable()),
+    }
 }
 
 fn parse_memory(text: &str) -> Result<MemoryArg, String> {

@@ -20,10 +20,14 @@ impl From<BackendChoice> for Choice {
     }
 }
 
-/// One backend per device to prove with (one CPU backend when there is no GPU). `Auto` falls back
-/// to the CPU and says why, once.
-pub fn select_all(choice: BackendChoice, quiet: bool) -> Result<Vec<Arc<dyn ProverBackend>>> {
-    let selection = backends::select(choice.into(), None).context("--backend")?;
+/// One backend per device to prove with (`devices`, by ordinal, or every GPU; one CPU backend
+/// when there is no GPU). `Auto` falls back to the CPU and says why, once.
+pub fn select_all(
+    choice: BackendChoice,
+    devices: Option<&[usize]>,
+    quiet: bool,
+) -> Result<Vec<Arc<dyn ProverBackend>>> {
+    let selection = backends::select(choice.into(), devices).context("--backend/--devices")?;
     if let (Some(why), false) = (&selection.fallback, quiet) {
         eprintln!("cuzk: no usable GPU ({why}); proving on the CPU");
     }
@@ -32,7 +36,7 @@ pub fn select_all(choice: BackendChoice, quiet: bool) -> Result<Vec<Arc<dyn Prov
 
 /// The backend of the first device (or the CPU), for single proofs.
 pub fn select(choice: BackendChoice, quiet: bool) -> Result<Arc<dyn ProverBackend>> {
-    select_all(choice, quiet)?
+    select_all(choice, None, quiet)?
         .into_iter()
         .next()
         .ok_or_else(|| anyhow!("no prover backend"))

@@ -86,7 +86,24 @@ pub fn device(d: &DeviceSummary) -> Map<String, Value> {
         ("gpu_ms".into(), spread(d.gpu_ms)),
         ("gpu_busy_fraction".into(), d.busy_fraction.into()),
         ("gpu_idle_windows".into(), d.idle_windows.len().into()),
+        ("faults".into(), d.faults.into()),
+        ("out_of_service_ms".into(), d.out_of_service_ms.into()),
     ])
+}
+
+/// ", 3 device faults, out of service at 12.3 s" for a device that had faults, else nothing.
+fn faults(device: &Value) -> String {
+    let count = device["faults"].as_u64().unwrap_or(0);
+    let out = device["out_of_service_ms"]
+        .as_f64()
+        .map_or(String::new(), |ms| {
+            format!(", out of service at {:.1} s", ms / 1e3)
+        });
+    match count {
+        0 => out,
+        1 => format!(", 1 device fault{out}"),
+        n => format!(", {n} device faults{out}"),
+    }
 }
 
 fn jobs(n: u64) -> String {
@@ -185,17 +202,18 @@ pub fn device_lines(summary: &Value) -> Vec<String> {
                 .as_str()
                 .map_or(String::new(), |name| format!("{name}: "));
             if device["partitions"].as_u64().unwrap_or(0) == 0 {
-                return format!("  {label:<15}{name}no partitions");
+                return format!("  {label:<15}{name}no partitions{}", faults(device));
             }
             // None when its only partitions placed the SRS.
             let region = device["gpu_ms"]["median"]
                 .as_f64()
                 .map_or(String::new(), |ms| format!(", {ms:.1} ms median device region"));
             format!(
-                "  {label:<15}{name}{} partitions, busy {:.1}% of its own span ({} idle windows){region}",
+                "  {label:<15}{name}{} partitions, busy {:.1}% of its own span ({} idle windows){region}{}",
                 device["partitions"],
                 device["gpu_busy_fraction"].as_f64().unwrap_or(f64::NAN) * 100.0,
                 device["gpu_idle_windows"],
+                faults(device),
             )
         })
         .collect()
@@ -286,16 +304,21 @@ mod tests {
     fn several_devices_get_a_line_each() {
         let one = json!({"devices": [{"device": 0, "backend": "cpu"}]});
         assert!(device_lines(&one).is_empty());
-        let idle = json!({"device": 2, "backend": "cuda:2 (NVIDIA H200)", "partitions": 0});
+        let dead = json!({
+            "device": 2, "backend": "cuda:2 (NVIDIA H200)", "partitions": 0,
+            "faults": 3, "out_of_service_ms": 1234.5,
+        });
+        let mut faulty = gpu(1, 0.94, 0, 71.0);
+        faulty["faults"] = json!(1);
         let three = json!({
-            "devices": [gpu(0, 0.951, 1, 70.04), gpu(1, 0.94, 0, 71.0), idle],
+            "devices": [gpu(0, 0.951, 1, 70.04), faulty, dead],
         });
         assert_eq!(
             device_lines(&three),
             [
                 "  device 0       cuda:0 (NVIDIA H200): 20 partitions, busy 95.1% of its own span (1 idle windows), 70.0 ms median device region",
-                "  device 1       cuda:1 (NVIDIA H200): 20 partitions, busy 94.0% of its own span (0 idle windows), 71.0 ms median device region",
-                "  device 2       cuda:2 (NVIDIA H200): no partitions",
+                "  device 1       cuda:1 (NVIDIA H200): 20 partitions, busy 94.0% of its own span (0 idle windows), 71.0 ms median device region, 1 device fault",
+                "  device 2       cuda:2 (NVIDIA H200): no partitions, 3 device faults, out of service at 1.2 s",
             ]
         );
     }

@@ -559,6 +559,66 @@ fn bench_direct_synthesis_compiles_nothing() {
     assert_eq!(paths["direct"]["partitions"], 4);
 }
 
+/// Two CPU devices, the second dying after its first proof: every job still comes back whole,
+/// and the summary names the faults and when the device went out of service. On one device that
+/// dies, the bench fails and says why.
+#[test]
+fn bench_loses_no_job_to_a_device_that_dies() {
+    let bench = |devices: &str, fault: &str| {
+        cuzk(&[
+            "--json",
+            "bench",
+            "--backend",
+            "cpu",
+            "--constraints",
+            "200",
+            "-j",
+            "6",
+            "--partitions",
+            "3",
+            "--memory-budget",
+            "64M",
+            "--devices",
+            devices,
+            "--inject-device-fault",
+            fault,
+        ])
+    };
+    let output = bench("0,1", "1@1");
+    assert!(output.status.success(), "bench: {}", stderr(&output));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    let devices = summary["devices"].as_array().expect("devices");
+    let figures: Vec<_> = devices
+        .iter()
+        .map(|d| (d["faults"].as_u64(), d["out_of_service_ms"].is_number()))
+        .collect();
+    assert_eq!(figures, [(Some(0), false), (Some(3), true)], "{summary}");
+    let proven: u64 = devices
+        .iter()
+        .filter_map(|d| d["partitions"].as_u64())
+        .sum();
+    assert_eq!(proven, 18, "{summary}");
+
+    let output = bench("0", "0@0");
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    assert!(message.contains("device fault"), "{message}");
+
+    let output = bench("0,1", "2@0");
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    assert!(
+        message.contains("--inject-device-fault: no device 2"),
+        "{message}"
+    );
+    let output = bench("0,1", "one@two");
+    assert!(
+        stderr(&output).contains("not DEVICE@PROOF"),
+        "{}",
+        stderr(&output)
+    );
+}
+
 #[test]
 fn bench_prover_reports_the_median_within_its_spread_and_the_stages() {
     let output = cuzk(&[

@@ -364,27 +364,51 @@ fn srs_placements(
 pub struct DeviceSummary {
     /// `device=D` of its records; records without it count as device 0.
     pub device: u32,
-    /// Distinct (job, partition) pairs it ran.
+    /// Distinct (job, partition) pairs it ran, those that failed on it by a device fault left out.
     pub partitions: usize,
-    /// Device region per partition, its SRS placements left out.
+    /// Device region per partition, its SRS placements and faults left out.
     pub gpu_ms: Option<Spread>,
     pub busy_fraction: f64,
     pub idle_windows: Vec<IdleWindow>,
+    /// Its DEVICE_FAULT records: attempts that failed by a fault of the device (their device
+    /// regions, however short, count in its busy time).
+    pub faults: usize,
+    /// When its DEVICE_OUT record took it out of service.
+    pub out_of_service_ms: Option<f64>,
 }
 
-/// Every device seen in the summary's intervals, by device number.
-pub fn per_device(gpu: &GpuSummary) -> Vec<DeviceSummary> {
+/// Every device seen in the summary's intervals or in `timeline`'s device faults, by device
+/// number.
+pub fn per_device(gpu: &GpuSummary, timeline: &Timeline) -> Vec<DeviceSummary> {
     let placed = gpu.placed();
     let mut devices: BTreeMap<u32, Vec<Span>> = BTreeMap::new();
     for iv in &gpu.intervals {
         let device = devices.entry(iv.device.unwrap_or(0)).or_default();
         device.push(iv.clone());
     }
+    let device_of = |r: &Record| r.get("device").and_then(|d| d.parse::<u32>().ok());
+    let mut faults: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut failed: HashSet<(u32, PartitionKey<'_>)> = HashSet::new();
+    let mut out: BTreeMap<u32, f64> = BTreeMap::new();
+    for record in &timeline.records {
+        match (record.event.as_str(), device_of(record)) {
+            ("DEVICE_FAULT", Some(device)) => {
+                *faults.entry(device).or_default() += 1;
+                failed.insert((device, (record.job_id.as_str(), record.partition())));
+            }
+            ("DEVICE_OUT", Some(device)) => {
+                out.entry(device).or_insert(record.ms);
+            }
+            _ => continue,
+        }
+        devices.entry(device_of(record).unwrap_or(0)).or_default();
+    }
     devices
         .into_iter()
         .map(|(device, spans)| {
             let (idle_windows, busy_fraction) = busy_over_extent(&spans);
-            let regions = regions(&spans);
+            let mut regions = regions(&spans);
+            regions.retain(|key, _| !failed.contains(&(device, *key)));
             let gpu_ms: Vec<f64> = regions
                 .iter()
                 .filter(|(key, _)| !placed.contains(*key))
@@ -396,6 +420,8 @@ pub fn per_device(gpu: &GpuSummary) -> Vec<DeviceSummary> {
                 gpu_ms: Spread::of(&gpu_ms),
                 busy_fraction,
                 idle_windows,
+                faults: faults.get(&device).copied().unwrap_or(0),
+                out_of_service_ms: out.get(&device).copied(),
             }
         })
         .collect()
@@ -726,7 +752,7 @@ mod tests {
             stages,
             [("prove_start_ms", 5, 80.0), ("prep_copy_ms", 5, 7.0)]
         );
-        let devices = per_device(&gpu);
+        let devices = per_device(&gpu, &timeline);
         assert_eq!(devices.len(), 1);
         // The device's own figure covers the whole run, the placement still apart.
         assert_eq!(median(devices[0].gpu_ms), Some((7, 70.0)));
@@ -828,7 +854,7 @@ mod tests {
     fn each_device_is_measured_over_its_own_span() {
         let s = summary(TWO_DEVICES);
         assert_eq!((s.busy_fraction, s.idle_windows.len()), (1.0, 0));
-        let devices = per_device(&s);
+        let devices = per_device(&s, &Timeline::parse(TWO_DEVICES));
         let figures: Vec<_> = devices
             .iter()
             .map(|d| {
@@ -857,12 +883,38 @@ mod tests {
         // b1 took the device twice: one region of 40 ms.
         let medians: Vec<_> = devices.iter().map(|d| d.gpu_ms.map(|g| g.median)).collect();
         assert_eq!(medians, [Some(50.0), Some(50.0)]);
+        assert!(devices
+            .iter()
+            .all(|d| d.faults == 0 && d.out_of_service_ms.is_none()));
+    }
+
+    /// Device faults and the end of a device's service are counted per device, a device with
+    /// faults and no interval included; a failed attempt is not a partition the device ran.
+    #[test]
+    fn device_faults_are_counted_per_device() {
+        let log = format!(
+            "{TWO_DEVICES}\
+            TIMELINE,190,DEVICE_FAULT,b,partition=1,worker=2,device=1,retry=1\n\
+            TIMELINE,191,DEVICE_FAULT,c,partition=1,worker=2,device=1,retry=1\n\
+            TIMELINE,192,DEVICE_FAULT,c,partition=2,worker=4,device=2,retry=1\n\
+            TIMELINE,193,DEVICE_OUT,-,device=1\n"
+        );
+        let timeline = Timeline::parse(&log);
+        let devices = per_device(&summarize(&timeline, 0), &timeline);
+        let faults: Vec<_> = devices
+            .iter()
+            .map(|d| (d.device, d.faults, d.out_of_service_ms))
+            .collect();
+        assert_eq!(faults, [(0, 0, None), (1, 2, Some(193.0)), (2, 1, None)]);
+        // b1's attempt on device 1 failed: it is not one of the partitions device 1 ran.
+        let partitions: Vec<_> = devices.iter().map(|d| d.partitions).collect();
+        assert_eq!(partitions, [3, 2, 0]);
     }
 
     #[test]
     fn records_without_a_device_are_device_zero() {
         let s = summary(TWO_WORKERS);
-        let devices = per_device(&s);
+        let devices = per_device(&s, &Timeline::parse(TWO_WORKERS));
         assert_eq!(devices.len(), 1);
         let d = &devices[0];
         let total = d.gpu_ms.map(|g| g.mean * g.count as f64);
@@ -871,7 +923,7 @@ mod tests {
             (d.busy_fraction, &d.idle_windows),
             (s.busy_fraction, &s.idle_windows)
         );
-        assert!(per_device(&summary("")).is_empty());
+        assert!(per_device(&summary(""), &Timeline::default()).is_empty());
     }
 
     #[test]

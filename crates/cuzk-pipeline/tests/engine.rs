@@ -615,7 +615,10 @@ async fn partitions_spread_over_devices() {
         assert_eq!((on("0"), on("1")), (first.len(), second.len()), "{event}");
     }
     let gpu = cuzk_pipeline::analysis::summarize(&timeline, 0);
-    let (intervals, per_device) = (&gpu.intervals, cuzk_pipeline::analysis::per_device(&gpu));
+    let (intervals, per_device) = (
+        &gpu.intervals,
+        cuzk_pipeline::analysis::per_device(&gpu, &timeline),
+    );
     let partitions: Vec<_> = per_device
         .iter()
         .map(|d| (d.device, d.partitions))

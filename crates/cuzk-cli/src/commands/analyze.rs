@@ -54,7 +54,7 @@ pub fn run(global: &GlobalArgs, args: AnalyzeArgs) -> Result<Outcome> {
                     "delta_ms": t.delta_ms,
                     "overlap_ms": t.overlap_ms,
                 })).collect::<Vec<_>>(),
-                "devices": per_device(&gpu).iter().map(report::device).collect::<Vec<_>>(),
+                "devices": per_device(&gpu, &timeline).iter().map(report::device).collect::<Vec<_>>(),
                 "jobs": gpu.jobs,
                 "partitions": gpu.intervals.len(),
                 "malformed_lines": timeline.malformed,

@@ -153,7 +153,7 @@ impl Prover {
     /// Loads `files`' parameters and compiled R1CS and settles the engine's memory and TIMELINE.
     pub fn load(global: &GlobalArgs, args: &ProvingArgs, files: &ParamFiles) -> Result<Self> {
         let progress = Progress::new(global.json);
-        let backends = backend::select_all(args.backend, global.json)?;
+        let backends = backend::select_all(args.backend, None, global.json)?;
         let check = if args.check_params {
             PointCheck::Checked
         } else {

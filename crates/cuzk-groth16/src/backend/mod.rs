@@ -56,14 +56,24 @@ pub enum SelectError {
 }
 
 /// The backends of `choice`: with a GPU, one per device (`devices`, or every device the driver
-/// reports); `Auto` without a usable GPU falls back to the CPU and says why.
+/// reports); `Auto` without a usable GPU falls back to the CPU and says why. `Cpu` with `devices`
+/// gives one CPU backend per entry, all on the same cores: a multi-device engine to try without
+/// a GPU.
 pub fn select(choice: BackendChoice, devices: Option<&[usize]>) -> Result<Selection, SelectError> {
     let cpu = |fallback| Selection {
         backends: vec![Arc::new(CpuBackend)],
         fallback,
     };
     match (choice, cuzk_gpu::probe()) {
-        (BackendChoice::Cpu, _) => Ok(cpu(None)),
+        (BackendChoice::Cpu, _) => Ok(Selection {
+            backends: devices.map_or(vec![Arc::new(CpuBackend)], |list| {
+                let one = || Arc::new(CpuBackend) as Arc<dyn ProverBackend>;
+                std::iter::repeat_with(one)
+                    .take(list.len().max(1))
+                    .collect()
+            }),
+            fallback: None,
+        }),
         (BackendChoice::Gpu, Err(why)) => Err(SelectError::NoGpu(why)),
         (BackendChoice::Auto, Err(why)) => Ok(cpu(Some(why))),
         (BackendChoice::Gpu | BackendChoice::Auto, Ok(found)) => {

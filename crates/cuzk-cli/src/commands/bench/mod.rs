@@ -13,13 +13,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{anyhow, bail, ensure, Context, Result};
 use cuzk_filecoin::{
     compiled_r1cs, parameter_dir, C1Output, ParamFiles, PostJob, PostRequest, SectorJob, SnapJob,
     SnapRequest,
 };
 use cuzk_gpu::Gpu;
-use cuzk_groth16::backend::GpuBackend;
+use cuzk_groth16::backend::{Faults, FaultyBackend, GpuBackend};
 use cuzk_groth16::params_file::PointCheck;
 use cuzk_groth16::setup::{
     generate_random_parameters, parameters_for_compiled, parameters_on_device, Multiplier,
@@ -35,7 +35,7 @@ use cuzk_synth::CompiledR1cs;
 use serde_json::{json, Map, Value};
 use tokio::sync::Semaphore;
 
-use crate::args::{BackendChoice, BenchArgs, GlobalArgs, MemoryArg};
+use crate::args::{BackendChoice, BenchArgs, GlobalArgs, InjectedFault, MemoryArg};
 use crate::circuit::CircuitSpec;
 use crate::progress::Progress;
 use crate::{backend, report, Outcome};
@@ -374,8 +374,8 @@ async fn run_jobs(
 
 /// Each backend's share of the run, in the engine's order (a TIMELINE's `device=`); a device that
 /// ran nothing is listed with no figures.
-fn devices(backends: &[Arc<dyn ProverBackend>], gpu: &GpuSummary) -> Value {
-    let seen = per_device(gpu);
+fn devices(backends: &[Arc<dyn ProverBackend>], gpu: &GpuSummary, timeline: &Timeline) -> Value {
+    let seen = per_device(gpu, timeline);
     backends
         .iter()
         .enumerate()
@@ -405,7 +405,7 @@ fn summary(
     let mut summary = plan.workload.summary();
     let run = json!({
         "backend": backends.first().map(|b| b.name()),
-        "devices": devices(backends, &gpu),
+        "devices": devices(backends, &gpu, timeline),
         "jobs": plan.jobs,
         "concurrency": plan.concurrency,
         "partitions": plan.partitions,
@@ -484,6 +484,23 @@ fn print_text(summary: &Value, plan: &Plan) {
     }
 }
 
+/// `backends` with the one `--inject-device-fault` names failing from its proof on.
+fn with_injected_fault(
+    mut backends: Vec<Arc<dyn ProverBackend>>,
+    fault: Option<InjectedFault>,
+) -> Result<Vec<Arc<dyn ProverBackend>>> {
+    let Some(InjectedFault { device, from_proof }) = fault else {
+        return Ok(backends);
+    };
+    let count = backends.len();
+    let backend = backends.get_mut(device).ok_or_else(|| {
+        anyhow!("--inject-device-fault: no device {device} (the bench runs on {count})")
+    })?;
+    let faulty = FaultyBackend::new(Arc::clone(backend), Faults::From(from_proof));
+    *backend = Arc::new(faulty);
+    Ok(backends)
+}
+
 pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
     let mut plan = Plan::from_args(&args, global.json)?;
     let backends: Vec<Arc<dyn ProverBackend>> = match &plan.workload {
@@ -491,8 +508,9 @@ pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
             test_params: Some(TestParams::OnDevice(backend)),
             ..
         } => vec![backend.clone()],
-        _ => backend::select_all(args.backend, global.json)?,
+        _ => backend::select_all(args.backend, args.devices.as_deref(), global.json)?,
     };
+    let backends = with_injected_fault(backends, args.inject_device_fault)?;
     let progress = Progress::new(global.json);
     let params = Arc::new(plan.workload.params(progress)?);
     let probe = Probe::from_args(&args, progress)?;
