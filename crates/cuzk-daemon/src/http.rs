@@ -67,6 +67,10 @@ pub fn status_json(status: &proto::GetStatusResponse) -> Value {
             "vram_free_bytes": gpu.vram_free_bytes,
             "current_job_id": gpu.current_job_id,
             "current_proof_kind": gpu.current_proof_kind,
+            "out_of_service": gpu.out_of_service,
+            "out_of_service_reason": gpu.out_of_service_reason,
+            "device_faults": gpu.device_faults,
+            "partitions_proven": gpu.partitions_proven,
         })).collect::<Vec<_>>(),
         "loaded_srs": status.loaded_srs.iter().map(|set| json!({
             "circuit_id": set.circuit_id,

@@ -117,6 +117,11 @@ pub struct GpuReport {
     pub total_bytes: u64,
     pub free_bytes: u64,
     pub job: Option<(String, Kind)>,
+    /// Partitions proven on it, and attempts failed by its faults.
+    pub partitions: u64,
+    pub faults: u64,
+    /// Why it was taken out of service; `None` while in service.
+    pub out_of_service: Option<String>,
 }
 
 /// One proof kind's queue.
@@ -569,9 +574,8 @@ impl Daemon {
                         free_bytes: 0,
                     },
                 };
-                let job = activity
-                    .iter()
-                    .find(|a| a.index == index)
+                let engine = activity.iter().find(|a| a.index == index);
+                let job = engine
                     .and_then(|a| a.job.clone())
                     .and_then(|id| kind_of(&id).map(|kind| (id, kind)));
                 Some(GpuReport {
@@ -580,6 +584,9 @@ impl Daemon {
                     total_bytes: device.total_bytes,
                     free_bytes: device.free_bytes,
                     job,
+                    partitions: engine.map_or(0, |a| a.partitions),
+                    faults: engine.map_or(0, |a| a.faults),
+                    out_of_service: engine.and_then(|a| a.out_of_service.clone()),
                 })
             })
             .collect();
@@ -641,6 +648,13 @@ impl Daemon {
             running_jobs: running,
             gpu_workers: self.parts.gpu_workers as u64,
             devices: self.parts.devices.len() as u64,
+            devices_in_service: self
+                .parts
+                .engine
+                .devices()
+                .iter()
+                .filter(|d| d.out_of_service.is_none())
+                .count() as u64,
             uptime_seconds: self.started.elapsed().as_secs_f64(),
             budget_bytes: budget.bytes(),
             budget_in_use: budget.in_use(),

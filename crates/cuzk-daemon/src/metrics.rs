@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use cuzk_pipeline::sink::{Event, TimelineSink};
 use cuzk_pipeline::timeline::Record;
 use prometheus::{
-    Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts,
-    Registry, TextEncoder,
+    Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    Opts, Registry, TextEncoder,
 };
 
 use crate::kinds::Kind;
@@ -39,6 +39,9 @@ pub struct Metrics {
     gpu: Histogram,
     gpu_busy_seconds: GaugeVec,
     gpu_busy_fraction: Gauge,
+    device_faults: IntCounterVec,
+    partition_retries: IntCounter,
+    devices_in_service: IntGauge,
     budget_bytes: IntGauge,
     budget_in_use: IntGauge,
     warm_bytes: IntGauge,
@@ -97,6 +100,7 @@ pub struct Gauges {
     pub running_jobs: u64,
     pub gpu_workers: u64,
     pub devices: u64,
+    pub devices_in_service: u64,
     pub uptime_seconds: f64,
     pub budget_bytes: u64,
     pub budget_in_use: u64,
@@ -161,6 +165,21 @@ impl Metrics {
                 "cuzk_gpu_busy_fraction",
                 "Share of the last 60 s the devices spent in device regions",
             )?,
+            device_faults: IntCounterVec::new(
+                Opts::new(
+                    "cuzk_device_faults_total",
+                    "Partition attempts failed by a fault of their device",
+                ),
+                &["device"],
+            )?,
+            partition_retries: IntCounter::new(
+                "cuzk_partition_retries_total",
+                "Partitions retried on another device after a device fault",
+            )?,
+            devices_in_service: IntGauge::new(
+                "cuzk_devices_in_service",
+                "Devices not taken out of service after repeated faults",
+            )?,
             budget_bytes: IntGauge::new(
                 "cuzk_memory_budget_bytes",
                 "Host bytes partitions may hold",
@@ -197,6 +216,9 @@ impl Metrics {
         r.register(Box::new(metrics.gpu.clone()))?;
         r.register(Box::new(metrics.gpu_busy_seconds.clone()))?;
         r.register(Box::new(metrics.gpu_busy_fraction.clone()))?;
+        r.register(Box::new(metrics.device_faults.clone()))?;
+        r.register(Box::new(metrics.partition_retries.clone()))?;
+        r.register(Box::new(metrics.devices_in_service.clone()))?;
         r.register(Box::new(metrics.budget_bytes.clone()))?;
         r.register(Box::new(metrics.budget_in_use.clone()))?;
         r.register(Box::new(metrics.warm_bytes.clone()))?;
@@ -248,6 +270,8 @@ impl Metrics {
         self.queue_depth.set(clamp(gauges.queue_depth));
         self.running_jobs.set(clamp(gauges.running_jobs));
         self.gpu_workers.set(clamp(gauges.gpu_workers));
+        self.devices_in_service
+            .set(clamp(gauges.devices_in_service));
         self.uptime.set(gauges.uptime_seconds);
         self.budget_bytes.set(clamp(gauges.budget_bytes));
         self.budget_in_use.set(clamp(gauges.budget_in_use));
@@ -281,6 +305,12 @@ impl Metrics {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .add(Instant::now(), Duration::from_secs_f64(ms.max(0.0) / 1e3));
+            }
+        } else if record.event == Event::DeviceFault.as_str() {
+            let device = record.get("device").unwrap_or("0");
+            self.device_faults.with_label_values(&[device]).inc();
+            if record.get("retry") == Some("1") {
+                self.partition_retries.inc();
             }
         } else if record.event == Event::PartitionStats.as_str() {
             if let Some(ms) = number("synth_ms") {

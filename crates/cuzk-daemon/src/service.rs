@@ -86,6 +86,10 @@ pub fn status_reply(report: StatusReport) -> proto::GetStatusResponse {
                     vram_free_bytes: gpu.free_bytes,
                     current_job_id: job,
                     current_proof_kind: kind,
+                    out_of_service: gpu.out_of_service.is_some(),
+                    out_of_service_reason: gpu.out_of_service.unwrap_or_default(),
+                    device_faults: gpu.faults,
+                    partitions_proven: gpu.partitions,
                 }
             })
             .collect(),

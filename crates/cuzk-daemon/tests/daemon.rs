@@ -14,7 +14,7 @@ use cuzk_daemon::config::{Config, Listen};
 use cuzk_daemon::proto::await_proof_response::Status;
 use cuzk_daemon::proto::{self, SubmitProofRequest};
 use cuzk_daemon::{serve, Bound, Serving};
-use cuzk_groth16::backend::CpuBackend;
+use cuzk_groth16::backend::{CpuBackend, Faults, FaultyBackend};
 use cuzk_groth16::{DeviceStatus, Parameters, ProveError, ProverBackend, QuerySums};
 use cuzk_synth::ProvingAssignment;
 use tokio::sync::oneshot;
@@ -571,13 +571,93 @@ impl ProverBackend for GatedGpu {
     }
 
     fn device(&self) -> Result<Option<DeviceStatus>, ProveError> {
-        Ok(Some(DeviceStatus {
-            ordinal: 7,
-            name: "Test GPU".into(),
-            total_bytes: 1 << 30,
-            free_bytes: 1 << 29,
-        }))
+        Ok(Some(test_gpu(7)))
     }
+}
+
+/// What the test backends say of their "device".
+fn test_gpu(ordinal: usize) -> DeviceStatus {
+    DeviceStatus {
+        ordinal,
+        name: "Test GPU".into(),
+        total_bytes: 1 << 30,
+        free_bytes: 1 << 29,
+    }
+}
+
+/// A CPU backend that says it is GPU `ordinal`, so that the status lists it.
+struct SaysGpu(usize);
+
+impl ProverBackend for SaysGpu {
+    fn name(&self) -> &str {
+        "cuda (test)"
+    }
+
+    fn prove_start(
+        &self,
+        params: &Parameters,
+        assignment: ProvingAssignment,
+    ) -> Result<QuerySums, ProveError> {
+        CpuBackend.prove_start(params, assignment)
+    }
+
+    fn device(&self) -> Result<Option<DeviceStatus>, ProveError> {
+        Ok(Some(test_gpu(self.0)))
+    }
+}
+
+/// Of two devices, the second fails every proof: every request still completes (its partitions
+/// retried on the first), and the status (rpc and HTTP) and the metrics say the second is out
+/// of service and why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_device_that_dies_fails_no_request_and_the_status_says_so() {
+    let dead = FaultyBackend::new(Arc::new(SaysGpu(1)), Faults::From(0));
+    let backends: Vec<Arc<dyn ProverBackend>> = vec![Arc::new(SaysGpu(0)), Arc::new(dead)];
+    let daemon = Running::start("", Some(backends)).await;
+    let mut client = daemon.client().await;
+    let spec = SyntheticRequest {
+        partitions: 2,
+        ..SyntheticRequest::new(256)
+    };
+    let requests = (0..6).map(|i| synthetic(&format!("p{i}"), &spec)).collect();
+    for handle in prove_all(&client, requests) {
+        let reply = handle.await.unwrap();
+        assert_eq!(reply.status(), Status::Completed, "{}", reply.error_message);
+        assert_valid(256, &reply.proof, 2);
+    }
+    let status = get_status(&mut client).await;
+    let [alive, dead] = <[proto::GpuStatus; 2]>::try_from(status.gpus).unwrap();
+    assert_eq!(
+        (alive.ordinal, alive.out_of_service, alive.device_faults),
+        (0, false, 0)
+    );
+    assert_eq!(alive.partitions_proven, 12);
+    assert!(dead.out_of_service && dead.device_faults >= 3, "{dead:?}");
+    assert!(dead.out_of_service_reason.contains("injected"), "{dead:?}");
+    assert_eq!(dead.partitions_proven, 0);
+
+    let text = client
+        .get_metrics(proto::GetMetricsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .prometheus_text;
+    let faults = format!(
+        "cuzk_device_faults_total{{device=\"1\"}} {}",
+        dead.device_faults
+    );
+    for line in [
+        faults.as_str(),
+        "cuzk_devices_in_service 1",
+        "cuzk_partition_retries_total",
+    ] {
+        assert!(text.contains(line), "{line} missing from\n{text}");
+    }
+    let (_, body) = http(daemon.bound.status.unwrap(), "GET", "/status").await;
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(json["gpus"][1]["out_of_service"], true);
+    assert_eq!(json["gpus"][0]["partitions_proven"], 12);
+    daemon.stop().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
