@@ -22,8 +22,7 @@ use cuzk_gpu::Gpu;
 use cuzk_groth16::backend::{Faults, FaultyBackend, GpuBackend};
 use cuzk_groth16::params_file::PointCheck;
 use cuzk_groth16::setup::{
-    generate_random_parameters, parameters_for_compiled, parameters_on_device, Multiplier,
-    ToxicWaste,
+    generate_parameters_on, parameters_for_compiled, parameters_on_device, Multiplier, ToxicWaste,
 };
 use cuzk_groth16::{Parameters, ProverBackend};
 use cuzk_pipeline::analysis::{max_synth_in_flight, per_device, summarize, GpuSummary};
@@ -200,16 +199,15 @@ impl Workload {
         }
     }
 
-    /// The parameters every job proves with.
-    fn params(&self, progress: Progress) -> Result<Parameters> {
+    /// The parameters every job proves with; a synthetic circuit's multiplied out by
+    /// `multiplier` (a 2^24-constraint set takes minutes on the CPU, seconds on a GPU).
+    fn params(&self, progress: Progress, multiplier: &Multiplier) -> Result<Parameters> {
         let (params, _) = match self {
             Workload::Synthetic(CircuitSpec::Synthetic(circuit)) => progress.stage(
                 "generating parameters (random, NOT a trusted setup)",
                 || {
-                    Ok(generate_random_parameters(
-                        circuit.clone(),
-                        &mut rand::rngs::OsRng,
-                    )?)
+                    let toxic = ToxicWaste::random(&mut rand::rngs::OsRng);
+                    Ok(generate_parameters_on(circuit.clone(), &toxic, multiplier)?)
                 },
             ),
             Workload::Porep {
@@ -512,7 +510,11 @@ pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
     };
     let backends = with_injected_fault(backends, args.inject_device_fault)?;
     let progress = Progress::new(global.json);
-    let params = Arc::new(plan.workload.params(progress)?);
+    let multiplier = match plan.workload {
+        Workload::Synthetic(_) => backend::multiplier(args.backend, true)?,
+        _ => Multiplier::Cpu,
+    };
+    let params = Arc::new(plan.workload.params(progress, &multiplier)?);
     let probe = Probe::from_args(&args, progress)?;
     if matches!(args.memory_budget, MemoryArg::Auto) {
         // What the parameters, the R1CS and the backends' buffers hold is not the partitions'.

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use cuzk_groth16::setup::Multiplier;
 use cuzk_groth16::Parameters;
 use cuzk_pipeline::analysis::Spread;
 use cuzk_pipeline::timeline::Timeline;
@@ -52,7 +53,11 @@ impl Probe {
             return Ok(None);
         };
         let workload = Workload::post(source, args).context("--probe")?;
-        let params = Arc::new(workload.params(progress).context("--probe")?);
+        let params = Arc::new(
+            workload
+                .params(progress, &Multiplier::Cpu)
+                .context("--probe")?,
+        );
         Ok(Some(Probe {
             workload,
             params,

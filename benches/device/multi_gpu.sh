@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Issue 25: the engine on every GPU of the host against one GPU, and a device that dies in the
+# middle of a bench. On a one-GPU host it runs two backends on that GPU (`--devices 0,0`): the
+# placement and failure paths hold, but throughput cannot scale there.
+#   1. test binaries of the pack (`t-*`), one test at a time;
+#   2. 2 KiB PoRep, JOBS_2K jobs, 16 at once: one device, then all;
+#   3. the same on all devices with the last dying at its FAULT_AT-th proof (no job may be lost);
+#   4. a synthetic circuit of SYN constraints (default 2^24), JOBS_SYN jobs: one device, then all;
+#   then a table, and `cuzk analyze` of the faulty run.
+# Usage: [SYN=N] [FAULT_AT=N] benches/device/multi_gpu.sh PACK [JOBS_2K] [JOBS_SYN]
+#   PACK: a .tar.xz holding `cuzk` and the test binaries, built here and stripped.
+set -uo pipefail
+PACK=${1:?usage: multi_gpu.sh PACK [JOBS_2K] [JOBS_SYN]}
+JOBS_2K=${2:-160}
+JOBS_SYN=${3:-8}
+SYN=${SYN:-16777216}
+FAULT_AT=${FAULT_AT:-20}
+OUT=${OUT:-/tmp/multi-gpu-out}
+BIN=/tmp/multi-gpu-bin
+PARAMS=/tmp/p2k
+SECTOR=/tmp/sector-2KiB
+mkdir -p "$OUT" "$BIN" "$PARAMS"
+python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$PACK" "$BIN"
+chmod +x "$BIN"/*
+nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv,noheader
+gpus=$(nvidia-smi -L | wc -l)
+all=$(seq -s, 0 $((gpus - 1)))
+[ "$gpus" -eq 1 ] && all="0,0"
+last=$(( $(tr ',' '\n' <<< "$all" | wc -l) - 1 ))
+echo "GPUs: $gpus; all devices: --devices $all; CPU cores: $(nproc)"
+
+for test in "$BIN"/t-*; do
+  [ -e "$test" ] || continue
+  name=$(basename "$test")
+  "$test" --test-threads 1 > "$OUT/$name.txt" 2>&1
+  echo "$name: exit $? | $(grep -E '^test result' "$OUT/$name.txt" | tail -1) | skipped $(grep -c SKIPPED "$OUT/$name.txt")"
+  grep -E "panicked|FAILED" "$OUT/$name.txt" | head -10
+done
+
+[ -f "$SECTOR/c1.json" ] || "$BIN/cuzk" sample-sector --size 2KiB --out "$SECTOR" --miner-id 1000 > /dev/null
+ls "$PARAMS"/*.params > /dev/null 2>&1 || "$BIN/cuzk" setup --porep 2KiB --backend gpu --out "$PARAMS" > /dev/null
+
+rows=()
+bench() { # name, then bench flags
+  local name=$1; shift
+  local start=$SECONDS
+  "$BIN/cuzk" bench --backend gpu "$@" --timeline "$OUT/$name.log" --json-out "$OUT/$name.json" \
+    > "$OUT/$name.txt" 2>&1
+  local rc=$?
+  local row
+  row=$(python3 - "$OUT/$name.json" <<'PY'
+import json, sys
+try:
+    s = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(f"no summary ({e})"); sys.exit()
+per = s.get("steady_state_s_per_proof")
+devices = "; ".join(
+    f"d{d['device']}: {d.get('partitions', 0)} p, busy {100 * d.get('gpu_busy_fraction', 0):.1f}%"
+    + (f", {d['faults']} faults" if d.get("faults") else "")
+    + (", out" if d.get("out_of_service_ms") is not None else "")
+    for d in s.get("devices", []))
+print(f"{s['jobs']} | {1 / per if per else float('nan'):.2f} | {100 * s['gpu_busy_fraction']:.1f}% | {devices}")
+PY
+)
+  rows+=("$name | exit $rc | $((SECONDS - start)) s | $row")
+  [ $rc -ne 0 ] && tail -5 "$OUT/$name.txt"
+}
+
+porep=(--c1 "$SECTOR/c1.json" --params-dir "$PARAMS" -j "$JOBS_2K" -c 16 --synthesis-concurrency 16)
+bench 2k-one "${porep[@]}" --devices 0
+bench 2k-all "${porep[@]}" --devices "$all"
+bench 2k-fault "${porep[@]}" --devices "$all" --inject-device-fault "$last@$FAULT_AT"
+synthetic=(--constraints "$SYN" --partitions 2 -j "$JOBS_SYN" -c 4)
+bench syn-one "${synthetic[@]}" --devices 0
+bench syn-all "${synthetic[@]}" --devices "$all"
+
+echo
+echo "run | exit | wall | jobs | jobs/s (steady) | GPU busy (merged) | per device"
+printf '%s\n' "${rows[@]}"
+echo
+"$BIN/cuzk" analyze "$OUT/2k-fault.log" | grep -E "device|GPU busy"
