@@ -159,6 +159,7 @@ pub fn build(
     let srs = SrsManager::new(
         Arc::clone(&circuits),
         devices.clone(),
+        Some(engine.health()),
         srs_budget,
         config.eviction_min_idle,
         Arc::clone(&metrics),

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use cuzk_groth16::ProverBackend;
+use cuzk_pipeline::DeviceHealth;
 use tokio::sync::{watch, Notify};
 
 use crate::circuits::{Circuits, ParamSet};
@@ -56,6 +57,8 @@ struct Entry {
 struct Inner {
     circuits: Arc<dyn Circuits>,
     devices: Vec<Arc<dyn ProverBackend>>,
+    /// Which devices the engine still proves on (`None`: all): sets go to those only.
+    health: Option<DeviceHealth>,
     /// Host bytes the warm sets may hold together.
     budget: u64,
     min_idle: Duration,
@@ -142,20 +145,39 @@ impl Inner {
             .sum()
     }
 
-    /// Places a warm set on every device; its tier is then hot.
+    /// The devices in service.
+    fn in_service(&self) -> impl Iterator<Item = &Arc<dyn ProverBackend>> {
+        let serving = |index: &usize| self.health.as_ref().is_none_or(|h| h.in_service(*index));
+        let devices = self.devices.iter().enumerate();
+        devices
+            .filter(move |(index, _)| serving(index))
+            .map(|(_, d)| d)
+    }
+
+    /// Places a warm set on every device in service; its tier is then hot. A device that fails
+    /// it is passed over (the set goes to it at its first proof, if it is still in service then):
+    /// only when every device fails is the set unusable.
     fn place(&self, set: &ParamSet) -> Result<(), String> {
-        for device in &self.devices {
-            device
-                .preload(&set.params)
-                .map_err(|e| format!("placing on {}: {e}", device.name()))?;
+        let mut failures = Vec::new();
+        let mut placed = false;
+        for device in self.in_service() {
+            match device.preload(&set.params) {
+                Ok(_) => placed = true,
+                Err(e) => {
+                    tracing::warn!(device = device.name(), "placing a parameter set: {e}");
+                    failures.push(format!("placing on {}: {e}", device.name()));
+                }
+            }
         }
-        Ok(())
+        match (placed, failures.is_empty()) {
+            (false, false) => Err(failures.join("; ")),
+            _ => Ok(()),
+        }
     }
 
     fn tier(&self, set: &ParamSet) -> Tier {
         if self
-            .devices
-            .iter()
+            .in_service()
             .all(|d| d.resident(&set.params).is_some() || matches!(d.device(), Ok(None)))
         {
             Tier::Hot
@@ -213,9 +235,11 @@ enum Room {
 }
 
 impl SrsManager {
+    /// Over `devices`, the engine's backends; `health` says which the engine still proves on.
     pub fn new(
         circuits: Arc<dyn Circuits>,
         devices: Vec<Arc<dyn ProverBackend>>,
+        health: Option<DeviceHealth>,
         budget: u64,
         min_idle: Duration,
         metrics: Arc<Metrics>,
@@ -224,6 +248,7 @@ impl SrsManager {
             inner: Arc::new(Inner {
                 circuits,
                 devices,
+                health,
                 budget,
                 min_idle,
                 sets: Mutex::new(HashMap::new()),
@@ -596,6 +621,7 @@ mod tests {
         SrsManager::new(
             Arc::clone(fake) as Arc<dyn Circuits>,
             vec![Arc::new(cuzk_groth16::backend::CpuBackend)],
+            None,
             budget,
             min_idle,
             Arc::new(Metrics::new().unwrap()),

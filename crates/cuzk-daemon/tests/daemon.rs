@@ -606,9 +606,9 @@ impl ProverBackend for SaysGpu {
     }
 }
 
-/// Of two devices, the second fails every proof: every request still completes (its partitions
-/// retried on the first), and the status (rpc and HTTP) and the metrics say the second is out
-/// of service and why.
+/// Of two devices, the second is dead from the start (it fails every proof and every placement of
+/// a parameter set): every request still completes (its partitions retried on the first), and the
+/// status (rpc and HTTP) and the metrics say the second is out of service and why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_device_that_dies_fails_no_request_and_the_status_says_so() {
     let dead = FaultyBackend::new(Arc::new(SaysGpu(1)), Faults::From(0));

@@ -30,6 +30,7 @@ impl Faults {
 
 /// Proves with `inner`, but for the proofs `faults` names, which fail with
 /// [`ProveError::DeviceFault`] before any work (so a failed proof leaves the device as it was).
+/// Once dead ([`Faults::From`] reached), it fails preloads too.
 pub struct FaultyBackend {
     inner: Arc<dyn ProverBackend>,
     faults: Faults,
@@ -92,7 +93,15 @@ impl ProverBackend for FaultyBackend {
     }
 
     fn preload(&self, params: &Parameters) -> Result<u64, ProveError> {
-        self.inner.preload(params)
+        match self.faults {
+            Faults::From(first) if self.started.load(Ordering::Relaxed) >= first => {
+                Err(ProveError::DeviceFault {
+                    device: self.inner.name().to_owned(),
+                    reason: "injected fault (dead: preload)".to_owned(),
+                })
+            }
+            _ => self.inner.preload(params),
+        }
     }
 
     fn evict(&self, params: &Parameters) -> u64 {

@@ -58,6 +58,22 @@ pub struct DeviceActivity {
     pub out_of_service: Option<String>,
 }
 
+/// Which of an engine's devices are in service, for those that use the devices beside the engine
+/// (a parameter manager placing sets skips the others).
+#[derive(Clone, Debug)]
+pub struct DeviceHealth(Vec<Arc<Device>>);
+
+impl DeviceHealth {
+    pub(super) fn of(devices: &[Arc<Device>]) -> Self {
+        DeviceHealth(devices.to_vec())
+    }
+
+    /// Whether device `index` (its place in the engine's backend list) is in service.
+    pub fn in_service(&self, index: usize) -> bool {
+        self.0.get(index).is_some_and(|d| d.in_service())
+    }
+}
+
 /// Device faults in a row, with no proof between them, that take a device out of service: one
 /// is a partition the device could not fit, a second may be another; a third says the device
 /// fails whatever it is given (a CUDA error that sticks to its context does so at once).

@@ -32,7 +32,7 @@ use tokio::task::JoinHandle;
 pub use config::{
     auto_memory_budget, machine_memory, resident_bytes, ConfigError, EngineConfig, SYNTHESIS_NICE,
 };
-pub use gpu::{DeviceActivity, FAULTS_IN_A_ROW};
+pub use gpu::{DeviceActivity, DeviceHealth, FAULTS_IN_A_ROW};
 pub use job::{
     JobError, JobOutput, JobProgress, JobRequest, JobResult, JobTimings, Partition,
     PartitionMemory, PartitionedCircuit, Priority,
@@ -195,6 +195,11 @@ impl Engine {
     /// What each device is doing, in backend-list order.
     pub fn devices(&self) -> Vec<DeviceActivity> {
         self.shared.devices.iter().map(|d| d.activity()).collect()
+    }
+
+    /// Which devices are in service, readable apart from the engine.
+    pub fn health(&self) -> DeviceHealth {
+        DeviceHealth::of(&self.shared.devices)
     }
 
     /// The memory budget, for its in-use and peak figures.
