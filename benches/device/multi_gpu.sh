@@ -7,7 +7,7 @@
 #   3. the same on all devices with the last dying at its FAULT_AT-th proof (no job may be lost);
 #   4. a synthetic circuit of SYN constraints (default 2^24), JOBS_SYN jobs: one device, then all;
 #   then a table, and `cuzk analyze` of the faulty run.
-# Usage: [SYN=N] [FAULT_AT=N] benches/device/multi_gpu.sh PACK [JOBS_2K] [JOBS_SYN]
+# Usage: [SYN=N] [FAULT_AT=N] [BENCH_TIMEOUT=S] benches/device/multi_gpu.sh PACK [JOBS_2K] [JOBS_SYN]
 #   PACK: a .tar.xz holding `cuzk` and the test binaries, built here and stripped.
 set -uo pipefail
 PACK=${1:?usage: multi_gpu.sh PACK [JOBS_2K] [JOBS_SYN]}
@@ -44,8 +44,8 @@ rows=()
 bench() { # name, then bench flags
   local name=$1; shift
   local start=$SECONDS
-  "$BIN/cuzk" bench --backend gpu "$@" --timeline "$OUT/$name.log" --json-out "$OUT/$name.json" \
-    > "$OUT/$name.txt" 2>&1
+  timeout "${BENCH_TIMEOUT:-240}" "$BIN/cuzk" bench --backend gpu "$@" --timeline "$OUT/$name.log" \
+    --json-out "$OUT/$name.json" > "$OUT/$name.txt" 2>&1
   local rc=$?
   local row
   row=$(python3 - "$OUT/$name.json" <<'PY'
@@ -64,6 +64,7 @@ print(f"{s['jobs']} | {1 / per if per else float('nan'):.2f} | {100 * s['gpu_bus
 PY
 )
   rows+=("$name | exit $rc | $((SECONDS - start)) s | $row")
+  echo "${rows[-1]}"
   [ $rc -ne 0 ] && tail -5 "$OUT/$name.txt"
 }
 

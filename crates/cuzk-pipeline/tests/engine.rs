@@ -715,36 +715,57 @@ async fn a_transient_fault_is_retried_elsewhere() {
     assert_drained(&engine).await;
 }
 
-/// On a lone device that fails every proof: a partition is retried there once, then its job
-/// fails with both faults named; the third fault takes the device out of service, which fails
-/// the jobs in flight and every later one at once, saying why.
+/// On a lone device that fails every proof, a partition is retried there once, then its job
+/// fails with both faults named; the device stays in service (the last one does), so that a
+/// later job that fits may still be proven.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn with_no_device_in_service_jobs_fail_and_say_why() {
+async fn the_last_device_in_service_stays() {
     let params = params();
     let (engine, sink) = start_on(config(1, 1, 1), vec![faulty(Faults::From(0))]);
-    let first = engine.submit(job("first", 0, 1, &params)).wait().await;
-    let Err(JobError::Prove {
-        partition: 0,
-        reason,
-    }) = first
-    else {
-        panic!("{first:?}");
-    };
-    assert!(reason.contains("after one on device 0"), "{reason}");
-    let second = engine.submit(job("second", 1, 1, &params)).wait().await;
-    assert!(matches!(second, Err(JobError::NoDevice(_))), "{second:?}");
-    let later = engine.submit(job("later", 2, 1, &params)).wait().await;
-    let Err(JobError::NoDevice(reason)) = later else {
-        panic!("{later:?}");
-    };
-    assert!(reason.contains("every device"), "{reason}");
-    assert!(engine.devices()[0].out_of_service.is_some());
+    for (j, id) in ["first", "second"].into_iter().enumerate() {
+        let result = engine.submit(job(id, j as u64, 1, &params)).wait().await;
+        let Err(JobError::Prove {
+            partition: 0,
+            reason,
+        }) = result
+        else {
+            panic!("{result:?}");
+        };
+        assert!(
+            reason.contains("(on device 0, after one on device 0)"),
+            "{reason}"
+        );
+    }
+    let device = &engine.devices()[0];
+    assert_eq!((device.faults, &device.out_of_service), (4, &None));
     let timeline = sink.timeline();
     let retries: Vec<_> = events(&timeline, "DEVICE_FAULT")
         .iter()
         .map(|f| f.get("retry").unwrap().to_owned())
         .collect();
-    assert_eq!(retries, ["1", "0", "1"]);
+    assert_eq!(retries, ["1", "0", "1", "0"]);
+    assert!(events(&timeline, "DEVICE_OUT").is_empty());
+    assert_drained(&engine).await;
+}
+
+/// Two devices that both die: the first to fail three times goes out, the other stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_two_dead_devices_one_stays() {
+    let params = params();
+    let devices = vec![faulty(Faults::From(0)), faulty(Faults::From(0))];
+    let (engine, _sink) = start_on(config(2, 2, 2), devices);
+    let handles = (0..4)
+        .map(|j| engine.submit(job(&format!("job{j}"), j, 2, &params)))
+        .collect();
+    for result in wait_all(handles).await {
+        assert!(matches!(result, Err(JobError::Prove { .. })), "{result:?}");
+    }
+    let out: Vec<bool> = engine
+        .devices()
+        .iter()
+        .map(|d| d.out_of_service.is_some())
+        .collect();
+    assert_eq!(out.iter().filter(|o| **o).count(), 1, "{out:?}");
     assert_drained(&engine).await;
 }
 

@@ -20,8 +20,9 @@
 //! only the partition's attempt: the partition is synthesized again (its witness went to the
 //! backend) and proven on another device in service, or on the same one when it is the only one;
 //! a second fault fails its job. A device with [`FAULTS_IN_A_ROW`] faults and no proof between
-//! them is taken out of service: its workers stop and the others take its share. When the last
-//! one goes, every job fails with [`JobError::NoDevice`] rather than wait for none.
+//! them is taken out of service: its workers stop and the others take its share. The last device
+//! in service stays: an out-of-memory may be the work's (a proof too large for the device), and
+//! taking it out would fail every later job, of any size, until a restart.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -148,12 +149,14 @@ impl Device {
         health.in_a_row = 0;
     }
 
-    /// Counts a fault; `true` when it takes the device out of service.
-    fn fault(&self, error: &ProveError) -> bool {
+    /// Counts a fault; `true` when it takes the device out of service, which only a device with
+    /// another in service `elsewhere` may be.
+    fn fault(&self, error: &ProveError, elsewhere: bool) -> bool {
         let mut health = self.health();
         health.faults += 1;
         health.in_a_row += 1;
-        let out = health.in_a_row >= FAULTS_IN_A_ROW && health.out_of_service.is_none();
+        let out =
+            elsewhere && health.in_a_row >= FAULTS_IN_A_ROW && health.out_of_service.is_none();
         if out {
             let reason = format!("{} faults in a row, the last: {error}", health.in_a_row);
             health.out_of_service = Some(reason);
@@ -594,9 +597,9 @@ struct Fault {
     failed_on: Option<usize>,
 }
 
-/// Counts the fault against `device` (taking it out of service after [`FAULTS_IN_A_ROW`]) and
-/// sends the partition back to synthesis for another attempt, or fails its job if this was the
-/// retry.
+/// Counts the fault against `device` (taking it out of service after [`FAULTS_IN_A_ROW`], unless
+/// it is the last in service) and sends the partition back to synthesis for another attempt, or
+/// fails its job if this was the retry.
 fn device_fault(shared: &Shared, device: &Device, job: &JobInfo, fault: Fault, error: &ProveError) {
     let Fault {
         partition,
@@ -611,7 +614,12 @@ fn device_fault(shared: &Shared, device: &Device, job: &JobInfo, fault: Fault, e
         kv("retry", u8::from(retry)),
     ];
     shared.clock.emit(Event::DeviceFault, &job.id, detail);
-    if device.fault(error) {
+    let out = {
+        // Under the scheduler's lock, so that two devices failing at once cannot both go.
+        let _decision = shared.scheduler();
+        device.fault(error, shared.in_service_besides(device))
+    };
+    if out {
         shared.out_of_service(device);
     }
     let retried = retry && shared.scheduler().retry(job.seq, partition, device.index);

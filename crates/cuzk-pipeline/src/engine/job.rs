@@ -377,9 +377,6 @@ pub enum JobError {
     },
     #[error("cancelled")]
     Cancelled,
-    /// Every device was taken out of service (see [`DeviceActivity`](super::DeviceActivity)).
-    #[error("no device is in service: {0}")]
-    NoDevice(String),
     #[error("the engine shut down before the job finished")]
     ShutDown,
 }

@@ -275,19 +275,11 @@ impl Shared {
     }
 
     /// Logs that `device` went out of service and wakes the GPU workers: the others may now take
-    /// the retries they passed over for it. With none left in service, every job fails.
+    /// the retries they passed over for it.
     fn out_of_service(&self, device: &gpu::Device) {
         let detail = vec![kv("device", device.index())];
         self.clock.emit(Event::DeviceOut, "-", detail);
         self.gpu_wake.notify_waiters();
-        if self.devices.iter().any(|d| d.in_service()) {
-            return;
-        }
-        let reason = "every device was taken out of service after repeated device faults";
-        let ended = self.scheduler().no_device(reason);
-        for ended in ended {
-            self.ended(ended, "failed");
-        }
     }
 
     /// Ends `job` with `error`, unless it already ended.

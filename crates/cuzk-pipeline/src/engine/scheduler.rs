@@ -138,8 +138,6 @@ pub(crate) struct Scheduler {
     ids: HashMap<String, u64>,
     gpu_queue: BTreeMap<GpuKey, Ready>,
     synthesis_concurrency: usize,
-    /// Why no device proves any more: every job then fails at once.
-    no_device: Option<String>,
 }
 
 impl Scheduler {
@@ -150,7 +148,6 @@ impl Scheduler {
             ids: HashMap::new(),
             gpu_queue: BTreeMap::new(),
             synthesis_concurrency,
-            no_device: None,
         }
     }
 
@@ -161,10 +158,6 @@ impl Scheduler {
         }
         if request.partitions == 0 {
             return watch::Sender::new(Some(Err(JobError::NoPartitions))).subscribe();
-        }
-        if let Some(reason) = &self.no_device {
-            let error = JobError::NoDevice(reason.clone());
-            return watch::Sender::new(Some(Err(error))).subscribe();
         }
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -348,15 +341,6 @@ impl Scheduler {
             info: job.info,
             result: Err(error),
         })
-    }
-
-    /// Ends every job in flight, and fails every later one at once: no device proves any more.
-    pub fn no_device(&mut self, reason: &str) -> Vec<Ended> {
-        self.no_device = Some(reason.to_owned());
-        let seqs: Vec<u64> = self.jobs.keys().copied().collect();
-        seqs.into_iter()
-            .filter_map(|seq| self.fail(seq, JobError::NoDevice(reason.to_owned())))
-            .collect()
     }
 
     /// Cancels the job in flight with this id.
