@@ -1,6 +1,8 @@
 //! Built-in circuits as the CLI names them, validated.
 
 use anyhow::{ensure, Result};
+use cuzk_groth16::setup::{generate_parameters_on, Multiplier, ToxicWaste};
+use cuzk_groth16::Parameters;
 use cuzk_synth::circuits::SyntheticCircuit;
 
 use crate::args::{CircuitArgs, CircuitKind};
@@ -28,6 +30,15 @@ impl CircuitSpec {
                     seed: args.seed,
                 }))
             }
+        }
+    }
+
+    /// Parameters from fresh toxic waste (NOT a trusted setup), multiplied out by `multiplier`:
+    /// a 2^24-constraint set takes minutes on the CPU, seconds on a GPU.
+    pub fn random_parameters(&self, multiplier: &Multiplier) -> Result<Parameters> {
+        let toxic = ToxicWaste::random(&mut rand::rngs::OsRng);
+        match self {
+            CircuitSpec::Synthetic(c) => Ok(generate_parameters_on(c.clone(), &toxic, multiplier)?),
         }
     }
 

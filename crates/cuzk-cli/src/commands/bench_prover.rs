@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
-use cuzk_groth16::setup::generate_random_parameters;
 use cuzk_groth16::{prove_finish, verify_proof, PreparedVerifyingKey, Randomness, Unshared};
 use cuzk_synth::ProvingAssignment;
 use rand::rngs::OsRng;
@@ -40,9 +39,11 @@ pub fn run(global: &GlobalArgs, args: BenchProverArgs) -> Result<Outcome> {
         eprintln!("{}", CircuitSpec::Synthetic(circuit.clone()).describe());
     }
     let backend = backend::select(args.backend, global.json)?;
+    let multiplier = backend::multiplier(args.backend, true)?;
+    let spec = CircuitSpec::Synthetic(circuit.clone());
     let (params, _) = progress.stage(
         "generating parameters (random, NOT a trusted setup)",
-        || generate_random_parameters(circuit.clone(), &mut OsRng),
+        || spec.random_parameters(&multiplier),
     );
     let params = params.context("setup failed")?;
     let (mut synth_ms, mut prove_ms) = (Vec::new(), Vec::new());

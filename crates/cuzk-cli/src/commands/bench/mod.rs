@@ -21,9 +21,7 @@ use cuzk_filecoin::{
 use cuzk_gpu::Gpu;
 use cuzk_groth16::backend::{Faults, FaultyBackend, GpuBackend};
 use cuzk_groth16::params_file::PointCheck;
-use cuzk_groth16::setup::{
-    generate_parameters_on, parameters_for_compiled, parameters_on_device, Multiplier, ToxicWaste,
-};
+use cuzk_groth16::setup::{parameters_for_compiled, parameters_on_device, Multiplier, ToxicWaste};
 use cuzk_groth16::{Parameters, ProverBackend};
 use cuzk_pipeline::analysis::{max_synth_in_flight, per_device, summarize, GpuSummary};
 use cuzk_pipeline::engine::{auto_memory_budget, resident_bytes};
@@ -200,15 +198,12 @@ impl Workload {
     }
 
     /// The parameters every job proves with; a synthetic circuit's multiplied out by
-    /// `multiplier` (a 2^24-constraint set takes minutes on the CPU, seconds on a GPU).
+    /// `multiplier`.
     fn params(&self, progress: Progress, multiplier: &Multiplier) -> Result<Parameters> {
         let (params, _) = match self {
-            Workload::Synthetic(CircuitSpec::Synthetic(circuit)) => progress.stage(
+            Workload::Synthetic(spec) => progress.stage(
                 "generating parameters (random, NOT a trusted setup)",
-                || {
-                    let toxic = ToxicWaste::random(&mut rand::rngs::OsRng);
-                    Ok(generate_parameters_on(circuit.clone(), &toxic, multiplier)?)
-                },
+                || spec.random_parameters(multiplier),
             ),
             Workload::Porep {
                 files,
