@@ -7,14 +7,17 @@
 #   3. the same on all devices with the last dying at its FAULT_AT-th proof (no job may be lost);
 #   4. a synthetic circuit of SYN constraints (default 2^24), JOBS_SYN jobs: one device, then all;
 #   then a table, and `cuzk analyze` of the faulty run.
-# Usage: [SYN=N] [FAULT_AT=N] [BENCH_TIMEOUT=S] benches/device/multi_gpu.sh PACK [JOBS_2K] [JOBS_SYN]
+# Usage: [STEPS="tests 2k syn"] [SYN=N] [FAULT_AT=N] [BENCH_TIMEOUT=S] \
+#          benches/device/multi_gpu.sh PACK [JOBS_2K] [JOBS_SYN]
 #   PACK: a .tar.xz holding `cuzk` and the test binaries, built here and stripped.
 set -uo pipefail
 PACK=${1:?usage: multi_gpu.sh PACK [JOBS_2K] [JOBS_SYN]}
 JOBS_2K=${2:-160}
-JOBS_SYN=${3:-8}
+JOBS_SYN=${3:-24}
 SYN=${SYN:-16777216}
 FAULT_AT=${FAULT_AT:-20}
+STEPS=${STEPS:-tests 2k syn}
+step() { [[ " $STEPS " == *" $1 "* ]]; }
 OUT=${OUT:-/tmp/multi-gpu-out}
 BIN=/tmp/multi-gpu-bin
 PARAMS=/tmp/p2k
@@ -29,7 +32,7 @@ all=$(seq -s, 0 $((gpus - 1)))
 last=$(( $(tr ',' '\n' <<< "$all" | wc -l) - 1 ))
 echo "GPUs: $gpus; all devices: --devices $all; CPU cores: $(nproc)"
 
-for test in "$BIN"/t-*; do
+step tests && for test in "$BIN"/t-*; do
   [ -e "$test" ] || continue
   name=$(basename "$test")
   "$test" --test-threads 1 > "$OUT/$name.txt" 2>&1
@@ -37,8 +40,8 @@ for test in "$BIN"/t-*; do
   grep -E "panicked|FAILED" "$OUT/$name.txt" | head -10
 done
 
-[ -f "$SECTOR/c1.json" ] || "$BIN/cuzk" sample-sector --size 2KiB --out "$SECTOR" --miner-id 1000 > /dev/null
-ls "$PARAMS"/*.params > /dev/null 2>&1 || "$BIN/cuzk" setup --porep 2KiB --backend gpu --out "$PARAMS" > /dev/null
+step 2k && { [ -f "$SECTOR/c1.json" ] || "$BIN/cuzk" sample-sector --size 2KiB --out "$SECTOR" --miner-id 1000 > /dev/null
+ls "$PARAMS"/*.params > /dev/null 2>&1 || "$BIN/cuzk" setup --porep 2KiB --backend gpu --out "$PARAMS" > /dev/null; }
 
 rows=()
 bench() { # name, then bench flags
@@ -69,15 +72,23 @@ PY
 }
 
 porep=(--c1 "$SECTOR/c1.json" --params-dir "$PARAMS" -j "$JOBS_2K" -c 16 --synthesis-concurrency 16)
-bench 2k-one "${porep[@]}" --devices 0
-bench 2k-all "${porep[@]}" --devices "$all"
-bench 2k-fault "${porep[@]}" --devices "$all" --inject-device-fault "$last@$FAULT_AT"
-synthetic=(--constraints "$SYN" --partitions 2 -j "$JOBS_SYN" -c 4)
-bench syn-one "${synthetic[@]}" --devices 0
-bench syn-all "${synthetic[@]}" --devices "$all"
+if step 2k; then
+  bench 2k-one "${porep[@]}" --devices 0
+  bench 2k-all "${porep[@]}" --devices "$all"
+  bench 2k-fault "${porep[@]}" --devices "$all" --inject-device-fault "$last@$FAULT_AT"
+fi
+# One thread per synthetic witness: as many in flight as cores, or the GPU waits for the CPU.
+synthetic=(--constraints "$SYN" --partitions 2 -j "$JOBS_SYN" -c 16 --synthesis-concurrency 16)
+if step syn; then
+  bench syn-one "${synthetic[@]}" --devices 0
+  bench syn-all "${synthetic[@]}" --devices "$all"
+fi
 
 echo
 echo "run | exit | wall | jobs | jobs/s (steady) | GPU busy (merged) | per device"
 printf '%s\n' "${rows[@]}"
 echo
-"$BIN/cuzk" analyze "$OUT/2k-fault.log" | grep -E "device|GPU busy"
+[ -f "$OUT/2k-fault.log" ] && "$BIN/cuzk" analyze "$OUT/2k-fault.log" | grep -E "device|GPU busy"
+for run in syn-one syn-all; do
+  [ -f "$OUT/$run.txt" ] && { echo "$run:"; grep -E "device region|synthesis |prove_start|device [0-9]|cuzk:" "$OUT/$run.txt"; }
+done

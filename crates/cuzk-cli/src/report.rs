@@ -94,6 +94,9 @@ pub fn device(d: &DeviceSummary) -> Map<String, Value> {
 /// ", 3 device faults, out of service at 12.3 s" for a device that had faults, else nothing.
 fn faults(device: &Value) -> String {
     let count = device["faults"].as_u64().unwrap_or(0);
+    let last = device["last_fault"]
+        .as_str()
+        .map_or(String::new(), |e| format!(" (the last: {e})"));
     let out = device["out_of_service_ms"]
         .as_f64()
         .map_or(String::new(), |ms| {
@@ -101,8 +104,8 @@ fn faults(device: &Value) -> String {
         });
     match count {
         0 => out,
-        1 => format!(", 1 device fault{out}"),
-        n => format!(", {n} device faults{out}"),
+        1 => format!(", 1 device fault{out}{last}"),
+        n => format!(", {n} device faults{out}{last}"),
     }
 }
 

@@ -30,6 +30,19 @@ pub enum GpuError {
     InvalidInput { what: &'static str, reason: String },
 }
 
+impl GpuError {
+    /// Whether the device ran out of memory: as planned ([`GpuError::OutOfMemory`]) or as the
+    /// driver said (an allocation's `CUDA_ERROR_OUT_OF_MEMORY`).
+    pub fn is_out_of_memory(&self) -> bool {
+        use cudarc::driver::sys::CUresult;
+        match self {
+            GpuError::OutOfMemory { .. } => true,
+            GpuError::Driver { source, .. } => source.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY,
+            _ => false,
+        }
+    }
+}
+
 /// Attaches the name of the driver call to a cudarc error.
 pub(crate) trait DriverContext<T> {
     fn call(self, call: &'static str) -> Result<T, GpuError>;

@@ -95,19 +95,22 @@ pub enum ProveError {
 }
 
 impl ProveError {
-    /// Whether the device failed rather than the proof (a CUDA error, device memory exhausted,
-    /// the device gone): the same proof may succeed on another device, and a device that keeps
-    /// failing should stop taking work.
-    pub fn is_device_fault(&self) -> bool {
+    /// When the device failed rather than the proof, what kind of fault it was (`driver`,
+    /// `out_of_memory`, `unavailable`, `injected`): the same proof may succeed on another device,
+    /// and a device that keeps failing should stop taking work. `None` for the proof's own errors.
+    pub fn device_fault(&self) -> Option<&'static str> {
         use cuzk_gpu::GpuError as G;
         match self {
-            ProveError::Gpu(G::Driver { .. } | G::OutOfMemory { .. } | G::Unavailable(_)) => true,
-            ProveError::DeviceFault { .. } => true,
+            ProveError::Gpu(e) if e.is_out_of_memory() => Some("out_of_memory"),
+            ProveError::Gpu(G::Driver { .. }) => Some("driver"),
+            ProveError::Gpu(G::OutOfMemory { .. }) => Some("out_of_memory"),
+            ProveError::Gpu(G::Unavailable(_)) => Some("unavailable"),
+            ProveError::DeviceFault { .. } => Some("injected"),
             ProveError::Gpu(G::MissingKernel { .. } | G::InvalidInput { .. })
             | ProveError::Synthesis(_)
             | ProveError::Domain(_)
             | ProveError::ParamsMismatch { .. }
-            | ProveError::Backend { .. } => false,
+            | ProveError::Backend { .. } => None,
         }
     }
 }

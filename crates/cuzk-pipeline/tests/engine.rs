@@ -677,6 +677,7 @@ async fn a_device_that_dies_loses_no_job() {
     }
     let [healthy, dead] = <[DeviceActivity; 2]>::try_from(engine.devices()).unwrap();
     assert_eq!((dead.partitions, dead.faults), (1, FAULTS_IN_A_ROW as u64));
+    let dead_fault = dead.last_fault.clone().unwrap();
     let reason = dead.out_of_service.unwrap();
     assert!(
         reason.contains("3 faults in a row") && reason.contains("injected"),
@@ -688,6 +689,8 @@ async fn a_device_that_dies_loses_no_job() {
     let timeline = sink.timeline();
     let faults = events(&timeline, "DEVICE_FAULT");
     assert_eq!(faults.len(), FAULTS_IN_A_ROW);
+    assert!(faults.iter().all(|f| f.get("fault") == Some("injected")));
+    assert!(dead_fault.contains("injected fault"), "{dead_fault}");
     assert!(faults
         .iter()
         .all(|f| f.get("device") == Some("1") && f.get("retry") == Some("1")));
@@ -1302,6 +1305,7 @@ async fn a_device_names_the_job_in_its_prove_start() {
         job: None,
         partitions: 0,
         faults: 0,
+        last_fault: None,
         out_of_service: None,
     };
     assert_eq!(engine.devices(), std::slice::from_ref(&idle));

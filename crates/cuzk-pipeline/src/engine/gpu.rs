@@ -16,7 +16,7 @@
 //! (`acquire_beside`: when all it reads is on the device and its buffers fit, GPU_START says
 //! `beside=1`).
 //!
-//! A device fault (a CUDA error, device memory exhausted: [`ProveError::is_device_fault`]) fails
+//! A device fault (a CUDA error, device memory exhausted: [`ProveError::device_fault`]) fails
 //! only the partition's attempt: the partition is synthesized again (its witness went to the
 //! backend) and proven on another device in service, or on the same one when it is the only one;
 //! a second fault fails its job. A device with [`FAULTS_IN_A_ROW`] faults and no proof between
@@ -53,8 +53,9 @@ pub struct DeviceActivity {
     pub job: Option<String>,
     /// Partitions it proved (their `prove_start` succeeded on it).
     pub partitions: u64,
-    /// Device faults it had, retried elsewhere or not.
+    /// Device faults it had, retried elsewhere or not, and the last one's error.
     pub faults: u64,
+    pub last_fault: Option<String>,
     /// Why it was taken out of service (its last fault), `None` while it is in service.
     pub out_of_service: Option<String>,
 }
@@ -97,6 +98,7 @@ pub(super) struct Device {
 struct Health {
     partitions: u64,
     faults: u64,
+    last_fault: Option<String>,
     in_a_row: usize,
     out_of_service: Option<String>,
 }
@@ -155,6 +157,7 @@ impl Device {
         let mut health = self.health();
         health.faults += 1;
         health.in_a_row += 1;
+        health.last_fault = Some(error.to_string());
         let out =
             elsewhere && health.in_a_row >= FAULTS_IN_A_ROW && health.out_of_service.is_none();
         if out {
@@ -179,6 +182,7 @@ impl Device {
             job: activity.holder.as_ref().or(running).cloned(),
             partitions: health.partitions,
             faults: health.faults,
+            last_fault: health.last_fault.clone(),
             out_of_service: health.out_of_service.clone(),
         }
     }
@@ -563,7 +567,7 @@ async fn prove_start(shared: &Arc<Shared>, device: &Arc<Device>, ready: Ready, w
                 timings,
             ));
         }
-        Ok((Err(e), _)) if e.is_device_fault() => {
+        Ok((Err(e), _)) if e.device_fault().is_some() => {
             let fault = Fault {
                 partition,
                 worker,
@@ -612,6 +616,7 @@ fn device_fault(shared: &Shared, device: &Device, job: &JobInfo, fault: Fault, e
         kv("worker", worker),
         kv("device", device.index),
         kv("retry", u8::from(retry)),
+        kv("fault", error.device_fault().unwrap_or("other")),
     ];
     shared.clock.emit(Event::DeviceFault, &job.id, detail);
     let out = {

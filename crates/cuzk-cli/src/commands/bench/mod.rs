@@ -27,7 +27,7 @@ use cuzk_pipeline::analysis::{max_synth_in_flight, per_device, summarize, GpuSum
 use cuzk_pipeline::engine::{auto_memory_budget, resident_bytes};
 use cuzk_pipeline::sink::MemorySink;
 use cuzk_pipeline::timeline::Timeline;
-use cuzk_pipeline::{Engine, EngineConfig, JobError, JobRequest, Partition};
+use cuzk_pipeline::{DeviceActivity, Engine, EngineConfig, JobError, JobRequest, Partition};
 use cuzk_synth::CompiledR1cs;
 use serde_json::{json, Map, Value};
 use tokio::sync::Semaphore;
@@ -365,11 +365,21 @@ async fn run_jobs(
     Ok(())
 }
 
-/// Each backend's share of the run, in the engine's order (a TIMELINE's `device=`); a device that
-/// ran nothing is listed with no figures.
-fn devices(backends: &[Arc<dyn ProverBackend>], gpu: &GpuSummary, timeline: &Timeline) -> Value {
+/// What a run leaves beside its TIMELINE.
+struct Ran<'a> {
+    backends: &'a [Arc<dyn ProverBackend>],
+    /// The engine's view of its devices at the end.
+    activity: &'a [DeviceActivity],
+    wall_s: f64,
+    /// The memory budget's peak.
+    peak: u64,
+}
+
+/// Each backend's share of the run, in the engine's order (a TIMELINE's `device=`), with the
+/// last fault the engine saw on it; a device that ran nothing is listed with no figures.
+fn devices(ran: &Ran, gpu: &GpuSummary, timeline: &Timeline) -> Value {
     let seen = per_device(gpu, timeline);
-    backends
+    ran.backends
         .iter()
         .enumerate()
         .map(|(index, backend)| {
@@ -381,24 +391,21 @@ fn devices(backends: &[Arc<dyn ProverBackend>], gpu: &GpuSummary, timeline: &Tim
                 ]),
             };
             entry.insert("backend".into(), backend.name().into());
+            let last_fault = ran.activity.get(index).and_then(|a| a.last_fault.clone());
+            entry.insert("last_fault".into(), last_fault.into());
             Value::Object(entry)
         })
         .collect()
 }
 
 /// The figures of the run, from its TIMELINE.
-fn summary(
-    plan: &Plan,
-    backends: &[Arc<dyn ProverBackend>],
-    timeline: &Timeline,
-    wall_s: f64,
-    peak: u64,
-) -> Value {
+fn summary(plan: &Plan, ran: &Ran, timeline: &Timeline) -> Value {
+    let (backends, wall_s, peak) = (ran.backends, ran.wall_s, ran.peak);
     let gpu = summarize(timeline, plan.warmup_jobs);
     let mut summary = plan.workload.summary();
     let run = json!({
         "backend": backends.first().map(|b| b.name()),
-        "devices": devices(backends, &gpu, timeline),
+        "devices": devices(ran, &gpu, timeline),
         "jobs": plan.jobs,
         "concurrency": plan.concurrency,
         "partitions": plan.partitions,
@@ -546,17 +553,24 @@ pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
                     None
                 }
             };
-            anyhow::Ok((engine.memory().peak(), samples))
+            anyhow::Ok((engine.memory().peak(), samples, engine.devices()))
         })
     });
-    let (peak, samples) = ran?;
+    // Written whatever the jobs' fate: the log of a failed run says what happened.
     let whole = sink.timeline();
     if let Some(path) = &args.timeline {
         let text: String = whole.records.iter().map(|r| format!("{r}\n")).collect();
         super::write_output(path, text.as_bytes())?;
     }
+    let (peak, samples, activity) = ran?;
     let timeline = probe::without_probes(whole);
-    let mut summary = summary(&plan, &backends, &timeline, elapsed.as_secs_f64(), peak);
+    let ran = Ran {
+        backends: &backends,
+        activity: &activity,
+        wall_s: elapsed.as_secs_f64(),
+        peak,
+    };
+    let mut summary = summary(&plan, &ran, &timeline);
     if let (Some(probe), Some(samples)) = (&probe, &samples) {
         summary["probe"] = probe.summary(samples);
     }
