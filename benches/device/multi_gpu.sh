@@ -18,11 +18,14 @@ SYN=${SYN:-16777216}
 FAULT_AT=${FAULT_AT:-20}
 STEPS=${STEPS:-tests 2k syn}
 step() { [[ " $STEPS " == *" $1 "* ]]; }
-OUT=${OUT:-/tmp/multi-gpu-out}
+# Everything is written to WORK and packed into one file under OUT at the end (the device tool
+# brings back a few files only).
+FINAL=${OUT:-/tmp/multi-gpu-out}
+OUT=/tmp/multi-gpu-work
 BIN=/tmp/multi-gpu-bin
 PARAMS=/tmp/p2k
 SECTOR=/tmp/sector-2KiB
-mkdir -p "$OUT" "$BIN" "$PARAMS"
+mkdir -p "$OUT" "$FINAL" "$BIN" "$PARAMS"
 python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$PACK" "$BIN"
 chmod +x "$BIN"/*
 nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv,noheader
@@ -92,3 +95,4 @@ echo
 for run in syn-one syn-all; do
   [ -f "$OUT/$run.txt" ] && { echo "$run:"; grep -E "device region|synthesis |prove_start|device [0-9]|cuzk:" "$OUT/$run.txt"; }
 done
+tar -C "$OUT" -cf - . | xz -T0 > "$FINAL/multi_gpu.tar.xz"
