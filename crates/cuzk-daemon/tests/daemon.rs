@@ -154,6 +154,15 @@ async fn get_status(client: &mut Client) -> proto::GetStatusResponse {
         .into_inner()
 }
 
+async fn metrics(client: &mut Client) -> String {
+    client
+        .get_metrics(proto::GetMetricsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .prometheus_text
+}
+
 async fn cancel(client: &mut Client, id: &str) -> Result<bool, tonic::Status> {
     let request = proto::CancelProofRequest {
         job_id: id.to_owned(),
@@ -355,12 +364,7 @@ async fn every_rpc_over_a_unix_socket() {
     );
 
     // Metrics, by rpc and on the status port.
-    let text = client
-        .get_metrics(proto::GetMetricsRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .prometheus_text;
+    let text = metrics(&mut client).await;
     for line in [
         "cuzk_proofs_completed_total{proof_kind=\"porep-c2\"} 2",
         "cuzk_proof_duration_seconds_count{proof_kind=\"porep-c2\"} 2",
@@ -636,12 +640,7 @@ async fn a_device_that_dies_fails_no_request_and_the_status_says_so() {
     assert!(dead.out_of_service_reason.contains("injected"), "{dead:?}");
     assert_eq!(dead.partitions_proven, 0);
 
-    let text = client
-        .get_metrics(proto::GetMetricsRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .prometheus_text;
+    let text = metrics(&mut client).await;
     let faults = format!(
         "cuzk_device_faults_total{{device=\"1\"}} {}",
         dead.device_faults
