@@ -321,7 +321,15 @@ impl Daemon {
                         || (other.priority == job.priority && other.seq < job.seq))
             })
             .count();
-        let names: Vec<&str> = self.parts.devices.iter().map(|d| d.name()).collect();
+        // Its partitions go to whichever device in service is free first.
+        let names: Vec<String> = self
+            .parts
+            .engine
+            .devices()
+            .into_iter()
+            .filter(|d| d.out_of_service.is_none())
+            .map(|d| d.backend)
+            .collect();
         Submitted {
             job_id: job.id.clone(),
             queue_position: u32::try_from(ahead).unwrap_or(u32::MAX),

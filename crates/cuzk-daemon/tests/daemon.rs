@@ -589,12 +589,12 @@ fn test_gpu(ordinal: usize) -> DeviceStatus {
     }
 }
 
-/// A CPU backend that says it is GPU `ordinal`, so that the status lists it.
-struct SaysGpu(usize);
+/// A CPU backend that says it is GPU `ordinal` (named so), so that the status lists it.
+struct SaysGpu(usize, &'static str);
 
 impl ProverBackend for SaysGpu {
     fn name(&self) -> &str {
-        "cuda (test)"
+        self.1
     }
 
     fn prove_start(
@@ -615,8 +615,9 @@ impl ProverBackend for SaysGpu {
 /// status (rpc and HTTP) and the metrics say the second is out of service and why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_device_that_dies_fails_no_request_and_the_status_says_so() {
-    let dead = FaultyBackend::new(Arc::new(SaysGpu(1)), Faults::From(0));
-    let backends: Vec<Arc<dyn ProverBackend>> = vec![Arc::new(SaysGpu(0)), Arc::new(dead)];
+    let dead = FaultyBackend::new(Arc::new(SaysGpu(1, "cuda:1 (test)")), Faults::From(0));
+    let alive = SaysGpu(0, "cuda:0 (test)");
+    let backends: Vec<Arc<dyn ProverBackend>> = vec![Arc::new(alive), Arc::new(dead)];
     let daemon = Running::start("", Some(backends)).await;
     let mut client = daemon.client().await;
     let spec = SyntheticRequest {
@@ -655,6 +656,13 @@ async fn a_device_that_dies_fails_no_request_and_the_status_says_so() {
     let (_, body) = http(daemon.bound.status.unwrap(), "GET", "/status").await;
     let json: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(json["gpus"][1]["out_of_service"], true);
+    // A job submitted now goes to the device in service only.
+    let submitted = client
+        .submit_proof(synthetic("after", &spec))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(submitted.assigned_gpu, "cuda:0 (test)");
     assert_eq!(json["gpus"][0]["partitions_proven"], 12);
     daemon.stop().await.unwrap();
 }
