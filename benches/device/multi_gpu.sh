@@ -5,7 +5,8 @@
 #   1. test binaries of the pack (`t-*`), one test at a time;
 #   2. 2 KiB PoRep, JOBS_2K jobs, 16 at once: one device, then all;
 #   3. the same on all devices with the last dying at its FAULT_AT-th proof (no job may be lost);
-#   4. a synthetic circuit of SYN constraints (default 2^24), JOBS_SYN jobs: one device, then all;
+#   4. a synthetic circuit of SYN constraints (default 2^24), JOBS_SYN jobs of 2 partitions, as
+#      many synthesizing as cores: one device, then all;
 #   then a table, and `cuzk analyze` of the faulty run.
 # Usage: [STEPS="tests 2k syn"] [SYN=N] [FAULT_AT=N] [BENCH_TIMEOUT=S] \
 #          benches/device/multi_gpu.sh PACK [JOBS_2K] [JOBS_SYN]
@@ -81,7 +82,8 @@ if step 2k; then
   bench 2k-fault "${porep[@]}" --devices "$all" --inject-device-fault "$last@$FAULT_AT"
 fi
 # One thread per synthetic witness: as many in flight as cores, or the GPU waits for the CPU.
-synthetic=(--constraints "$SYN" --partitions 2 -j "$JOBS_SYN" -c 16 --synthesis-concurrency 16)
+cores=$(nproc)
+synthetic=(--constraints "$SYN" --partitions 2 -j "$JOBS_SYN" -c "$cores" --synthesis-concurrency "$cores")
 if step syn; then
   bench syn-one "${synthetic[@]}" --devices 0
   bench syn-all "${synthetic[@]}" --devices "$all"
