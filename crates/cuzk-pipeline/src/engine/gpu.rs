@@ -538,11 +538,28 @@ async fn prove_start(shared: &Arc<Shared>, device: &Arc<Device>, ready: Ready, w
     .await;
     drop(busy);
     let prove_start_ms = ms(pickup.elapsed());
-    match outcome {
+    // The device's health counts whatever became of the job.
+    let fault = match &outcome {
+        Ok((Ok(_), _)) => {
+            device.proved();
+            None
+        }
+        Ok((Err(e), _)) => e.device_fault(),
+        Err(_) => None,
+    };
+    match (outcome, fault) {
+        (Ok((Err(e), _)), Some(kind)) => {
+            let fault = Fault {
+                partition,
+                worker,
+                failed_on,
+                kind,
+            };
+            device_fault(shared, device, &job, fault, &e);
+        }
         // Ended (cancelled, another partition failed) while this one was proven: moot.
         _ if job.finished() => {}
-        Ok((Ok(started), held)) => {
-            device.proved();
+        (Ok((Ok(started), held)), _) => {
             // a, b and c are on the device (or were never on the host).
             reservation.keep(job.memory.rest);
             let timings = Timings {
@@ -567,22 +584,14 @@ async fn prove_start(shared: &Arc<Shared>, device: &Arc<Device>, ready: Ready, w
                 timings,
             ));
         }
-        Ok((Err(e), _)) if e.device_fault().is_some() => {
-            let fault = Fault {
-                partition,
-                worker,
-                failed_on,
-            };
-            device_fault(shared, device, &job, fault, &e);
-        }
-        Ok((Err(e), _)) => shared.fail(
+        (Ok((Err(e), _)), None) => shared.fail(
             &job,
             JobError::Prove {
                 partition,
                 reason: e.to_string(),
             },
         ),
-        Err(message) => shared.fail(
+        (Err(message), _) => shared.fail(
             &job,
             JobError::Panicked {
                 partition,
@@ -599,35 +608,38 @@ struct Fault {
     worker: usize,
     /// Where its previous attempt failed, if this was its retry.
     failed_on: Option<usize>,
+    /// [`ProveError::device_fault`].
+    kind: &'static str,
 }
 
 /// Counts the fault against `device` (taking it out of service after [`FAULTS_IN_A_ROW`], unless
 /// it is the last in service) and sends the partition back to synthesis for another attempt, or
-/// fails its job if this was the retry.
+/// fails its job if this was the retry (a job that ended meanwhile stays as it ended).
 fn device_fault(shared: &Shared, device: &Device, job: &JobInfo, fault: Fault, error: &ProveError) {
     let Fault {
         partition,
         worker,
         failed_on,
+        kind,
     } = fault;
-    let retry = failed_on.is_none();
+    let (out, retried) = {
+        // Under the scheduler's lock, so that two devices failing at once cannot both go.
+        let mut scheduler = shared.scheduler();
+        let out = device.fault(error, shared.in_service_besides(device));
+        let retried = failed_on.is_none() && scheduler.retry(job.seq, partition, device.index);
+        (out, retried)
+    };
     let detail = vec![
         kv("partition", partition),
         kv("worker", worker),
         kv("device", device.index),
-        kv("retry", u8::from(retry)),
-        kv("fault", error.device_fault().unwrap_or("other")),
+        kv("retry", u8::from(retried)),
+        kv("fault", kind),
     ];
     shared.clock.emit(Event::DeviceFault, &job.id, detail);
-    let out = {
-        // Under the scheduler's lock, so that two devices failing at once cannot both go.
-        let _decision = shared.scheduler();
-        device.fault(error, shared.in_service_besides(device))
-    };
     if out {
         shared.out_of_service(device);
     }
-    let retried = retry && shared.scheduler().retry(job.seq, partition, device.index);
     match retried {
         true => shared.synthesis_wake.notify_waiters(),
         false => {
