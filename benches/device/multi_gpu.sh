@@ -10,7 +10,12 @@
 #   then a table, and `cuzk analyze` of the faulty run.
 # Usage: [STEPS="tests 2k syn"] [SYN=N] [FAULT_AT=N] [BENCH_TIMEOUT=S] \
 #          benches/device/multi_gpu.sh PACK [JOBS_2K] [JOBS_SYN]
-#   PACK: a .tar.xz holding `cuzk` and the test binaries, built here and stripped.
+#   PACK: a .tar.xz holding `cuzk` and the GPU test binaries named `t-*`, built here and
+#   stripped, e.g. after `cargo xtask kernels`:
+#     cargo build --release -p cuzk-cli
+#     cargo test --release --no-run --message-format=json -p cuzk-gpu -p cuzk-groth16 \
+#       -p cuzk-pipeline --test gpu_devices --test gpu_backend --test gpu_sparse --test gpu_setup \
+#       --test msm --test ntt --test sparse --test fixed_base --test arith   # executables: t-<name>
 set -uo pipefail
 PACK=${1:?usage: multi_gpu.sh PACK [JOBS_2K] [JOBS_SYN]}
 JOBS_2K=${2:-160}
