@@ -58,7 +58,7 @@ pub enum SelectError {
 /// The backends of `choice`: with a GPU, one per device (`devices`, or every device the driver
 /// reports); `Auto` without a usable GPU falls back to the CPU and says why. `Cpu` with `devices`
 /// gives one CPU backend per entry, all on the same cores: a multi-device engine to try without
-/// a GPU.
+/// a GPU. A GPU listed k times gets k backends, each planning with 1/k of its memory.
 pub fn select(choice: BackendChoice, devices: Option<&[usize]>) -> Result<Selection, SelectError> {
     let cpu = |fallback| Selection {
         backends: vec![Arc::new(CpuBackend)],
@@ -80,15 +80,16 @@ pub fn select(choice: BackendChoice, devices: Option<&[usize]>) -> Result<Select
             let found: Vec<usize> = found.iter().map(|d| d.ordinal).collect();
             let chosen = devices.map_or_else(|| found.clone(), <[usize]>::to_vec);
             let backends = chosen
-                .into_iter()
-                .map(|ordinal| {
+                .iter()
+                .map(|&ordinal| {
                     if !found.contains(&ordinal) {
                         return Err(SelectError::NoSuchDevice {
                             missing: ordinal,
                             found: found.clone(),
                         });
                     }
-                    GpuBackend::new(ordinal)
+                    let sharing = chosen.iter().filter(|&&o| o == ordinal).count();
+                    open_shared(ordinal, sharing)
                         .map(|b| Arc::new(b) as Arc<dyn ProverBackend>)
                         .map_err(|source| SelectError::Open { ordinal, source })
                 })
@@ -99,4 +100,16 @@ pub fn select(choice: BackendChoice, devices: Option<&[usize]>) -> Result<Select
             })
         }
     }
+}
+
+/// A backend of device `ordinal`, one of `sharing` on it: each plans with its share of the
+/// memory, or two backends on one H200 each take what the other needs (2^24 synthetic proofs:
+/// five out-of-memory faults in 48 partitions without shares).
+fn open_shared(ordinal: usize, sharing: usize) -> Result<GpuBackend, GpuError> {
+    let gpu = cuzk_gpu::Gpu::new(ordinal)?;
+    if sharing > 1 {
+        let (_, total) = gpu.memory()?;
+        gpu.limit_memory(Some(total / sharing));
+    }
+    Ok(GpuBackend::with_gpu(gpu))
 }
