@@ -113,3 +113,24 @@ fn open_shared(ordinal: usize, sharing: usize) -> Result<GpuBackend, GpuError> {
     }
     Ok(GpuBackend::with_gpu(gpu))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// The CPU gives one backend per listed device (a multi-device engine without a GPU), one
+    /// when none is listed.
+    #[test]
+    fn the_cpu_gives_a_backend_per_listed_device() {
+        let count = |devices: Option<&[usize]>| {
+            let selection = select(BackendChoice::Cpu, devices).unwrap();
+            assert!(selection.fallback.is_none());
+            selection.backends.len()
+        };
+        assert_eq!(count(None), 1);
+        assert_eq!(count(Some(&[0, 1, 2])), 3);
+        assert_eq!(count(Some(&[])), 1);
+    }
+}
