@@ -69,6 +69,7 @@ except Exception as e:
 per = s.get("steady_state_s_per_proof")
 devices = "; ".join(
     f"d{d['device']}: {d.get('partitions', 0)} p, busy {100 * d.get('gpu_busy_fraction', 0):.1f}%"
+    + (f", starved {100 * d['gpu_starved_fraction']:.1f}%" if d.get("gpu_starved_fraction") is not None else "")
     + (f", {d['faults']} faults" if d.get("faults") else "")
     + (", out" if d.get("out_of_service_ms") is not None else "")
     for d in s.get("devices", []))
@@ -95,7 +96,7 @@ if step syn; then
 fi
 
 echo
-echo "run | exit | wall | jobs | jobs/s (steady) | GPU busy (merged) | per device"
+echo "run | exit | wall | jobs | jobs/s (steady) | GPU busy (merged) | per device (starved: idle with no partition ready)"
 printf '%s\n' "${rows[@]}"
 echo
 [ -f "$OUT/2k-fault.log" ] && "$BIN/cuzk" analyze "$OUT/2k-fault.log" | grep -E "device|GPU busy"

@@ -86,9 +86,21 @@ pub fn device(d: &DeviceSummary) -> Map<String, Value> {
         ("gpu_ms".into(), spread(d.gpu_ms)),
         ("gpu_busy_fraction".into(), d.busy_fraction.into()),
         ("gpu_idle_windows".into(), d.idle_windows.len().into()),
+        ("gpu_starved_fraction".into(), d.starved_fraction.into()),
         ("faults".into(), d.faults.into()),
         ("out_of_service_ms".into(), d.out_of_service_ms.into()),
     ])
+}
+
+/// "12 idle windows, 21.9% with no partition ready" of a device or a run's summary: the share
+/// of the span the GPU waited for synthesis, when the log can say.
+pub fn idle(figures: &Value) -> String {
+    let starved = figures["gpu_starved_fraction"]
+        .as_f64()
+        .map_or(String::new(), |f| {
+            format!(", {:.1}% with no partition ready", f * 100.0)
+        });
+    format!("{} idle windows{starved}", figures["gpu_idle_windows"])
 }
 
 /// ", 3 device faults, out of service at 12.3 s" for a device that had faults, else nothing.
@@ -210,12 +222,14 @@ pub fn device_lines(summary: &Value) -> Vec<String> {
             // None when its only partitions placed the SRS.
             let region = device["gpu_ms"]["median"]
                 .as_f64()
-                .map_or(String::new(), |ms| format!(", {ms:.1} ms median device region"));
+                .map_or(String::new(), |ms| {
+                    format!(", {ms:.1} ms median device region")
+                });
             format!(
-                "  {label:<15}{name}{} partitions, busy {:.1}% of its own span ({} idle windows){region}{}",
+                "  {label:<15}{name}{} partitions, busy {:.1}% of its own span ({}){region}{}",
                 device["partitions"],
                 device["gpu_busy_fraction"].as_f64().unwrap_or(f64::NAN) * 100.0,
-                device["gpu_idle_windows"],
+                idle(device),
                 faults(device),
             )
         })
@@ -313,13 +327,15 @@ mod tests {
         });
         let mut faulty = gpu(1, 0.94, 0, 71.0);
         faulty["faults"] = json!(1);
+        let mut starved = gpu(0, 0.951, 1, 70.04);
+        starved["gpu_starved_fraction"] = json!(0.0412);
         let three = json!({
-            "devices": [gpu(0, 0.951, 1, 70.04), faulty, dead],
+            "devices": [starved, faulty, dead],
         });
         assert_eq!(
             device_lines(&three),
             [
-                "  device 0       cuda:0 (NVIDIA H200): 20 partitions, busy 95.1% of its own span (1 idle windows), 70.0 ms median device region",
+                "  device 0       cuda:0 (NVIDIA H200): 20 partitions, busy 95.1% of its own span (1 idle windows, 4.1% with no partition ready), 70.0 ms median device region",
                 "  device 1       cuda:1 (NVIDIA H200): 20 partitions, busy 94.0% of its own span (0 idle windows), 71.0 ms median device region, 1 device fault",
                 "  device 2       cuda:2 (NVIDIA H200): no partitions, 3 device faults, out of service at 1.2 s",
             ]

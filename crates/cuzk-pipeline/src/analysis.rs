@@ -105,6 +105,9 @@ pub struct GpuSummary {
     pub idle_windows: Vec<IdleWindow>,
     /// Busy time over [first GPU start, last GPU end]; 1.0 for a single instant.
     pub busy_fraction: f64,
+    /// Idle time with no partition ready (see [`starved_fraction`]) over the same extent; `None`
+    /// for a log without GPU_QUEUE records.
+    pub starved_fraction: Option<f64>,
     /// Jobs left out of the steady state, the first to finish.
     pub warmup_jobs: usize,
     /// The run after the warm-up; `None` when no job finished after it.
@@ -254,6 +257,60 @@ fn busy_over_extent(intervals: &[Span]) -> (Vec<IdleWindow>, f64) {
     (idle_windows, fraction(busy_ms, extent_ms))
 }
 
+/// The share of a span that its GPU idled with no partition ready for it: none waiting in the
+/// GPU queue (GPU_QUEUE to GPU_PICKUP, for any device) and none picked up by a worker of a device
+/// that `mine` accepts and being prepared there (GPU_PICKUP to GPU_START). That idle time waited
+/// for synthesis: the host did not keep up. `idle_windows` (sorted, disjoint) and
+/// `busy_fraction` are the span's; `None` when the log has no GPU_QUEUE records.
+pub fn starved_fraction(
+    timeline: &Timeline,
+    idle_windows: &[IdleWindow],
+    busy_fraction: f64,
+    mine: impl Fn(u32) -> bool,
+) -> Option<f64> {
+    if !timeline.records.iter().any(|r| r.event == "GPU_QUEUE") {
+        return None;
+    }
+    let mut ready = pair(timeline, "GPU_QUEUE", "GPU_PICKUP");
+    ready.extend(
+        pair(timeline, "GPU_PICKUP", "GPU_START")
+            .into_iter()
+            .filter(|s| mine(s.device.unwrap_or(0))),
+    );
+    let idle_ms: f64 = idle_windows.iter().map(IdleWindow::length_ms).sum();
+    if idle_ms <= 0.0 {
+        return Some(0.0);
+    }
+    Some((1.0 - busy_fraction) * uncovered_ms(idle_windows, &ready) / idle_ms)
+}
+
+/// The time of `windows` (sorted, disjoint) that no span of `cover` overlaps.
+fn uncovered_ms(windows: &[IdleWindow], cover: &[Span]) -> f64 {
+    let mut union: Vec<(f64, f64)> = Vec::new();
+    let mut spans: Vec<(f64, f64)> = cover.iter().map(|s| (s.start_ms, s.end_ms)).collect();
+    spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for (start, end) in spans {
+        match union.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => union.push((start, end)),
+        }
+    }
+    let mut first = 0;
+    let mut uncovered = 0.0;
+    for window in windows {
+        while union.get(first).is_some_and(|u| u.1 <= window.start_ms) {
+            first += 1;
+        }
+        let covered: f64 = union[first..]
+            .iter()
+            .take_while(|u| u.0 < window.end_ms)
+            .map(|u| u.1.min(window.end_ms) - u.0.max(window.start_ms))
+            .sum();
+        uncovered += window.length_ms() - covered;
+    }
+    uncovered
+}
+
 /// Merges the intervals of all workers, of all devices, and measures the gaps; the steady state
 /// leaves out the first `warmup_jobs` jobs to finish.
 pub fn summarize(timeline: &Timeline, warmup_jobs: usize) -> GpuSummary {
@@ -269,11 +326,13 @@ pub fn summarize(timeline: &Timeline, warmup_jobs: usize) -> GpuSummary {
     finals.sort_by(f64::total_cmp);
     let steady = steady_state(&intervals, &finals, warmup_jobs);
     let srs_placements = srs_placements(timeline, &regions(&intervals));
+    let starved_fraction = starved_fraction(timeline, &idle_windows, busy_fraction, |_| true);
     GpuSummary {
         jobs: finals.len(),
         intervals,
         idle_windows,
         busy_fraction,
+        starved_fraction,
         warmup_jobs,
         steady,
         srs_placements,
@@ -370,6 +429,8 @@ pub struct DeviceSummary {
     pub gpu_ms: Option<Spread>,
     pub busy_fraction: f64,
     pub idle_windows: Vec<IdleWindow>,
+    /// Its idle time with no partition ready for it (see [`starved_fraction`]) over its span.
+    pub starved_fraction: Option<f64>,
     /// Its DEVICE_FAULT records: attempts that failed by a fault of the device (their device
     /// regions, however short, count in its busy time).
     pub faults: usize,
@@ -414,11 +475,14 @@ pub fn per_device(gpu: &GpuSummary, timeline: &Timeline) -> Vec<DeviceSummary> {
                 .filter(|(key, _)| !placed.contains(*key))
                 .map(|(_, region)| region.gpu_ms)
                 .collect();
+            let starved_fraction =
+                starved_fraction(timeline, &idle_windows, busy_fraction, |d| d == device);
             DeviceSummary {
                 device,
                 partitions: regions.len(),
                 gpu_ms: Spread::of(&gpu_ms),
                 busy_fraction,
+                starved_fraction,
                 idle_windows,
                 faults: faults.get(&device).copied().unwrap_or(0),
                 out_of_service_ms: out.get(&device).copied(),
@@ -909,6 +973,40 @@ mod tests {
         // b1's attempt on device 1 failed: it is not one of the partitions device 1 ran.
         let partitions: Vec<_> = devices.iter().map(|d| d.partitions).collect();
         assert_eq!(partitions, [3, 2, 0]);
+    }
+
+    /// Device 0 idles 50–90 and 140–170: nothing is ready 50–80 (starved), b is being prepared
+    /// 80–90, c waits in the queue 130–160 and is prepared 160–170. Device 1 prepares d 55–75:
+    /// that feeds the merged GPU, not device 0.
+    #[test]
+    fn idle_time_with_no_partition_ready_is_starved() {
+        let log = "\
+            TIMELINE,0,GPU_QUEUE,a,partition=0\n\
+            TIMELINE,0,GPU_PICKUP,a,partition=0,worker=0,device=0\n\
+            TIMELINE,0,GPU_START,a,partition=0,worker=0,device=0\n\
+            TIMELINE,50,GPU_END,a,partition=0,worker=0,device=0\n\
+            TIMELINE,55,GPU_QUEUE,d,partition=0\n\
+            TIMELINE,55,GPU_PICKUP,d,partition=0,worker=2,device=1\n\
+            TIMELINE,75,GPU_START,d,partition=0,worker=2,device=1\n\
+            TIMELINE,80,GPU_QUEUE,b,partition=0\n\
+            TIMELINE,80,GPU_PICKUP,b,partition=0,worker=1,device=0\n\
+            TIMELINE,90,GPU_START,b,partition=0,worker=1,device=0\n\
+            TIMELINE,100,GPU_END,d,partition=0,worker=2,device=1\n\
+            TIMELINE,130,GPU_QUEUE,c,partition=0\n\
+            TIMELINE,140,GPU_END,b,partition=0,worker=1,device=0\n\
+            TIMELINE,160,GPU_PICKUP,c,partition=0,worker=0,device=0\n\
+            TIMELINE,170,GPU_START,c,partition=0,worker=0,device=0\n\
+            TIMELINE,200,GPU_END,c,partition=0,worker=0,device=0\n";
+        let timeline = Timeline::parse(log);
+        let gpu = summarize(&timeline, 0);
+        let devices = per_device(&gpu, &timeline);
+        let close = |got: Option<f64>, want: f64| got.is_some_and(|g| (g - want).abs() < 1e-12);
+        assert!(close(devices[0].starved_fraction, 30.0 / 200.0));
+        assert!(close(devices[1].starved_fraction, 0.0));
+        // Merged, the GPU idles 50–75 and 140–170; d's preparation covers 55–75.
+        assert!(close(gpu.starved_fraction, 5.0 / 200.0));
+        // A log with no GPU_QUEUE cannot say.
+        assert_eq!(summary(TWO_WORKERS).starved_fraction, None);
     }
 
     #[test]

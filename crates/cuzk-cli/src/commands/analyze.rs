@@ -40,6 +40,7 @@ pub fn run(global: &GlobalArgs, args: AnalyzeArgs) -> Result<Outcome> {
     let mut summary = json!({
                 "gpu_busy_fraction": gpu.busy_fraction,
                 "gpu_idle_windows": windows,
+                "gpu_starved_fraction": gpu.starved_fraction,
                 "steady_state_s_per_job": gpu.steady.as_ref().map(|s| s.s_per_job),
                 "max_synth_in_flight": in_flight,
                 "synth_in_flight_ms": histogram,
@@ -79,8 +80,11 @@ pub fn run(global: &GlobalArgs, args: AnalyzeArgs) -> Result<Outcome> {
         gpu.jobs,
         gpu.intervals.len()
     );
+    let starved = gpu.starved_fraction.map_or(String::new(), |f| {
+        format!("; idle with no partition ready {:.1}%", f * 100.0)
+    });
     println!(
-        "  GPU busy {:.1}% of [first GPU start, last GPU end]",
+        "  GPU busy {:.1}% of [first GPU start, last GPU end]{starved}",
         gpu.busy_fraction * 100.0
     );
     for line in report::device_lines(&summary)

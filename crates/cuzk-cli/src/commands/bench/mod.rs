@@ -422,6 +422,7 @@ fn summary(plan: &Plan, ran: &Ran, timeline: &Timeline) -> Value {
             && backends.iter().all(|b| b.computes_products()),
         "gpu_busy_fraction": gpu.busy_fraction,
         "gpu_idle_windows": gpu.idle_windows.len(),
+        "gpu_starved_fraction": gpu.starved_fraction,
         "max_synth_in_flight": max_synth_in_flight(timeline),
         "peak_memory_bytes": peak,
     });
@@ -463,9 +464,9 @@ fn print_text(summary: &Value, plan: &Plan) {
         println!("{line}");
     }
     println!(
-        "  GPU busy       {:.1}% over the whole run ({} idle windows)",
+        "  GPU busy       {:.1}% over the whole run ({})",
         number("gpu_busy_fraction") * 100.0,
-        summary["gpu_idle_windows"]
+        report::idle(summary)
     );
     for line in report::device_lines(summary) {
         println!("{line}");
