@@ -8,13 +8,21 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[command(
     name = "cuzk",
     version,
-    about = "Groth16 over BLS12-381: setup, prove, verify"
+    about = "Groth16 over BLS12-381: setup, prove, verify, and the proving daemon Curio talks to",
+    after_help = "With no command, `cuzk [--config FILE] [--listen ADDR] [--log-level LEVEL]` runs \
+                  the daemon as `cuzk serve` does (Curio's invocation of its own daemon); plain \
+                  `cuzk` does so only when /data/zk/cuzk.toml exists, and prints this help \
+                  otherwise.",
+    args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
+    /// The daemon's flags, for `cuzk` with no command.
+    #[command(flatten)]
+    pub daemon: DaemonArgs,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Debug, Args)]
@@ -110,21 +118,50 @@ pub struct ClientProveArgs {
     pub concurrency: usize,
 }
 
-#[derive(Debug, Args)]
-pub struct ServeArgs {
+/// How the daemon is started, as Curio starts its own.
+#[derive(Debug, Clone, Default, Args)]
+pub struct DaemonArgs {
     /// The TOML configuration (every key documented in crates/cuzk-daemon/cuzk.example.toml);
-    /// without it, the defaults.
+    /// without it, /data/zk/cuzk.toml when it exists, else the defaults.
     #[arg(long, short = 'c')]
     pub config: Option<PathBuf>,
     /// Listen here instead of `[daemon] listen`: unix:///PATH or HOST:PORT.
     #[arg(long, short = 'l')]
     pub listen: Option<String>,
+    /// Log level instead of `[logging] level` and RUST_LOG: error, warn, info, debug, trace (or
+    /// a RUST_LOG-style filter).
+    #[arg(long)]
+    pub log_level: Option<String>,
+}
+
+impl DaemonArgs {
+    /// Whether any was given.
+    pub fn any(&self) -> bool {
+        self.config.is_some() || self.listen.is_some() || self.log_level.is_some()
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub daemon: DaemonArgs,
     /// Check the configuration, print its warnings, and exit (0 when it is usable).
     #[arg(long)]
     pub check_config: bool,
     /// Print the example configuration (every key at its default) and exit.
     #[arg(long)]
     pub print_sample_config: bool,
+}
+
+impl From<DaemonArgs> for ServeArgs {
+    /// `cuzk` with no command: `cuzk serve` with the same flags.
+    fn from(daemon: DaemonArgs) -> Self {
+        ServeArgs {
+            daemon,
+            check_config: false,
+            print_sample_config: false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]

@@ -27,7 +27,8 @@ pub fn select_all(
     devices: Option<&[usize]>,
     quiet: bool,
 ) -> Result<Vec<Arc<dyn ProverBackend>>> {
-    let selection = backends::select(choice.into(), devices).context("--backend/--devices")?;
+    let selection =
+        backends::select(choice.into(), devices, None).context("--backend/--devices")?;
     if let (Some(why), false) = (&selection.fallback, quiet) {
         eprintln!("cuzk: no usable GPU ({why}); proving on the CPU");
     }

@@ -11,9 +11,9 @@ mod report;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
-use args::{Cli, Command};
+use args::{Cli, Command, ServeArgs};
 
 /// How a command ended, as the exit status says it.
 #[derive(Debug)]
@@ -38,7 +38,19 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_UNUSABLE);
         }
     }
-    let result = match cli.command {
+    let Some(command) = cli.command else {
+        // Curio runs its daemon as `cuzk --config FILE`, or bare with /data/zk/cuzk.toml.
+        if cli.daemon.any() || std::path::Path::new(commands::serve::DEFAULT_CONFIG).is_file() {
+            return exit(commands::serve::run(
+                &cli.global,
+                ServeArgs::from(cli.daemon),
+            ));
+        }
+        // Clap's own answer to a missing command: the help on stderr, exit 2.
+        let _ = Cli::command().write_long_help(&mut std::io::stderr());
+        return ExitCode::from(EXIT_UNUSABLE);
+    };
+    exit(match command {
         Command::Demo(args) => commands::demo::run(&cli.global, args),
         Command::Setup(args) => commands::setup::run(&cli.global, args),
         Command::Prove(args) => commands::prove::run(&cli.global, args),
@@ -51,7 +63,11 @@ fn main() -> ExitCode {
         Command::SampleSector(args) => commands::porep::sample_sector(&cli.global, args),
         Command::Serve(args) => commands::serve::run(&cli.global, args),
         Command::Client(args) => commands::client::run(&cli.global, args),
-    };
+    })
+}
+
+/// The exit status of a command's result, its error printed first.
+fn exit(result: anyhow::Result<Outcome>) -> ExitCode {
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::Rejected) => ExitCode::from(1),

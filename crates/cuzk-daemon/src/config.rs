@@ -2,14 +2,16 @@
 //! do not know become warnings, not errors), then every value is checked and resolved into a
 //! [`Config`], every problem reported at once with its dotted key.
 //!
-//! Sections and keys follow the public engine's where they mean something here (`[daemon]`
-//! listen, status_listen; `[memory]` total_budget, safety_margin, eviction_min_idle; `[gpus]`
-//! devices, gpu_workers_per_device; `[synthesis]` threads, partition_workers; `[pipeline]`
-//! synthesis_concurrency; `[srs]` param_cache, preload; `[logging]` level); ours are added.
+//! A file written for Curio's own daemon loads as it is: its keys mean the same here where they
+//! mean something (`[daemon]` listen, status_listen; `[memory]` total_budget, safety_margin,
+//! eviction_min_idle; `[gpus]` devices, gpu_threads, gpu_workers_per_device; `[scheduler]`
+//! sort_by_type; `[synthesis]` threads; `[pipeline]` synthesis_concurrency,
+//! max_parallel_synthesis; `[srs]` param_cache, preload; `[logging]` level, format), and the
+//! rest ([`WITHOUT_MEANING`]) are warnings that say why. Ours are added.
 //! `cuzk.example.toml` beside this crate documents every key with its default.
 
 use std::fmt;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -61,6 +63,54 @@ impl Listen {
     }
 }
 
+/// Keys of Curio's daemon that mean nothing here, and why: a file written for it loads with a
+/// warning for each.
+pub const WITHOUT_MEANING: [(&str, &str); 8] = [
+    (
+        "scheduler.max_batch_size",
+        "cross-sector batching: partitions of many sectors are pipelined already, so the GPU \
+         never waits for a batch to fill",
+    ),
+    (
+        "scheduler.max_batch_wait_ms",
+        "there are no batches to wait for (partitions of many sectors are pipelined already)",
+    ),
+    (
+        "pipeline.enabled",
+        "synthesis and the GPU are always pipelined, partition by partition",
+    ),
+    (
+        "pipeline.synthesis_lookahead",
+        "how many synthesized partitions wait for the GPU is bounded by memory.total_budget",
+    ),
+    (
+        "pipeline.slot_size",
+        "partitions are scheduled one by one, memory.total_budget bounding those in flight",
+    ),
+    (
+        "pipeline.max_gpu_queue_depth",
+        "the GPU queue is bounded by memory.total_budget",
+    ),
+    (
+        "memory.pinned_budget",
+        "deprecated (as in Curio's daemon): memory.total_budget bounds all host memory, \
+         page-locked staging included",
+    ),
+    (
+        "memory.working_memory_budget",
+        "deprecated (as in Curio's daemon): memory.total_budget bounds all host memory",
+    ),
+];
+
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    /// For people: one line per event, fields as `key=value`.
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
 /// Where TIMELINE lines go.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TimelineTarget {
@@ -94,6 +144,11 @@ pub struct Config {
     pub tls: Option<TlsFiles>,
     pub allow_insecure_tcp: bool,
     pub socket_mode: u32,
+    /// HTTP/2 pings on a connection idle this long (`None`: never), so NATs and load balancers
+    /// keep a long `Prove` call's connection open.
+    pub keepalive_interval: Option<Duration>,
+    /// A connection whose ping is not answered within this is closed.
+    pub keepalive_timeout: Duration,
     pub drain_timeout: Duration,
     pub result_retention: Duration,
     pub total_budget: Budget,
@@ -104,7 +159,15 @@ pub struct Config {
     pub devices: Option<Vec<usize>>,
     pub gpu_workers_per_device: usize,
     pub backend: BackendChoice,
+    /// Threads of each GPU backend's host-side staging copies (`gpus.gpu_threads`; `None`: the
+    /// backend's default).
+    pub staging_threads: Option<usize>,
+    /// NORMAL jobs of the circuit already in flight go before older ones of other circuits
+    /// (`scheduler.sort_by_type`), so a small GPU switches parameter sets less often.
+    pub group_by_circuit: bool,
     pub threads: Option<usize>,
+    /// Partitions synthesizing at once (`synthesis.partition_workers`, or Curio's
+    /// `pipeline.max_parallel_synthesis`); `None`: one per core.
     pub partition_workers: Option<usize>,
     pub compiled_synthesis: bool,
     /// Added to the synthesis threads' nice value ([`cuzk_pipeline::EngineConfig::synthesis_nice`]).
@@ -113,9 +176,11 @@ pub struct Config {
     pub param_cache: Option<PathBuf>,
     pub preload: Vec<String>,
     pub log_level: String,
+    pub log_format: LogFormat,
     pub timeline: TimelineTarget,
     pub circuits: CircuitSet,
-    /// Keys the file has that this daemon does not use, as warnings to print at start.
+    /// Keys the file has that this daemon does not use, and settings to think twice about, as
+    /// warnings to print at start.
     pub warnings: Vec<String>,
 }
 
@@ -151,6 +216,7 @@ struct RawConfig {
     pipeline: RawPipeline,
     srs: RawSrs,
     logging: RawLogging,
+    scheduler: RawScheduler,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -165,6 +231,8 @@ struct RawDaemon {
     socket_mode: Option<String>,
     drain_timeout: Option<Quantity>,
     result_retention: Option<Quantity>,
+    keepalive_interval: Option<Quantity>,
+    keepalive_timeout: Option<Quantity>,
     circuits: Option<String>,
 }
 
@@ -183,7 +251,14 @@ struct RawMemory {
 struct RawGpus {
     devices: Option<Vec<usize>>,
     gpu_workers_per_device: Option<usize>,
+    gpu_threads: Option<usize>,
     backend: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawScheduler {
+    sort_by_type: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -199,8 +274,8 @@ struct RawSynthesis {
 #[serde(default)]
 struct RawPipeline {
     synthesis_concurrency: Option<usize>,
-    /// The public engine's; its meaning is `synthesis_concurrency`'s here.
-    max_parallel_synthesis: Option<toml::Value>,
+    /// Curio's name for `synthesis.partition_workers`.
+    max_parallel_synthesis: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -214,6 +289,7 @@ struct RawSrs {
 #[serde(default)]
 struct RawLogging {
     level: Option<String>,
+    format: Option<String>,
     timeline: Option<String>,
 }
 
@@ -338,17 +414,15 @@ impl Config {
         let ignoring = serde_ignored::Deserializer::new(toml::Value::Table(table), &mut note);
         let raw: RawConfig = serde_path_to_error::deserialize(ignoring)
             .map_err(|e| fail(vec![format!("{}: {}", e.path(), e.inner())]))?;
-        let mut warnings: Vec<String> = unknown
+        let warnings = unknown
             .into_iter()
-            .map(|key| format!("{key}: unknown key, ignored"))
+            .map(
+                |key| match WITHOUT_MEANING.iter().find(|(k, _)| *k == key) {
+                    Some((_, why)) => format!("{key}: ignored: {why}"),
+                    None => format!("{key}: unknown key, ignored"),
+                },
+            )
             .collect();
-        if raw.pipeline.max_parallel_synthesis.is_some() {
-            warnings.push(
-                "pipeline.max_parallel_synthesis: the public engine's key, ignored \
-                 (pipeline.synthesis_concurrency and synthesis.partition_workers set it here)"
-                    .into(),
-            );
-        }
         Self::check(raw, warnings).map_err(fail)
     }
 
@@ -361,30 +435,51 @@ impl Config {
         };
         let listen = Listen::parse(text).map_err(fail)?;
         if let Listen::Tcp(addr) = &listen {
-            Self::tcp_guarded(
+            let guard = Self::tcp_guard(
                 addr,
                 self.token.is_some(),
                 self.tls.is_some(),
                 self.allow_insecure_tcp,
-            )
-            .map_err(fail)?;
+            );
+            self.warnings.extend(guard.map_err(fail)?);
         }
         self.listen = listen;
         Ok(())
     }
 
-    /// TCP is served only with a token, TLS, or the operator's explicit opt-out.
-    fn tcp_guarded(addr: &str, token: bool, tls: bool, insecure: bool) -> Result<(), String> {
+    /// TCP beyond this host is served only with a token, TLS, or the operator's explicit
+    /// opt-out; on loopback (Curio on the same host, as its docs have it) without, with a
+    /// warning to give.
+    fn tcp_guard(
+        addr: &str,
+        token: bool,
+        tls: bool,
+        insecure: bool,
+    ) -> Result<Option<String>, String> {
         if token || tls || insecure {
-            return Ok(());
+            return Ok(None);
         }
+        let host = addr.rsplit_once(':').map_or(addr, |(host, _)| host);
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let loopback = host.eq_ignore_ascii_case("localhost")
+            || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
+        if loopback {
+            return Ok(Some(format!(
+                "daemon.listen: {addr} takes proofs without a token: any user of this host can \
+                 submit them (daemon.token_file asks for one; a unix socket's socket_mode limits \
+                 who may connect)"
+            )));
+        }
+        let port = addr.rsplit_once(':').map_or("9820", |(_, port)| port);
         Err(format!(
-            "TCP ({addr}) needs daemon.token_file, TLS (daemon.tls_cert_file and tls_key_file), \
-             or allow_insecure_tcp = true for a trusted network"
+            "{addr} is reachable from other hosts, and TCP there needs a guard: add \
+             allow_insecure_tcp = true under [daemon] on a network you trust, or set token_file \
+             (a bearer token) or tls_cert_file and tls_key_file; or listen on 127.0.0.1:{port} \
+             for a Curio on this host"
         ))
     }
 
-    fn check(raw: RawConfig, warnings: Vec<String>) -> Result<Self, Vec<String>> {
+    fn check(raw: RawConfig, mut warnings: Vec<String>) -> Result<Self, Vec<String>> {
         let mut p = Problems::default();
         let d = &raw.daemon;
         let listen = p.check(
@@ -433,13 +528,13 @@ impl Config {
         let allow_insecure_tcp = d.allow_insecure_tcp.unwrap_or(false);
         if let Some(Listen::Tcp(addr)) = &listen {
             // A token file that failed to read is reported as such, not as a missing guard.
-            let guarded = Self::tcp_guarded(
+            let guard = Self::tcp_guard(
                 addr,
                 d.token_file.is_some(),
                 tls.is_some(),
                 allow_insecure_tcp,
             );
-            p.check("daemon.listen", guarded);
+            warnings.extend(p.check("daemon.listen", guard).flatten());
         }
         let socket_mode = p.check(
             "daemon.socket_mode",
@@ -470,6 +565,22 @@ impl Config {
             "daemon.result_retention",
             duration(&q(&d.result_retention, "10m")),
         );
+        let keepalive_interval = p
+            .check(
+                "daemon.keepalive_interval",
+                duration(&q(&d.keepalive_interval, "60s")),
+            )
+            .map(|interval| (!interval.is_zero()).then_some(interval));
+        let keepalive_timeout = p.check(
+            "daemon.keepalive_timeout",
+            duration(&q(&d.keepalive_timeout, "20s")).and_then(|timeout| {
+                if timeout.is_zero() {
+                    Err("must be more than 0".into())
+                } else {
+                    Ok(timeout)
+                }
+            }),
+        );
         let circuits = p.check(
             "daemon.circuits",
             match d.circuits.as_deref().unwrap_or("filecoin") {
@@ -481,11 +592,11 @@ impl Config {
 
         let m = &raw.memory;
         let total_budget = p.check("memory.total_budget", budget(&q(&m.total_budget, "auto")));
-        let safety_margin = p.check("memory.safety_margin", bytes(&q(&m.safety_margin, "4GiB")));
+        let safety_margin = p.check("memory.safety_margin", bytes(&q(&m.safety_margin, "5GiB")));
         let srs_budget = p.check("memory.srs_budget", budget(&q(&m.srs_budget, "auto")));
         let eviction_min_idle = p.check(
             "memory.eviction_min_idle",
-            duration(&q(&m.eviction_min_idle, "60s")),
+            duration(&q(&m.eviction_min_idle, "5m")),
         );
         let pinned_limit = p.check("memory.pinned_limit", bytes(&q(&m.pinned_limit, "0")));
 
@@ -503,6 +614,8 @@ impl Config {
                 other => Err(format!("{other:?}: expected \"auto\", \"gpu\" or \"cpu\"")),
             },
         );
+        let staging_threads = g.gpu_threads.filter(|&n| n > 0);
+        let group_by_circuit = raw.scheduler.sort_by_type.unwrap_or(true);
         let devices = match &g.devices {
             Some(list) if list.is_empty() => None,
             other => other.clone(),
@@ -513,9 +626,16 @@ impl Config {
             None | Some(0) => None,
             Some(n) => Some(n),
         };
-        let partition_workers = match s.partition_workers {
-            None | Some(0) => None,
-            Some(n) => Some(n),
+        let partition_workers = match (s.partition_workers, raw.pipeline.max_parallel_synthesis) {
+            (Some(ours), Some(curios)) if ours != curios => {
+                p.0.push(format!(
+                    "synthesis.partition_workers ({ours}), pipeline.max_parallel_synthesis \
+                     ({curios}): both set the partitions synthesizing at once; keep one"
+                ));
+                None
+            }
+            (Some(n), _) | (None, Some(n)) => Some(n).filter(|&n| n > 0),
+            (None, None) => None,
         };
         // Any value when another key is wrong too: the configuration is refused then.
         let synthesis_nice = p
@@ -538,6 +658,16 @@ impl Config {
                 "logging.level: {level:?}: expected error, warn, info, debug or trace"
             ));
         }
+        let log_format = p.check(
+            "logging.format",
+            match raw.logging.format.as_deref().unwrap_or("") {
+                "" | "text" => Ok(LogFormat::Text),
+                "json" => Ok(LogFormat::Json),
+                other => Err(format!(
+                    "{other:?}: expected \"json\", or \"text\" (the default)"
+                )),
+            },
+        );
         let timeline = match raw.logging.timeline.as_deref().unwrap_or("off") {
             "off" | "" => TimelineTarget::Off,
             "stderr" => TimelineTarget::Stderr,
@@ -559,6 +689,7 @@ impl Config {
             gpu_workers_per_device,
             backend,
             synthesis_concurrency,
+            (keepalive_interval, keepalive_timeout, log_format),
         ) {
             (
                 Some(listen),
@@ -574,6 +705,7 @@ impl Config {
                 Some(gpu_workers_per_device),
                 Some(backend),
                 Some(synthesis_concurrency),
+                (Some(keepalive_interval), Some(keepalive_timeout), Some(log_format)),
             ) if problems.is_empty() => Ok(Config {
                 listen,
                 status_listen,
@@ -581,6 +713,8 @@ impl Config {
                 tls,
                 allow_insecure_tcp,
                 socket_mode,
+                keepalive_interval,
+                keepalive_timeout,
                 drain_timeout,
                 result_retention,
                 total_budget,
@@ -591,6 +725,8 @@ impl Config {
                 devices,
                 gpu_workers_per_device,
                 backend,
+                staging_threads,
+                group_by_circuit,
                 threads,
                 partition_workers,
                 compiled_synthesis: s.compiled.unwrap_or(true),
@@ -599,6 +735,7 @@ impl Config {
                 param_cache: raw.srs.param_cache.clone(),
                 preload: raw.srs.preload.clone().unwrap_or_default(),
                 log_level: level,
+                log_format,
                 timeline,
                 circuits,
                 warnings,
@@ -628,13 +765,22 @@ mod tests {
     #[test]
     fn unknown_keys_warn_and_bad_values_name_their_key() {
         let config = Config::from_toml(
-            "[daemon]\nlisten = \"unix:///tmp/x.sock\"\nlisten_typo = 1\n[pipeline]\nmax_parallel_synthesis = 4\n[extra]\nx = 1\n",
+            "[daemon]\nlisten = \"unix:///tmp/x.sock\"\nlisten_typo = 1\n[scheduler]\nmax_batch_size = 4\n[extra]\nx = 1\n",
             "t.toml",
         )
         .unwrap();
         assert_eq!(config.warnings.len(), 3, "{:?}", config.warnings);
         assert!(config.warnings[0].contains("daemon.listen_typo"));
         assert!(config.warnings.iter().any(|w| w.starts_with("extra")));
+        // A key of Curio's daemon says why it means nothing here.
+        assert!(
+            config
+                .warnings
+                .iter()
+                .any(|w| w.starts_with("scheduler.max_batch_size: ignored: cross-sector")),
+            "{:?}",
+            config.warnings
+        );
 
         let error = Config::from_toml(
             "[memory]\ntotal_budget = \"lots\"\n[gpus]\ngpu_workers_per_device = 0\n",
@@ -663,15 +809,73 @@ mod tests {
     }
 
     #[test]
-    fn tcp_needs_a_token_tls_or_an_explicit_opt_out() {
-        let error = Config::from_toml("[daemon]\nlisten = \"127.0.0.1:9820\"\n", "t").unwrap_err();
-        assert!(error.to_string().contains("token_file"), "{error}");
+    fn tcp_beyond_loopback_needs_a_token_tls_or_an_explicit_opt_out() {
+        let error = Config::from_toml("[daemon]\nlisten = \"0.0.0.0:9820\"\n", "t").unwrap_err();
+        let text = error.to_string();
+        assert!(text.starts_with("t: daemon.listen: 0.0.0.0:9820"), "{text}");
+        assert!(
+            text.contains("allow_insecure_tcp = true under [daemon]"),
+            "{text}"
+        );
+        assert!(text.contains("token_file"), "{text}");
         let open = Config::from_toml(
-            "[daemon]\nlisten = \"dns:///127.0.0.1:9820\"\nallow_insecure_tcp = true\n",
+            "[daemon]\nlisten = \"dns:///10.0.0.2:9820\"\nallow_insecure_tcp = true\n",
             "t",
         )
         .unwrap();
-        assert_eq!(open.listen, Listen::Tcp("127.0.0.1:9820".into()));
+        assert_eq!(open.listen, Listen::Tcp("10.0.0.2:9820".into()));
+        assert_eq!(open.warnings, Vec::<String>::new());
+        // Loopback, as Curio's docs point [Cuzk] Address at: served, with a warning.
+        for addr in [
+            "127.0.0.1:9820",
+            "127.3.2.1:1",
+            "[::1]:9820",
+            "localhost:9820",
+        ] {
+            let config =
+                Config::from_toml(&format!("[daemon]\nlisten = \"{addr}\"\n"), "t").unwrap();
+            assert_eq!(config.listen, Listen::Tcp(addr.into()));
+            assert_eq!(config.warnings.len(), 1, "{addr}: {:?}", config.warnings);
+            assert!(config.warnings[0].contains("any user of this host"));
+        }
+        let mut config = Config::default();
+        assert!(config.override_listen("[::]:9820").is_err());
+        config.override_listen("127.0.0.1:0").unwrap();
+        assert_eq!(config.warnings.len(), 1, "{:?}", config.warnings);
+    }
+
+    #[test]
+    fn curio_keys_with_a_meaning_here_are_honoured() {
+        let config = Config::from_toml(
+            "[gpus]\ngpu_threads = 32\n[scheduler]\nsort_by_type = false\n\
+             [pipeline]\nmax_parallel_synthesis = 18\nsynthesis_concurrency = 1\n\
+             [logging]\nformat = \"json\"\n[memory]\npinned_budget = \"50GiB\"\n",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(config.staging_threads, Some(32));
+        assert!(!config.group_by_circuit);
+        assert_eq!(config.partition_workers, Some(18));
+        assert_eq!(config.synthesis_concurrency, 1);
+        assert_eq!(config.log_format, LogFormat::Json);
+        assert_eq!(config.warnings.len(), 1, "{:?}", config.warnings);
+        assert!(config.warnings[0].contains("memory.total_budget"));
+        let defaults = Config::default();
+        assert_eq!(defaults.safety_margin, 5 << 30);
+        assert_eq!(defaults.eviction_min_idle, Duration::from_secs(300));
+        assert_eq!(defaults.staging_threads, None);
+        assert!(defaults.group_by_circuit);
+        assert_eq!(defaults.keepalive_interval, Some(Duration::from_secs(60)));
+        let both = Config::from_toml(
+            "[synthesis]\npartition_workers = 4\n[pipeline]\nmax_parallel_synthesis = 8\n",
+            "t",
+        )
+        .unwrap_err();
+        assert!(both.to_string().contains("keep one"), "{both}");
+        let off = Config::from_toml("[daemon]\nkeepalive_interval = 0\n", "t").unwrap();
+        assert_eq!(off.keepalive_interval, None);
+        let error = Config::from_toml("[logging]\nformat = \"xml\"\n", "t").unwrap_err();
+        assert!(error.to_string().contains("logging.format"), "{error}");
     }
 
     #[test]

@@ -1,14 +1,15 @@
 //! The daemon's core, free of gRPC: request ids, the life of a job, await, cancel and status.
 //!
-//! A job is registered under its request id once its request is checked; a request with an id
-//! already registered (queued, running, or finished within the retention time) joins that job,
-//! so a retried or repeated request never computes a second proof. Each job runs in a task of
-//! its own: parameters, circuits, the engine, the last step. So it goes on when the client that
-//! asked for it disconnects, and its result waits for an `AwaitProof` for the retention time.
+//! A job is one attempt at a request id, registered once its request is checked. What a request
+//! does with the attempt already under its id is [`crate::ids`]'s decision: it joins it (one
+//! proof however many ask), retries a failed or cancelled one, or supersedes one for other
+//! content. Each job runs in a task of its own: parameters, circuits, the engine, the last step.
+//! So it goes on when the client that asked for it disconnects, and its result waits for an
+//! `AwaitProof` or a retry for the retention time.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use cuzk_groth16::ProverBackend;
@@ -17,6 +18,7 @@ use rand::RngCore;
 use tokio::sync::{watch, Notify};
 
 use crate::circuits::{BuildJob, Circuits, Work};
+use crate::ids::{Content, Decision, Standing};
 use crate::kinds::{priority_from_wire, Kind, KINDS};
 use crate::metrics::{Gauges, Metrics};
 use crate::proto::SubmitProofRequest;
@@ -73,12 +75,18 @@ enum State {
     },
 }
 
-/// One job, shared by its task and every request that joined it.
+/// One attempt at a request id, shared by its task and every request that joined it.
 #[derive(Debug)]
 pub struct Job {
     pub id: String,
     pub kind: Kind,
     pub priority: Priority,
+    /// What it proves: a request joins it only with the same.
+    content: Content,
+    /// 1 for the first attempt under its id; each retry or supersession counts one more.
+    pub attempt: u32,
+    /// The attempt that superseded it (same id, other content): its waiters get that one's end.
+    successor: OnceLock<Arc<Job>>,
     seq: u64,
     submitted: Instant,
     state: watch::Sender<State>,
@@ -95,6 +103,36 @@ impl Job {
 
     fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::SeqCst)
+    }
+
+    fn standing(&self) -> Standing {
+        match &*self.state.borrow() {
+            State::Done { ended, .. } => match ended.status {
+                Status::Completed => Standing::Completed,
+                Status::Failed => Standing::Failed,
+                Status::Cancelled => Standing::Cancelled,
+            },
+            _ if self.is_cancelled() => Standing::Cancelled,
+            _ => Standing::Running,
+        }
+    }
+
+    /// What a request for `content` does with this attempt.
+    fn decide(&self, content: Content) -> Decision {
+        Decision::of(Some((self.standing(), self.content)), content)
+    }
+
+    /// Waits until it has ended.
+    async fn wait_done(&self) -> Result<Arc<Ended>, DaemonError> {
+        let mut state = self.state.subscribe();
+        match state
+            .wait_for(|s| matches!(s, State::Done { .. }))
+            .await
+            .map(|s| s.clone())
+        {
+            Ok(State::Done { ended, .. }) => Ok(ended),
+            _ => Err(DaemonError::Internal(format!("job {} vanished", self.id))),
+        }
     }
 }
 
@@ -253,8 +291,28 @@ impl Daemon {
     /// Checks and registers a request, or joins the job registered under its id.
     pub async fn submit(
         self: &Arc<Self>,
-        mut request: SubmitProofRequest,
+        request: SubmitProofRequest,
     ) -> Result<Submitted, DaemonError> {
+        let (job, decision) = self.register(request).await?;
+        Ok(self.submitted(&job, decision == Decision::Join))
+    }
+
+    /// Submits a request and waits for the end of its attempt, or of the attempt that
+    /// superseded it (`Prove`).
+    pub async fn prove(
+        self: &Arc<Self>,
+        request: SubmitProofRequest,
+    ) -> Result<(String, Arc<Ended>), DaemonError> {
+        let (job, _) = self.register(request).await?;
+        let id = job.id.clone();
+        Ok((id, self.outcome(job).await?))
+    }
+
+    /// The attempt a request joins, or the new one it starts (see [`crate::ids`]).
+    async fn register(
+        self: &Arc<Self>,
+        mut request: SubmitProofRequest,
+    ) -> Result<(Arc<Job>, Decision), DaemonError> {
         if self.draining.load(Ordering::SeqCst) {
             return Err(DaemonError::ShuttingDown);
         }
@@ -267,47 +325,83 @@ impl Daemon {
                 ),
             )
         })?;
-        let priority = priority_from_wire(request.priority)
-            .map_err(|n| DaemonError::invalid("priority", format!("{n} is not a priority (0–4)")))?
-            .unwrap_or_else(|| kind.default_priority());
         if request.request_id.is_empty() {
             request.request_id = fresh_id();
         }
         let id = request.request_id.clone();
-        // Bound first: `submitted` takes the lock again.
+        // As Curio's daemon: a priority a newer API may add is no reason to refuse a proof.
+        let priority = priority_from_wire(request.priority)
+            .unwrap_or_else(|number| {
+                let default = kind.default_priority();
+                tracing::warn!(job = %id, number, ?default, "unknown priority; the kind's default");
+                None
+            })
+            .unwrap_or_else(|| kind.default_priority());
+        // A 32 GiB C1 output is ~50 MB: hashed off the runtime's threads.
+        let (content, request) = host_step(&id, "digest", move || (Content::of(&request), request))
+            .await
+            .map_err(|e| DaemonError::Internal(format!("hashing the request: {e}")))?;
+        // Bound first: `decide` reads the job's state, not the map.
         let registered = self.jobs().get(&id).cloned();
-        if let Some(job) = registered {
-            return Ok(self.submitted(&job, true));
+        if let Some(job) = registered.filter(|job| job.decide(content) == Decision::Join) {
+            tracing::info!(job = %id, attempt = job.attempt, "{}", Decision::Join.describe());
+            return Ok((job, Decision::Join));
         }
         let circuits = Arc::clone(&self.parts.circuits);
         let work = host_step(&id, "check", move || circuits.check(request, kind))
             .await
             .map_err(|e| DaemonError::Internal(format!("checking the request: {e}")))??;
-        let job = {
+        // Decided again under the lock: another request with this id may have been registered
+        // while this one was checked.
+        let (job, decision, previous) = {
             let mut jobs = self.jobs();
-            // Another request with this id may have been checked meanwhile: join it.
-            if let Some(job) = jobs.get(&id).cloned() {
+            let previous = jobs.get(&id).cloned();
+            let decision = previous
+                .as_ref()
+                .map_or(Decision::First, |job| job.decide(content));
+            if let (Decision::Join, Some(job)) = (decision, &previous) {
+                let job = Arc::clone(job);
                 drop(jobs);
-                return Ok(self.submitted(&job, true));
+                tracing::info!(job = %id, attempt = job.attempt, "{}", decision.describe());
+                return Ok((job, decision));
             }
-            let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
             let job = Arc::new(Job {
                 id: id.clone(),
                 kind,
                 priority,
-                seq,
+                content,
+                attempt: previous.as_ref().map_or(1, |job| job.attempt + 1),
+                successor: OnceLock::new(),
+                seq: self.next_seq.fetch_add(1, Ordering::Relaxed),
                 submitted: Instant::now(),
                 state: watch::Sender::new(State::Preparing),
                 cancelled: AtomicBool::new(false),
                 cancel: Notify::new(),
                 cancel_reason: Mutex::new(None),
             });
+            if let (Decision::Supersede { .. }, Some(old)) = (decision, &previous) {
+                let _ = old.successor.set(Arc::clone(&job));
+            }
             jobs.insert(id, Arc::clone(&job));
-            job
+            (job, decision, previous)
         };
-        tracing::info!(job = %job.id, kind = kind.queue_name(), ?priority, "job submitted");
-        tokio::spawn(Arc::clone(self).run(Arc::clone(&job), work));
-        Ok(self.submitted(&job, false))
+        if let (Decision::Supersede { running: true }, Some(old)) = (decision, &previous) {
+            self.cancel_job(
+                old,
+                "cancelled: superseded by a request with the same id and other content",
+            );
+        }
+        tracing::info!(
+            job = %job.id,
+            attempt = job.attempt,
+            kind = kind.queue_name(),
+            ?priority,
+            content = ?content,
+            "{}",
+            decision.describe()
+        );
+        tokio::spawn(Arc::clone(self).run(Arc::clone(&job), previous, work));
+        Ok((job, decision))
     }
 
     fn submitted(&self, job: &Job, joined: bool) -> Submitted {
@@ -338,7 +432,7 @@ impl Daemon {
         }
     }
 
-    /// Waits until the job ends, or `timeout` passes (`None`: no limit).
+    /// Waits until the latest attempt under `id` ends, or `timeout` passes (`None`: no limit).
     pub async fn await_job(
         &self,
         id: &str,
@@ -349,23 +443,23 @@ impl Daemon {
             .get(id)
             .cloned()
             .ok_or_else(|| DaemonError::NotFound(id.to_owned()))?;
-        let mut state = job.state.subscribe();
-        let ended = async {
-            match state
-                .wait_for(|s| matches!(s, State::Done { .. }))
-                .await
-                .map(|s| s.clone())
-            {
-                Ok(State::Done { ended, .. }) => Ok(ended),
-                _ => Err(DaemonError::Internal(format!("job {id} vanished"))),
-            }
-        };
         match timeout {
-            None => ended.await.map(Awaited::Ended),
-            Some(limit) => match tokio::time::timeout(limit, ended).await {
+            None => self.outcome(job).await.map(Awaited::Ended),
+            Some(limit) => match tokio::time::timeout(limit, self.outcome(job)).await {
                 Ok(ended) => ended.map(Awaited::Ended),
                 Err(_) => Ok(Awaited::TimedOut),
             },
+        }
+    }
+
+    /// The end of `job`, or of the attempt that superseded it (and so on).
+    async fn outcome(&self, mut job: Arc<Job>) -> Result<Arc<Ended>, DaemonError> {
+        loop {
+            let ended = job.wait_done().await?;
+            match job.successor.get() {
+                Some(next) => job = Arc::clone(next),
+                None => return Ok(ended),
+            }
         }
     }
 
@@ -439,8 +533,7 @@ impl Daemon {
             let Some(job) = self.pending().into_iter().next() else {
                 return;
             };
-            let mut state = job.state.subscribe();
-            let _ = state.wait_for(|s| matches!(s, State::Done { .. })).await;
+            let _ = job.wait_done().await;
         }
     }
 
@@ -452,8 +545,8 @@ impl Daemon {
         });
     }
 
-    /// The job's whole life, in its own task.
-    async fn run(self: Arc<Self>, job: Arc<Job>, work: Work) {
+    /// The job's whole life, in its own task; `previous` is the attempt it replaced.
+    async fn run(self: Arc<Self>, job: Arc<Job>, previous: Option<Arc<Job>>, work: Work) {
         let ended = match work {
             Work::Unsupported(reason) => {
                 self.ended(&job, Status::Failed, Vec::new(), reason, Timings::default())
@@ -463,7 +556,7 @@ impl Daemon {
                 job: build,
             } => {
                 tokio::select! {
-                    ended = self.prove(&job, &circuit, build) => ended,
+                    ended = self.prove_attempt(&job, previous, &circuit, build) => ended,
                     () = job.cancel.notified() => self.cancelled(&job, Timings::default()),
                 }
             }
@@ -513,8 +606,15 @@ impl Daemon {
         self.ended(job, Status::Cancelled, Vec::new(), reason, timings)
     }
 
-    /// Parameters, circuits, the engine, the last step.
-    async fn prove(&self, job: &Arc<Job>, circuit: &str, build: Box<dyn BuildJob>) -> Ended {
+    /// Parameters, circuits, the engine, the last step. The engine holds one job per id, so
+    /// this attempt enters it only once `previous` (the attempt it replaced) has ended.
+    async fn prove_attempt(
+        &self,
+        job: &Arc<Job>,
+        previous: Option<Arc<Job>>,
+        circuit: &str,
+        build: Box<dyn BuildJob>,
+    ) -> Ended {
         let mut timings = Timings::default();
         let failed = |timings: Timings, error: String| {
             self.ended(job, Status::Failed, Vec::new(), error, timings)
@@ -532,6 +632,10 @@ impl Daemon {
             Ok(Err(e)) => return failed(timings, e),
             Err(e) => return failed(timings, format!("building the circuits panicked: {e}")),
         };
+        if let Some(previous) = previous {
+            // A cancelled attempt ends at once (its task stops waiting on anything).
+            let _ = previous.wait_done().await;
+        }
         if job.is_cancelled() {
             return self.cancelled(job, timings);
         }

@@ -7,7 +7,9 @@
 //! - [`circuits`]: what a request proves: Filecoin's circuits, or [`circuits::synthetic`] ones
 //!   for tests and benches of the daemon itself.
 //! - [`srs`]: parameter sets in tiers (cold file, warm host memory, hot on the GPUs).
-//! - [`jobs`]: the daemon's core: request ids, job lifecycle, await, cancel, status.
+//! - [`ids`]: what a request asks for (its content digest), and whether it joins, retries or
+//!   supersedes the attempt under its id.
+//! - [`jobs`]: the daemon's core: attempts, job lifecycle, await, cancel, status.
 //! - [`metrics`]: the Prometheus registry, fed by the engine's TIMELINE records.
 //! - [`service`]: the thin gRPC adapter; [`http`]: the read-only status port.
 //! - [`transport`]: unix and TCP listeners, bearer tokens, TLS; [`server`]: assembly, drain, exit.
@@ -22,6 +24,7 @@ pub mod client;
 pub mod config;
 mod error;
 pub mod http;
+pub mod ids;
 pub mod jobs;
 pub mod kinds;
 pub mod metrics;

@@ -81,8 +81,12 @@ pub fn circuits(config: &Config) -> Result<Arc<dyn Circuits>, ServeError> {
 
 /// The backends the configuration asks for.
 fn backends(config: &Config) -> Result<Vec<Arc<dyn ProverBackend>>, ServeError> {
-    let selection = select(config.backend, config.devices.as_deref())
-        .map_err(|e| ServeError::Setup(format!("gpus: {e}")))?;
+    let selection = select(
+        config.backend,
+        config.devices.as_deref(),
+        config.staging_threads,
+    )
+    .map_err(|e| ServeError::Setup(format!("gpus: {e}")))?;
     if let Some(why) = selection.fallback {
         tracing::warn!("no usable GPU ({why}); proving on the CPU");
     }
@@ -148,6 +152,7 @@ pub fn build(
     engine_config.gpu_workers_per_device = config.gpu_workers_per_device;
     engine_config.compiled_synthesis = config.compiled_synthesis;
     engine_config.synthesis_nice = config.synthesis_nice;
+    engine_config.group_by_circuit = config.group_by_circuit;
     let metrics = Arc::new(Metrics::new().map_err(|e| ServeError::Setup(format!("metrics: {e}")))?);
     let sink = Arc::new(MetricsSink {
         metrics: Arc::clone(&metrics),
@@ -213,7 +218,9 @@ pub async fn serve(
     };
 
     let service = Service::new(Arc::clone(&daemon)).server();
-    let mut builder = Server::builder();
+    let mut builder = Server::builder()
+        .http2_keepalive_interval(config.keepalive_interval)
+        .http2_keepalive_timeout(Some(config.keepalive_timeout));
     let (grpc, socket_file, server) = match &config.listen {
         Listen::Unix(path) => {
             let listener = bind_unix(path, config.socket_mode)?;

@@ -158,10 +158,9 @@ impl ProvingEngine for Service {
             .ok_or_else(|| DaemonError::invalid("submit", "missing"))?;
         // The job runs in its own task: if this call is dropped (the client went away), the
         // proof still finishes and waits for an AwaitProof or a retry under the same id.
-        let submitted = self.daemon.submit(submit).await?;
-        let result = self.await_reply(submitted.job_id, 0).await?;
+        let (job_id, ended) = self.daemon.prove(submit).await?;
         Ok(Response::new(proto::ProveResponse {
-            result: Some(result),
+            result: Some(ended_reply(job_id, &ended)),
         }))
     }
 

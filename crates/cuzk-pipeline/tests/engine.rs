@@ -115,6 +115,7 @@ fn config(partition_workers: usize, synthesis_concurrency: usize, gpu: usize) ->
         memory_budget: 64 * MIB,
         compiled_synthesis: true,
         synthesis_nice: SYNTHESIS_NICE,
+        group_by_circuit: false,
     }
 }
 

@@ -93,9 +93,9 @@ fn unknown_circuit(circuit: &str) -> DaemonError {
     )
 }
 
-/// The PoRep wrapper Curio puts in `vanilla_proof`.
+/// The PoRep wrapper Curio puts in `vanilla_proof`. Fields a later Curio may add are ignored, as
+/// Curio's own daemon ignores them.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct PorepWrapper {
     #[serde(rename = "SectorNum")]
     sector_num: u64,
@@ -103,6 +103,26 @@ struct PorepWrapper {
     phase1_out: String,
     #[serde(rename = "SectorSize")]
     sector_size: u64,
+}
+
+/// Reads the wrapper, logging (at debug) the fields it ignores.
+fn porep_wrapper(bytes: &[u8], request_id: &str) -> Result<PorepWrapper, DaemonError> {
+    let invalid = |e: serde_json::Error| {
+        DaemonError::invalid(
+            "vanilla_proof",
+            format!("not the PoRep wrapper {{SectorNum, Phase1Out, SectorSize}}: {e}"),
+        )
+    };
+    let mut ignored = Vec::new();
+    let mut json = serde_json::Deserializer::from_slice(bytes);
+    let wrapper: PorepWrapper =
+        serde_ignored::deserialize(&mut json, |path| ignored.push(path.to_string()))
+            .map_err(invalid)?;
+    json.end().map_err(invalid)?;
+    if !ignored.is_empty() {
+        tracing::debug!(job = request_id, ?ignored, "PoRep wrapper fields ignored");
+    }
+    Ok(wrapper)
 }
 
 /// Checks that a nonzero size in `field` is the registered proof's.
@@ -132,12 +152,7 @@ fn check_porep(request: SubmitProofRequest) -> Result<PorepJob, DaemonError> {
         )
     })?;
     check_size("sector_size", request.sector_size, proof)?;
-    let wrapper: PorepWrapper = serde_json::from_slice(&request.vanilla_proof).map_err(|e| {
-        DaemonError::invalid(
-            "vanilla_proof",
-            format!("not the PoRep wrapper {{SectorNum, Phase1Out, SectorSize}}: {e}"),
-        )
-    })?;
+    let wrapper = porep_wrapper(&request.vanilla_proof, &request.request_id)?;
     check_size("vanilla_proof.SectorSize", wrapper.sector_size, proof)?;
     if request.sector_number != 0 && request.sector_number != wrapper.sector_num {
         return Err(DaemonError::invalid(

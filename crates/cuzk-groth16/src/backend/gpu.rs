@@ -553,16 +553,19 @@ impl GpuBackend {
             index: Mutex::default(),
             sparse: Mutex::default(),
             staging: Mutex::new(Vec::new()),
-            copies: rayon::ThreadPoolBuilder::new()
-                .num_threads(COPY_THREADS)
-                .thread_name(|i| format!("cuzk-staging-{i}"))
-                .build()
-                .ok(),
+            copies: staging_pool(COPY_THREADS),
             lanes: Mutex::new(None),
             beside: Mutex::new(None),
             pool_reserved: AtomicUsize::new(0),
             multiples_from: MULTIPLES_FROM,
         }
+    }
+
+    /// Its staging copies on `threads` threads instead of [`COPY_THREADS`] (`gpus.gpu_threads`
+    /// of the daemon's configuration).
+    pub fn with_staging_threads(mut self, threads: usize) -> Self {
+        self.copies = staging_pool(threads);
+        self
     }
 
     /// A proving key's queries multiplied out on this device and left there: `delta` is the
@@ -1255,6 +1258,15 @@ fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
     handle
         .join()
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// The threads of a backend's staging copies; `None` if they could not be started.
+fn staging_pool(threads: usize) -> Option<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("cuzk-staging-{i}"))
+        .build()
+        .ok()
 }
 
 /// Drops `value` on a thread of its own: freeing an assignment's vectors (hundreds of MB) unmaps

@@ -59,7 +59,12 @@ pub enum SelectError {
 /// reports); `Auto` without a usable GPU falls back to the CPU and says why. `Cpu` with `devices`
 /// gives one CPU backend per entry, all on the same cores: a multi-device engine to try without
 /// a GPU. A GPU listed k times gets k backends, each planning with 1/k of its memory.
-pub fn select(choice: BackendChoice, devices: Option<&[usize]>) -> Result<Selection, SelectError> {
+/// `staging_threads` sets each GPU backend's staging copy threads (`None`: its default).
+pub fn select(
+    choice: BackendChoice,
+    devices: Option<&[usize]>,
+    staging_threads: Option<usize>,
+) -> Result<Selection, SelectError> {
     let cpu = |fallback| Selection {
         backends: vec![Arc::new(CpuBackend)],
         fallback,
@@ -90,6 +95,10 @@ pub fn select(choice: BackendChoice, devices: Option<&[usize]>) -> Result<Select
                     }
                     let sharing = chosen.iter().filter(|&&o| o == ordinal).count();
                     open_shared(ordinal, sharing)
+                        .map(|b| match staging_threads {
+                            Some(threads) => b.with_staging_threads(threads),
+                            None => b,
+                        })
                         .map(|b| Arc::new(b) as Arc<dyn ProverBackend>)
                         .map_err(|source| SelectError::Open { ordinal, source })
                 })
@@ -125,7 +134,7 @@ mod tests {
     #[test]
     fn the_cpu_gives_a_backend_per_listed_device() {
         let count = |devices: Option<&[usize]>| {
-            let selection = select(BackendChoice::Cpu, devices).unwrap();
+            let selection = select(BackendChoice::Cpu, devices, None).unwrap();
             assert!(selection.fallback.is_none());
             selection.backends.len()
         };

@@ -32,6 +32,11 @@ pub struct EngineConfig {
     ///
     /// [`priority`]: super::priority
     pub synthesis_nice: i32,
+    /// Whether a NORMAL job of a circuit (parameter set) already in flight starts before older
+    /// NORMAL jobs of other circuits (each passed over at most
+    /// [`MAX_PASSED_OVER`](super::MAX_PASSED_OVER) times), so a device too small for
+    /// both sets switches less often. Off: the oldest first.
+    pub group_by_circuit: bool,
 }
 
 /// The default of [`EngineConfig::synthesis_nice`]: off. Niced by 10 (a thread then weighs ~1/10
@@ -44,8 +49,8 @@ pub const SYNTHESIS_NICE: i32 = 0;
 impl EngineConfig {
     /// `partition_workers` synthesis tasks, two jobs synthesizing at once (so the next job starts
     /// while the last partitions of the previous one are still being synthesized), two GPU
-    /// workers per device, `memory_budget` bytes, compiled synthesis on, and synthesis at
-    /// [`SYNTHESIS_NICE`].
+    /// workers per device, `memory_budget` bytes, compiled synthesis on, synthesis at
+    /// [`SYNTHESIS_NICE`], jobs in submission order (not grouped by circuit).
     pub fn new(partition_workers: usize, memory_budget: u64) -> Self {
         EngineConfig {
             partition_workers,
@@ -54,6 +59,7 @@ impl EngineConfig {
             memory_budget,
             compiled_synthesis: true,
             synthesis_nice: SYNTHESIS_NICE,
+            group_by_circuit: false,
         }
     }
 

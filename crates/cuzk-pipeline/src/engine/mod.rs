@@ -37,6 +37,7 @@ pub use job::{
     JobError, JobOutput, JobProgress, JobRequest, JobResult, JobTimings, Partition,
     PartitionMemory, PartitionedCircuit, Priority,
 };
+pub use scheduler::MAX_PASSED_OVER;
 
 use crate::budget::MemoryBudget;
 use crate::sink::{kv, Clock, Event, TimelineSink};
@@ -122,7 +123,10 @@ impl Engine {
             .map(|(index, backend)| Arc::new(gpu::Device::new(index, backend)))
             .collect();
         let shared = Arc::new(Shared {
-            scheduler: Mutex::new(Scheduler::new(config.synthesis_concurrency)),
+            scheduler: Mutex::new(Scheduler::new(
+                config.synthesis_concurrency,
+                config.group_by_circuit,
+            )),
             synthesis_wake: Notify::new(),
             gpu_wake: Notify::new(),
             budget: MemoryBudget::new(config.memory_budget),

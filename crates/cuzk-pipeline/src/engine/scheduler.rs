@@ -102,6 +102,8 @@ struct Job {
     first_synthesis: Option<Instant>,
     /// Its partitions' times so far (`queue_wait_ms` set when it ends).
     timings: JobTimings,
+    /// Younger jobs of other circuits that started before it (grouping by circuit).
+    passed_over: u32,
 }
 
 impl Job {
@@ -129,6 +131,11 @@ impl Job {
     }
 }
 
+/// How often a NORMAL job waiting to start may see a younger job of another circuit start first,
+/// when jobs are grouped by circuit ([`super::EngineConfig::group_by_circuit`]); then it goes in
+/// its turn.
+pub const MAX_PASSED_OVER: u32 = 4;
+
 /// The GPU queue's order: highest priority first, then the oldest job, then the lowest partition.
 type GpuKey = (Reverse<Priority>, u64, usize);
 
@@ -138,16 +145,18 @@ pub(crate) struct Scheduler {
     ids: HashMap<String, u64>,
     gpu_queue: BTreeMap<GpuKey, Ready>,
     synthesis_concurrency: usize,
+    group_by_circuit: bool,
 }
 
 impl Scheduler {
-    pub fn new(synthesis_concurrency: usize) -> Self {
+    pub fn new(synthesis_concurrency: usize, group_by_circuit: bool) -> Self {
         Scheduler {
             next_seq: 0,
             jobs: BTreeMap::new(),
             ids: HashMap::new(),
             gpu_queue: BTreeMap::new(),
             synthesis_concurrency,
+            group_by_circuit,
         }
     }
 
@@ -189,6 +198,7 @@ impl Scheduler {
                 submitted: Instant::now(),
                 first_synthesis: None,
                 timings: JobTimings::default(),
+                passed_over: 0,
             },
         );
         receiver
@@ -198,20 +208,60 @@ impl Scheduler {
     /// oldest among equals, among the jobs allowed to synthesize: those already synthesizing,
     /// more while fewer than the concurrency limit are, and one above the priority of all that
     /// are even past the limit, so that the limit never makes an urgent job wait for less urgent
-    /// ones.
+    /// ones. Grouping by circuit, a NORMAL job of a circuit in flight starts before older NORMAL
+    /// ones of other circuits, each passed over at most [`MAX_PASSED_OVER`] times.
     pub fn next_synthesis(&mut self) -> Option<Taken> {
         let active = self.jobs.values().filter(|j| j.synthesizing());
         let (count, top) = active.fold((0, None), |(n, top), j| {
             (n + 1, top.max(Some(j.info.priority)))
         });
         let room = count < self.synthesis_concurrency;
-        let job = self
+        let in_flight: Vec<&Arc<Parameters>> = self
             .jobs
-            .values_mut()
+            .values()
+            .filter(|job| self.group_by_circuit && job.next_partition > 0)
+            .map(|job| &job.info.params)
+            .collect();
+        // (priority, tier, age): tier 2 for a job that goes on or was passed over too often,
+        // 1 for one of a circuit in flight, 0 for the rest (every job when not grouping).
+        let rank = |job: &Job| {
+            let grouped = self.group_by_circuit && job.info.priority == Priority::Normal;
+            let tier = if !grouped {
+                0
+            } else if job.next_partition > 0 || job.passed_over >= MAX_PASSED_OVER {
+                2
+            } else if in_flight.iter().any(|p| Arc::ptr_eq(p, &job.info.params)) {
+                1
+            } else {
+                0
+            };
+            (job.info.priority, tier, Reverse(job.info.seq))
+        };
+        let candidates: Vec<(u64, _)> = self
+            .jobs
+            .values()
             .filter(|job| {
                 job.to_synthesize() && (job.synthesizing() || room || Some(job.info.priority) > top)
             })
-            .max_by_key(|job| (job.info.priority, Reverse(job.info.seq)))?;
+            .map(|job| (job.info.seq, rank(job)))
+            .collect();
+        let &(seq, chosen) = candidates.iter().max_by_key(|(_, rank)| *rank)?;
+        drop(in_flight);
+        let starts = self.jobs.get(&seq)?.next_partition == 0;
+        if starts && chosen.1 == 1 {
+            let params = Arc::clone(&self.jobs.get(&seq)?.info.params);
+            for (older, _) in candidates
+                .iter()
+                .filter(|(s, r)| *s < seq && r.0 == chosen.0)
+            {
+                if let Some(job) = self.jobs.get_mut(older) {
+                    if job.next_partition == 0 && !Arc::ptr_eq(&job.info.params, &params) {
+                        job.passed_over += 1;
+                    }
+                }
+            }
+        }
+        let job = self.jobs.get_mut(&seq)?;
         let (partition, failed_on) = match job.retries.pop() {
             Some((partition, device)) => (partition, Some(device)),
             None => {
@@ -412,11 +462,48 @@ mod tests {
         Some((id.to_owned(), k))
     }
 
+    /// Grouped by circuit, NORMAL jobs of the circuit in flight start before an older one of
+    /// another circuit until it has been passed over [`MAX_PASSED_OVER`] times; other priorities
+    /// keep their order; not grouped, the oldest goes first.
+    #[test]
+    fn grouping_by_circuit_starts_jobs_of_the_circuit_in_flight_first_within_a_bound() {
+        let mut rng = cuzk_testkit::rng("grouping params");
+        let mut params = || Arc::new(generate_random_parameters(circuit(), &mut rng).unwrap());
+        let (x, y) = (params(), params());
+        let job = |id: &str, params: &Arc<Parameters>, priority| {
+            JobRequest::new(id, Arc::clone(params), 1, |_| Partition {
+                circuit: circuit(),
+                public_inputs: Vec::new(),
+            })
+            .with_priority(priority)
+        };
+        let order = |group: bool| {
+            let mut scheduler = Scheduler::new(100, group);
+            scheduler.submit(job("x1", &x, Priority::Normal));
+            scheduler.submit(job("y1", &y, Priority::Normal));
+            for i in 2..=7 {
+                scheduler.submit(job(&format!("x{i}"), &x, Priority::Normal));
+            }
+            scheduler.submit(job("x-high", &x, Priority::High));
+            std::iter::from_fn(|| next(&mut scheduler))
+                .map(|(id, _)| id)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            order(true),
+            ["x-high", "x1", "x2", "x3", "x4", "x5", "y1", "x6", "x7"]
+        );
+        assert_eq!(
+            order(false),
+            ["x-high", "x1", "y1", "x2", "x3", "x4", "x5", "x6", "x7"]
+        );
+    }
+
     /// Highest priority first, the oldest among equals; a job more urgent than every job
     /// synthesizing starts past the concurrency limit, one that is not waits for a slot.
     #[test]
     fn synthesis_takes_the_most_urgent_then_oldest_job() {
-        let mut scheduler = Scheduler::new(1);
+        let mut scheduler = Scheduler::new(1, false);
         scheduler.submit(request("normal", 2, Priority::Normal));
         assert_eq!(next(&mut scheduler), taken("normal", 0));
         for (id, priority) in [

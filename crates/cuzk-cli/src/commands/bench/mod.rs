@@ -317,6 +317,8 @@ impl Plan {
                 memory_budget,
                 compiled_synthesis: !args.direct_synthesis,
                 synthesis_nice: args.synthesis_nice,
+                // One circuit per bench: nothing to group.
+                group_by_circuit: false,
             },
         })
     }
