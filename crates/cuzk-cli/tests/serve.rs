@@ -471,7 +471,7 @@ fn soak_500_small_proofs_from_8_clients_without_memory_growth() {
     });
     assert_eq!(status.total_proofs_completed, TOTAL as u64);
     assert_eq!(status.total_proofs_failed, 0);
-    let completed_line = "cuzk_proofs_completed_total{proof_kind=\"porep-c2\"} 500";
+    let completed_line = "cuzk_proofs_completed{proof_kind=\"porep_c2\"} 500";
     assert!(metrics.lines().any(|l| l == completed_line), "{metrics}");
 
     // The status port says the same.

@@ -1,6 +1,7 @@
 //! The read-only status port: `GET /metrics` (the Prometheus text `GetMetrics` returns),
-//! `GET /status` (what `GetStatus` returns, as JSON) and `GET /healthz` (503 while the daemon
-//! drains, so a health check stops sending it work). Nothing here changes the daemon's state.
+//! `GET /status` (what `GetStatus` returns, as JSON, beside the fields of Curio's daemon's
+//! `/status` that its monitoring UI reads) and `GET /healthz` (503 while the daemon drains, so a
+//! health check stops sending it work). Nothing here changes the daemon's state.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -14,9 +15,11 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
-use crate::jobs::Daemon;
+use crate::jobs::{ActivityReport, Daemon};
+use crate::kinds::Kind;
 use crate::proto;
 use crate::service::status_reply;
+use crate::srs::SetStatus;
 
 /// The router: GET only.
 pub fn router(daemon: Arc<Daemon>) -> Router {
@@ -54,7 +57,95 @@ async fn health(State(daemon): State<Arc<Daemon>>) -> impl IntoResponse {
 }
 
 async fn status(State(daemon): State<Arc<Daemon>>) -> Json<Value> {
-    Json(status_json(&status_reply(daemon.status())))
+    let report = daemon.status();
+    let sets = report.sets.clone();
+    let mut json = status_json(&status_reply(report));
+    if let (Value::Object(ours), Value::Object(curios)) =
+        (&mut json, activity_json(&daemon.activity(), &sets))
+    {
+        ours.extend(curios);
+    }
+    Json(json)
+}
+
+/// Milliseconds as whole numbers, as Curio's daemon gives them.
+fn whole_ms(ms: Option<f64>) -> Option<u64> {
+    ms.map(|ms| ms.round() as u64)
+}
+
+/// The fields of Curio's daemon's `/status`, under its names (see `docs/daemon.md`).
+pub fn activity_json(activity: &ActivityReport, sets: &[SetStatus]) -> Value {
+    let by_kind = |pick: fn(&(Kind, u64, u64)) -> u64| {
+        activity
+            .by_kind
+            .iter()
+            .map(|entry| (entry.0.queue_name().to_owned(), json!(pick(entry))))
+            .collect::<serde_json::Map<_, _>>()
+    };
+    let (completed, failed) = activity
+        .by_kind
+        .iter()
+        .fold((0, 0), |(c, f), (_, done, bad)| (c + done, f + bad));
+    json!({
+        "uptime_secs": activity.uptime.as_secs_f64(),
+        "memory": {
+            "total_bytes": activity.memory_bytes,
+            "used_bytes": activity.memory_used,
+            "available_bytes": activity.memory_bytes.saturating_sub(activity.memory_used),
+        },
+        "synthesis": {
+            "max_concurrent": activity.synthesis_limit,
+            "active": activity.synthesizing,
+        },
+        "pipelines": activity.pipelines.iter().map(|job| json!({
+            "job_id": job.job_id,
+            "proof_kind": job.kind.queue_name(),
+            "started_secs_ago": job.started_ago.as_secs_f64(),
+            "total_partitions": job.partitions.len(),
+            "partitions_done": job.proven,
+            "partitions": job.partitions.iter().enumerate().map(|(index, p)| json!({
+                "index": index,
+                "state": p.stage.as_str(),
+                "synth_ms": whole_ms(p.synth_ms),
+                "gpu_ms": whole_ms(p.gpu_ms),
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "gpu_workers": activity.workers.iter().map(|worker| {
+            let proving = worker.proving.as_ref();
+            json!({
+                "worker_id": worker.worker,
+                "gpu_ordinal": worker.device,
+                "state": if proving.is_some() { "proving" } else { "idle" },
+                "current_job": proving.map(|p| &p.0),
+                "current_partition": proving.map(|p| p.1),
+                "busy_secs": proving.map(|p| p.2.as_secs_f64()),
+            })
+        }).collect::<Vec<_>>(),
+        "allocations": {
+            "srs": sets.iter().filter(|set| set.idle.is_some()).map(|set| json!({
+                "circuit_id": set.circuit,
+                "bytes": set.bytes,
+                "last_used_secs_ago": set.idle.map_or(0.0, |idle| idle.as_secs_f64()),
+                "evictable": set.evictable,
+            })).collect::<Vec<_>>(),
+            // A circuit's compiled R1CS is part of its parameter set here (its bytes included).
+            "pce": [],
+        },
+        "counters": {
+            "total_completed": completed,
+            "total_failed": failed,
+            "completed_by_kind": by_kind(|entry| entry.1),
+            "failed_by_kind": by_kind(|entry| entry.2),
+            "queue_depth": activity.queue_depth,
+        },
+        "buffers": {
+            "synth_in_flight": activity.synthesizing,
+            "provers_in_flight": activity.on_gpu,
+            "aux_in_flight": activity.synthesizing + activity.on_gpu + activity.finalizing,
+            "shells_in_flight": activity.finalizing,
+            "pending_handles": activity.unfinished,
+        },
+    })
 }
 
 /// The status reply as JSON, in the API's field names (tiers by name).

@@ -20,6 +20,7 @@ use tokio::sync::{watch, Notify};
 use crate::circuits::{BuildJob, Circuits, Work};
 use crate::ids::{Content, Decision, Standing};
 use crate::kinds::{priority_from_wire, Kind, KINDS};
+use crate::live::{Live, PartitionView, WorkerView};
 use crate::metrics::{Gauges, Metrics};
 use crate::proto::SubmitProofRequest;
 use crate::srs::{SetStatus, SrsManager};
@@ -186,6 +187,39 @@ pub struct StatusReport {
     pub pinned_limit_bytes: u64,
 }
 
+/// One job in flight as Curio's daemon's `/status` lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PipelineReport {
+    pub job_id: String,
+    pub kind: Kind,
+    pub started_ago: Duration,
+    /// Each partition, pending ones included.
+    pub partitions: Vec<PartitionView>,
+    pub proven: usize,
+}
+
+/// What Curio's daemon's `/status` shows beyond [`StatusReport`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct ActivityReport {
+    pub uptime: Duration,
+    /// Host bytes for partitions and parameter sets, and what they hold now.
+    pub memory_bytes: u64,
+    pub memory_used: u64,
+    pub synthesis_limit: usize,
+    pub synthesizing: usize,
+    pub pipelines: Vec<PipelineReport>,
+    pub workers: Vec<WorkerView>,
+    /// Completed and failed proofs of each kind.
+    pub by_kind: Vec<(Kind, u64, u64)>,
+    /// Jobs none of whose work runs yet.
+    pub queue_depth: u64,
+    /// Partitions queued for or on a GPU, and those finalizing.
+    pub on_gpu: usize,
+    pub finalizing: usize,
+    /// Jobs not finished, those preparing (parameters, circuits) included.
+    pub unfinished: usize,
+}
+
 /// What the daemon is built from.
 pub struct Parts {
     pub engine: Engine,
@@ -193,10 +227,16 @@ pub struct Parts {
     pub srs: SrsManager,
     pub devices: Vec<Arc<dyn ProverBackend>>,
     pub metrics: Arc<Metrics>,
+    /// Partitions and GPU workers now, from the engine's records.
+    pub live: Arc<Live>,
     /// How long a finished job's result stays retrievable.
     pub retention: Duration,
     /// GPU workers the engine runs (for the metrics).
     pub gpu_workers: usize,
+    /// Synthesis tasks the engine runs: partitions synthesizing at once, at most.
+    pub partition_workers: usize,
+    /// Host bytes parameter sets may hold (beside the engine's budget).
+    pub srs_budget: u64,
     /// Page-locked host bytes allowed (reported beside what is held).
     pub pinned_limit: u64,
 }
@@ -746,6 +786,59 @@ impl Daemon {
                 queue
             })
             .collect()
+    }
+
+    /// What Curio's daemon's `/status` shows beyond [`Daemon::status`]: memory, synthesis,
+    /// each job's partitions, the GPU workers, counters by kind.
+    pub fn activity(&self) -> ActivityReport {
+        let jobs: Vec<Arc<Job>> = self.jobs().values().cloned().collect();
+        let in_flight = self.parts.engine.jobs();
+        let live = &self.parts.live;
+        let pipelines = in_flight
+            .iter()
+            .filter_map(|(id, progress)| {
+                let job = jobs.iter().find(|j| j.id == *id)?;
+                let (seen, _) = live.job(id).unwrap_or_default();
+                let partitions = (0..progress.partitions)
+                    .map(|p| {
+                        let p = u32::try_from(p).unwrap_or(u32::MAX);
+                        seen.get(&p).copied().unwrap_or_default()
+                    })
+                    .collect();
+                Some(PipelineReport {
+                    job_id: id.clone(),
+                    kind: job.kind,
+                    started_ago: job.submitted.elapsed(),
+                    partitions,
+                    proven: progress.proven,
+                })
+            })
+            .collect();
+        let sum = |f: fn(&cuzk_pipeline::JobProgress) -> usize| {
+            in_flight.iter().map(|(_, p)| f(p)).sum::<usize>()
+        };
+        let budget = self.parts.engine.memory();
+        let queues = self.queues(&jobs);
+        ActivityReport {
+            uptime: self.started.elapsed(),
+            memory_bytes: budget.bytes() + self.parts.srs_budget,
+            memory_used: budget.in_use() + self.parts.srs.warm_bytes(),
+            synthesis_limit: self.parts.partition_workers,
+            synthesizing: sum(|p| p.synthesizing),
+            pipelines,
+            workers: live.workers(),
+            by_kind: KINDS
+                .into_iter()
+                .map(|kind| {
+                    let (completed, failed) = self.parts.metrics.by_kind(kind);
+                    (kind, completed, failed)
+                })
+                .collect(),
+            queue_depth: queues.iter().map(|q| u64::from(q.pending)).sum(),
+            on_gpu: sum(|p| p.queued_for_gpu + p.on_gpu),
+            finalizing: sum(|p| p.finalizing),
+            unfinished: jobs.iter().filter(|j| !j.done()).count(),
+        }
     }
 
     /// The Prometheus text, gauges read now.

@@ -42,6 +42,16 @@ impl Kind {
         }
     }
 
+    /// The `proof_kind` label of the metrics (Curio's daemon's values).
+    pub fn metric_label(self) -> &'static str {
+        match self {
+            Kind::PoRep => "porep_c2",
+            Kind::SnapDeals => "snap_update",
+            Kind::WindowPost => "window_post",
+            Kind::WinningPost => "winning_post",
+        }
+    }
+
     /// What Curio gets when it leaves the priority unspecified: WinningPoSt must finish within
     /// an epoch, WindowPoSt within its deadline, sealing can wait.
     pub fn default_priority(self) -> Priority {

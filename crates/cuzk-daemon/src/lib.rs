@@ -10,7 +10,8 @@
 //! - [`ids`]: what a request asks for (its content digest), and whether it joins, retries or
 //!   supersedes the attempt under its id.
 //! - [`jobs`]: the daemon's core: attempts, job lifecycle, await, cancel, status.
-//! - [`metrics`]: the Prometheus registry, fed by the engine's TIMELINE records.
+//! - [`metrics`]: the Prometheus registry, fed by the engine's TIMELINE records; [`live`]: each
+//!   partition and GPU worker now, fed by the same records.
 //! - [`service`]: the thin gRPC adapter; [`http`]: the read-only status port.
 //! - [`transport`]: unix and TCP listeners, bearer tokens, TLS; [`server`]: assembly, drain, exit.
 //! - [`client`]: connecting as Curio does and forming its requests (`cuzk client`, tests).
@@ -27,6 +28,7 @@ pub mod http;
 pub mod ids;
 pub mod jobs;
 pub mod kinds;
+pub mod live;
 pub mod metrics;
 pub mod server;
 pub mod service;

@@ -1,10 +1,12 @@
 //! The daemon's Prometheus registry: one registry, every metric named here once.
 //!
-//! Curio's names (`cuzk_proofs_completed_total`, `cuzk_proofs_failed_total`, `cuzk_queue_depth`,
-//! `cuzk_running_jobs`, `cuzk_gpu_workers`, `cuzk_uptime_seconds`, `cuzk_proof_duration_seconds`
-//! by `proof_kind`) and ours. Per-partition figures come from the engine's TIMELINE records
-//! ([`MetricsSink`] reads them as they pass on to the log), so the engine knows nothing of
-//! Prometheus. Labels are proof kinds, circuit ids and device indices: never request ids.
+//! Curio's daemon's names, with its labels (`cuzk_proofs_completed_total` and
+//! `cuzk_proofs_failed_total` unlabelled; `cuzk_proofs_completed`, `cuzk_proofs_failed` and
+//! `cuzk_proof_duration_seconds` by `proof_kind`, valued `porep_c2`, `snap_update`,
+//! `window_post`, `winning_post`; `cuzk_queue_depth`, `cuzk_running_jobs`, `cuzk_gpu_workers`,
+//! `cuzk_uptime_seconds`), so its dashboards read this daemon unchanged, and ours.
+//! Per-partition figures come from the engine's TIMELINE records ([`RecordSink`] reads them
+//! as they pass on to the log), so the engine knows nothing of Prometheus. Labels are proof kinds, circuit ids and device indices: never request ids.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -18,6 +20,7 @@ use prometheus::{
 };
 
 use crate::kinds::Kind;
+use crate::live::Live;
 
 /// The window over which the GPU busy fraction is measured.
 const BUSY_WINDOW: Duration = Duration::from_secs(60);
@@ -25,6 +28,8 @@ const BUSY_WINDOW: Duration = Duration::from_secs(60);
 /// Every metric the daemon exports.
 pub struct Metrics {
     registry: Registry,
+    completed_total: IntCounter,
+    failed_total: IntCounter,
     completed: IntCounterVec,
     failed: IntCounterVec,
     cancelled: IntCounterVec,
@@ -113,12 +118,14 @@ impl Metrics {
         let kind = &["proof_kind"];
         let metrics = Metrics {
             registry: Registry::new(),
+            completed_total: IntCounter::new("cuzk_proofs_completed_total", "Proofs completed")?,
+            failed_total: IntCounter::new("cuzk_proofs_failed_total", "Proofs failed")?,
             completed: IntCounterVec::new(
-                Opts::new("cuzk_proofs_completed_total", "Proofs completed"),
+                Opts::new("cuzk_proofs_completed", "Proofs completed, by kind"),
                 kind,
             )?,
             failed: IntCounterVec::new(
-                Opts::new("cuzk_proofs_failed_total", "Proofs failed"),
+                Opts::new("cuzk_proofs_failed", "Proofs failed, by kind"),
                 kind,
             )?,
             cancelled: IntCounterVec::new(
@@ -204,6 +211,8 @@ impl Metrics {
             busy: Mutex::new(BusyWindow::default()),
         };
         let r = &metrics.registry;
+        r.register(Box::new(metrics.completed_total.clone()))?;
+        r.register(Box::new(metrics.failed_total.clone()))?;
         r.register(Box::new(metrics.completed.clone()))?;
         r.register(Box::new(metrics.failed.clone()))?;
         r.register(Box::new(metrics.cancelled.clone()))?;
@@ -226,7 +235,7 @@ impl Metrics {
         r.register(Box::new(metrics.srs_load.clone()))?;
         for kind in crate::kinds::KINDS {
             // Every kind's series exist from the start, at zero.
-            let name = kind.queue_name();
+            let name = kind.metric_label();
             metrics.completed.with_label_values(&[name]);
             metrics.failed.with_label_values(&[name]);
             metrics.cancelled.with_label_values(&[name]);
@@ -235,33 +244,42 @@ impl Metrics {
     }
 
     pub fn completed(&self, kind: Kind, seconds: f64) {
-        self.completed.with_label_values(&[kind.queue_name()]).inc();
+        self.completed_total.inc();
+        self.completed
+            .with_label_values(&[kind.metric_label()])
+            .inc();
         self.duration
-            .with_label_values(&[kind.queue_name()])
+            .with_label_values(&[kind.metric_label()])
             .observe(seconds);
     }
 
     pub fn failed(&self, kind: Kind) {
-        self.failed.with_label_values(&[kind.queue_name()]).inc();
+        self.failed_total.inc();
+        self.failed.with_label_values(&[kind.metric_label()]).inc();
     }
 
     pub fn cancelled(&self, kind: Kind) {
-        self.cancelled.with_label_values(&[kind.queue_name()]).inc();
+        self.cancelled
+            .with_label_values(&[kind.metric_label()])
+            .inc();
     }
 
     pub fn srs_loaded(&self, circuit: &str, seconds: f64) {
         self.srs_load.with_label_values(&[circuit]).observe(seconds);
     }
 
-    /// The totals a status reports, by kind.
+    /// The totals a status reports.
     pub fn totals(&self) -> (u64, u64) {
-        let sum = |counter: &IntCounterVec| {
-            crate::kinds::KINDS
-                .iter()
-                .map(|k| counter.with_label_values(&[k.queue_name()]).get())
-                .sum()
-        };
-        (sum(&self.completed), sum(&self.failed))
+        (self.completed_total.get(), self.failed_total.get())
+    }
+
+    /// Completed and failed proofs of one kind.
+    pub fn by_kind(&self, kind: Kind) -> (u64, u64) {
+        let label = [kind.metric_label()];
+        (
+            self.completed.with_label_values(&label).get(),
+            self.failed.with_label_values(&label).get(),
+        )
     }
 
     /// The exposition text, the gauges first set from `gauges`.
@@ -323,23 +341,26 @@ impl Metrics {
     }
 }
 
-/// Passes the engine's records on to the TIMELINE log (if any) and into the metrics.
-pub struct MetricsSink {
+/// Passes the engine's records on to the TIMELINE log (if any), into the metrics and into the
+/// live view of partitions and workers.
+pub struct RecordSink {
     pub metrics: Arc<Metrics>,
+    pub live: Arc<Live>,
     pub log: Option<Arc<dyn TimelineSink>>,
 }
 
-impl std::fmt::Debug for MetricsSink {
+impl std::fmt::Debug for RecordSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MetricsSink")
+        f.debug_struct("RecordSink")
             .field("log", &self.log.is_some())
             .finish()
     }
 }
 
-impl TimelineSink for MetricsSink {
+impl TimelineSink for RecordSink {
     fn emit(&self, record: &Record) {
         self.metrics.record(record);
+        self.live.record(record);
         if let Some(log) = &self.log {
             log.emit(record);
         }
@@ -369,23 +390,32 @@ mod tests {
     fn curio_names_are_exported() {
         let metrics = Metrics::new().unwrap();
         metrics.completed(Kind::PoRep, 1.5);
+        metrics.failed(Kind::WinningPost);
         let text = metrics.render(Gauges {
             uptime_seconds: 3.0,
             ..Gauges::default()
         });
         for name in [
-            "cuzk_proofs_completed_total{proof_kind=\"porep-c2\"} 1",
-            "cuzk_proofs_failed_total",
+            "cuzk_proofs_completed_total 1",
+            "cuzk_proofs_failed_total 1",
+            "cuzk_proofs_completed{proof_kind=\"porep_c2\"} 1",
+            "cuzk_proofs_completed{proof_kind=\"snap_update\"} 0",
+            "cuzk_proofs_failed{proof_kind=\"winning_post\"} 1",
+            "cuzk_proofs_failed{proof_kind=\"window_post\"} 0",
             "cuzk_queue_depth 0",
             "cuzk_running_jobs",
             "cuzk_gpu_workers",
             "cuzk_uptime_seconds 3",
-            "cuzk_proof_duration_seconds_bucket{proof_kind=\"porep-c2\"",
-            "cuzk_proof_duration_seconds_count{proof_kind=\"porep-c2\"} 1",
+            "cuzk_proof_duration_seconds_bucket{proof_kind=\"porep_c2\"",
+            "cuzk_proof_duration_seconds_count{proof_kind=\"porep_c2\"} 1",
+            "cuzk_proof_duration_seconds_sum{proof_kind=\"porep_c2\"} 1.5",
             "cuzk_partition_synthesis_seconds_bucket",
             "cuzk_gpu_busy_fraction",
         ] {
-            assert!(text.contains(name), "{name} missing from\n{text}");
+            assert!(
+                text.lines().any(|line| line.starts_with(name)),
+                "{name} missing from\n{text}"
+            );
         }
     }
 }

@@ -24,7 +24,8 @@ use crate::circuits::synthetic::SyntheticCircuits;
 use crate::circuits::Circuits;
 use crate::config::{Budget, CircuitSet, Config, Listen, TimelineTarget};
 use crate::jobs::{Daemon, Parts};
-use crate::metrics::{Metrics, MetricsSink};
+use crate::live::Live;
+use crate::metrics::{Metrics, RecordSink};
 use crate::service::Service;
 use crate::srs::SrsManager;
 use crate::transport::{bind_tcp, bind_unix, tls_config, TokenCheck, TransportError};
@@ -154,8 +155,10 @@ pub fn build(
     engine_config.synthesis_nice = config.synthesis_nice;
     engine_config.group_by_circuit = config.group_by_circuit;
     let metrics = Arc::new(Metrics::new().map_err(|e| ServeError::Setup(format!("metrics: {e}")))?);
-    let sink = Arc::new(MetricsSink {
+    let live = Arc::new(Live::new(devices.len(), config.gpu_workers_per_device));
+    let sink = Arc::new(RecordSink {
         metrics: Arc::clone(&metrics),
+        live: Arc::clone(&live),
         log: timeline(&config.timeline)?,
     });
     let gpu_workers = devices.len() * config.gpu_workers_per_device;
@@ -181,8 +184,11 @@ pub fn build(
         srs,
         devices,
         metrics,
+        live,
         retention: config.result_retention,
         gpu_workers,
+        partition_workers: workers,
+        srs_budget,
         pinned_limit: config.pinned_limit,
     }))
 }

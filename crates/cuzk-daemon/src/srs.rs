@@ -36,6 +36,10 @@ pub struct SetStatus {
     pub tier: Tier,
     pub bytes: u64,
     pub users: usize,
+    /// Since its last use, for a set in host memory (or loading).
+    pub idle: Option<Duration>,
+    /// Whether it would be evicted to make room now: loaded, unused, idle long enough.
+    pub evictable: bool,
 }
 
 /// What a load ends with, shared by everyone who waited for it.
@@ -333,19 +337,26 @@ impl SrsManager {
         let sets = self.inner.sets();
         let mut status: Vec<SetStatus> = sets
             .iter()
-            .map(|(circuit, entry)| match &entry.slot {
-                Slot::Ready(set) => SetStatus {
-                    circuit: circuit.clone(),
-                    tier: self.inner.tier(set),
-                    bytes: set.bytes,
-                    users: entry.users,
-                },
-                Slot::Loading(_) => SetStatus {
-                    circuit: circuit.clone(),
-                    tier: Tier::Cold,
-                    bytes: self.cold_bytes(circuit),
-                    users: entry.users,
-                },
+            .map(|(circuit, entry)| {
+                let idle = entry.last_used.elapsed();
+                match &entry.slot {
+                    Slot::Ready(set) => SetStatus {
+                        circuit: circuit.clone(),
+                        tier: self.inner.tier(set),
+                        bytes: set.bytes,
+                        users: entry.users,
+                        idle: Some(idle),
+                        evictable: entry.users == 0 && idle >= self.inner.min_idle,
+                    },
+                    Slot::Loading(_) => SetStatus {
+                        circuit: circuit.clone(),
+                        tier: Tier::Cold,
+                        bytes: self.cold_bytes(circuit),
+                        users: entry.users,
+                        idle: Some(idle),
+                        evictable: false,
+                    },
+                }
             })
             .collect();
         drop(sets);
@@ -356,6 +367,8 @@ impl SrsManager {
                     circuit,
                     tier: Tier::Cold,
                     users: 0,
+                    idle: None,
+                    evictable: false,
                 });
             }
         }

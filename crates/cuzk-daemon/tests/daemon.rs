@@ -366,8 +366,9 @@ async fn every_rpc_over_a_unix_socket() {
     // Metrics, by rpc and on the status port.
     let text = metrics(&mut client).await;
     for line in [
-        "cuzk_proofs_completed_total{proof_kind=\"porep-c2\"} 2",
-        "cuzk_proof_duration_seconds_count{proof_kind=\"porep-c2\"} 2",
+        "cuzk_proofs_completed_total 2",
+        "cuzk_proofs_completed{proof_kind=\"porep_c2\"} 2",
+        "cuzk_proof_duration_seconds_count{proof_kind=\"porep_c2\"} 2",
         "cuzk_partition_synthesis_seconds_count 3",
         "cuzk_partition_gpu_seconds_count 3",
         "cuzk_gpu_workers 2",
@@ -378,7 +379,7 @@ async fn every_rpc_over_a_unix_socket() {
     let status_addr = daemon.bound.status.unwrap();
     let (code, body) = http(status_addr, "GET", "/metrics").await;
     assert_eq!(code, 200);
-    assert!(body.contains("cuzk_proofs_completed_total{proof_kind=\"porep-c2\"} 2"));
+    assert!(body.contains("cuzk_proofs_completed{proof_kind=\"porep_c2\"} 2"));
     let (code, body) = http(status_addr, "GET", "/status").await;
     assert_eq!(code, 200);
     let json: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -730,6 +731,108 @@ async fn one_request_id_five_times_at_once_is_one_proof() {
     daemon.stop().await.unwrap();
 }
 
+/// The counter of `name` (with its labels) in the metrics text.
+fn counter(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+}
+
+/// Curio retries a task under the same id: a failed or cancelled attempt is never joined (each
+/// retry is a new attempt, three at once one attempt), and other content under a running id
+/// supersedes it, both callers getting the new proof.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failed_id_is_retried_and_other_content_supersedes_a_running_one() {
+    let daemon = Running::start("", None).await;
+    let mut client = daemon.client().await;
+    let completed = "cuzk_proofs_completed{proof_kind=\"porep_c2\"}";
+    let failed = "cuzk_proofs_failed{proof_kind=\"porep_c2\"}";
+    let cancelled = "cuzk_proofs_cancelled_total{proof_kind=\"porep_c2\"}";
+
+    let wrong = SyntheticRequest {
+        wrong_inputs: true,
+        ..SyntheticRequest::new(96)
+    };
+    for attempt in 1..=2 {
+        let ended = prove(&mut client, synthetic("porep-1000-1", &wrong)).await;
+        assert_eq!(ended.status(), Status::Failed, "attempt {attempt}");
+        // Computed again, not the first failure handed back.
+        assert_eq!(counter(&metrics(&mut client).await, failed), attempt);
+    }
+    let good = SyntheticRequest {
+        synthesis_delay_ms: 400,
+        ..SyntheticRequest::new(96)
+    };
+    let calls = prove_all(&client, vec![synthetic("porep-1000-1", &good); 3]);
+    let mut proofs = Vec::new();
+    for call in calls {
+        let done = call.await.unwrap();
+        assert_eq!(done.status(), Status::Completed, "{}", done.error_message);
+        proofs.push(done.proof);
+    }
+    assert!(proofs.windows(2).all(|w| w[0] == w[1]), "three attempts");
+    assert_valid(96, &proofs[0], 1);
+    assert_eq!(counter(&metrics(&mut client).await, completed), 1);
+
+    // A cancelled attempt is retried too.
+    let slow = SyntheticRequest {
+        synthesis_delay_ms: 3_000,
+        ..SyntheticRequest::new(64)
+    };
+    client
+        .submit_proof(synthetic("porep-1000-2", &slow))
+        .await
+        .unwrap();
+    cancel(&mut client, "porep-1000-2").await.unwrap();
+    assert_eq!(
+        await_job(&mut client, "porep-1000-2", 0).await.status(),
+        Status::Cancelled
+    );
+    let quick = prove(
+        &mut client,
+        synthetic("porep-1000-2", &SyntheticRequest::new(64)),
+    )
+    .await;
+    assert_eq!(quick.status(), Status::Completed, "{}", quick.error_message);
+    assert_eq!(counter(&metrics(&mut client).await, cancelled), 1);
+
+    // Other content under a running id: the running attempt is cancelled, both callers and
+    // AwaitProof get the new attempt's proof.
+    let first = {
+        let mut client = client.clone();
+        let request = synthetic("porep-1000-3", &slow);
+        tokio::spawn(async move { prove(&mut client, request).await })
+    };
+    eventually(Duration::from_secs(10), || {
+        let mut client = client.clone();
+        async move {
+            let status = get_status(&mut client).await;
+            status.queues.iter().any(|q| q.in_progress == 1)
+        }
+    })
+    .await;
+    let other = SyntheticRequest::new(160);
+    let second = prove(&mut client, synthetic("porep-1000-3", &other)).await;
+    assert_eq!(
+        second.status(),
+        Status::Completed,
+        "{}",
+        second.error_message
+    );
+    assert_valid(160, &second.proof, 1);
+    let first = first.await.unwrap();
+    assert_eq!(first.status(), Status::Completed, "{}", first.error_message);
+    assert_eq!(first.proof, second.proof);
+    assert_eq!(
+        await_job(&mut client, "porep-1000-3", 0).await.proof,
+        second.proof
+    );
+    let text = metrics(&mut client).await;
+    assert_eq!(counter(&text, cancelled), 2, "the superseded attempt");
+    assert_eq!(counter(&text, completed), 3);
+    daemon.stop().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_critical_job_submitted_last_passes_the_queue_of_mixed_priorities() {
     let daemon = Running::start("", None).await;
@@ -795,15 +898,9 @@ async fn malformed_and_oversized_requests_are_refused_and_the_daemon_goes_on() {
     let mut client = daemon.client().await;
     let mut no_kind = synthetic("bad-kind", &SyntheticRequest::new(64));
     no_kind.proof_kind = 0;
-    let mut bad_priority = synthetic("bad-priority", &SyntheticRequest::new(64));
-    bad_priority.priority = 9;
     let mut bad_json = synthetic("bad-json", &SyntheticRequest::new(64));
     bad_json.vanilla_proof = b"{not json".to_vec();
-    for (request, field) in [
-        (no_kind, "proof_kind"),
-        (bad_priority, "priority"),
-        (bad_json, "vanilla_proof"),
-    ] {
+    for (request, field) in [(no_kind, "proof_kind"), (bad_json, "vanilla_proof")] {
         let refused = client.prove(prove_request(request)).await.unwrap_err();
         assert_eq!(refused.code(), Code::InvalidArgument);
         assert!(
@@ -856,10 +953,20 @@ async fn malformed_and_oversized_requests_are_refused_and_the_daemon_goes_on() {
 
     let fine = prove(&mut client, synthetic("fine", &SyntheticRequest::new(64))).await;
     assert_eq!(fine.status(), Status::Completed);
+    // A priority number the API does not define is the kind's default, as in Curio's daemon.
+    let mut new_priority = synthetic("new-priority", &SyntheticRequest::new(64));
+    new_priority.priority = 9;
+    let proven = prove(&mut client, new_priority).await;
+    assert_eq!(
+        proven.status(),
+        Status::Completed,
+        "{}",
+        proven.error_message
+    );
     let status = get_status(&mut client).await;
     assert_eq!(
         (status.total_proofs_completed, status.total_proofs_failed),
-        (1, 2)
+        (2, 2)
     );
     daemon.stop().await.unwrap();
 }
@@ -873,7 +980,8 @@ async fn a_client_that_disconnects_mid_prove_loses_nothing() {
     };
     {
         let mut client = daemon.client().await;
-        let call = tokio::spawn(async move { prove(&mut client, synthetic("gone", &spec)).await });
+        let request = synthetic("gone", &spec);
+        let call = tokio::spawn(async move { prove(&mut client, request).await });
         tokio::time::sleep(Duration::from_millis(200)).await;
         call.abort();
         let _ = call.await;
@@ -882,8 +990,8 @@ async fn a_client_that_disconnects_mid_prove_loses_nothing() {
     let done = await_job(&mut client, "gone", 0).await;
     assert_eq!(done.status(), Status::Completed);
     assert_valid(128, &done.proof, 1);
-    // A retry under the same id gets the same proof, not a second one.
-    let retried = prove(&mut client, synthetic("gone", &SyntheticRequest::new(128))).await;
+    // A retry under the same id and content gets the same proof, not a second one.
+    let retried = prove(&mut client, synthetic("gone", &spec)).await;
     assert_eq!(retried.proof, done.proof);
     daemon.stop().await.unwrap();
 }

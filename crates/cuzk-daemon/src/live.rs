@@ -1,0 +1,229 @@
+//! Each partition and GPU worker as it is now, read from the engine's TIMELINE records as they
+//! pass (like the metrics, so the engine knows nothing of it): the `pipelines` and
+//! `gpu_workers` of Curio's daemon's `/status`, which its monitoring UI polls.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use cuzk_pipeline::sink::Event;
+use cuzk_pipeline::timeline::Record;
+
+/// Where a partition is, in Curio's daemon's words.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Stage {
+    #[default]
+    Pending,
+    Synthesizing,
+    SynthDone,
+    Gpu,
+    Done,
+    Failed,
+}
+
+impl Stage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Pending => "pending",
+            Stage::Synthesizing => "synthesizing",
+            Stage::SynthDone => "synth_done",
+            Stage::Gpu => "gpu",
+            Stage::Done => "done",
+            Stage::Failed => "failed",
+        }
+    }
+}
+
+/// One partition of a job in flight.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PartitionView {
+    pub stage: Stage,
+    pub synth_ms: Option<f64>,
+    /// Its device regions so far.
+    pub gpu_ms: Option<f64>,
+}
+
+/// One GPU worker.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkerView {
+    pub worker: usize,
+    /// The engine's index of its device.
+    pub device: usize,
+    /// The job and partition it proves, and for how long; `None` while idle.
+    pub proving: Option<(String, u32, Duration)>,
+}
+
+#[derive(Default)]
+struct LiveJob {
+    seen: Option<Instant>,
+    partitions: BTreeMap<u32, PartitionView>,
+}
+
+#[derive(Default)]
+struct Inner {
+    jobs: HashMap<String, LiveJob>,
+    /// By worker number: its device, and what it proves since when.
+    workers: BTreeMap<usize, (usize, Option<(String, u32, Instant)>)>,
+}
+
+/// The live view, fed record by record.
+pub struct Live {
+    inner: Mutex<Inner>,
+}
+
+impl std::fmt::Debug for Live {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Live")
+    }
+}
+
+impl Live {
+    /// Workers `0..devices × per_device` idle, numbered across devices as the engine numbers
+    /// them (its CRITICAL lanes appear when they first prove).
+    pub fn new(devices: usize, per_device: usize) -> Self {
+        let workers = (0..devices * per_device)
+            .map(|w| (w, (w / per_device.max(1), None)))
+            .collect();
+        Live {
+            inner: Mutex::new(Inner {
+                jobs: HashMap::new(),
+                workers,
+            }),
+        }
+    }
+
+    fn inner(&self) -> MutexGuard<'_, Inner> {
+        // Every update leaves the maps whole.
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Moves a partition or worker on by one record.
+    pub fn record(&self, record: &Record) {
+        let number = |key: &str| record.get(key).and_then(|v| v.parse::<f64>().ok());
+        let index = |key: &str| record.get(key).and_then(|v| v.parse::<usize>().ok());
+        let mut inner = self.inner();
+        if record.event == Event::JobDone.as_str() {
+            inner.jobs.remove(&record.job_id);
+            return;
+        }
+        let Some(partition) = record.partition() else {
+            return;
+        };
+        let event = record.event.as_str();
+        let worker = index("worker");
+        if event == Event::GpuPickup.as_str() {
+            if let (Some(worker), Some(device)) = (worker, index("device")) {
+                let proving = Some((record.job_id.clone(), partition, Instant::now()));
+                inner.workers.insert(worker, (device, proving));
+            }
+        } else if event == Event::FinalizeEnd.as_str() || event == Event::DeviceFault.as_str() {
+            // The worker that proved it is free once the partition is done with the device.
+            for (_, proving) in inner.workers.values_mut() {
+                if matches!(proving, Some((job, p, _)) if *job == record.job_id && *p == partition)
+                {
+                    *proving = None;
+                }
+            }
+        }
+        let job = inner.jobs.entry(record.job_id.clone()).or_default();
+        job.seen.get_or_insert_with(Instant::now);
+        let view = job.partitions.entry(partition).or_default();
+        match event {
+            e if e == Event::SynthStart.as_str() => view.stage = Stage::Synthesizing,
+            e if e == Event::SynthEnd.as_str() => {
+                view.stage = Stage::SynthDone;
+                view.synth_ms = number("synth_ms");
+            }
+            e if e == Event::GpuPickup.as_str() => view.stage = Stage::Gpu,
+            e if e == Event::GpuEnd.as_str() => {
+                *view.gpu_ms.get_or_insert(0.0) += number("gpu_ms").unwrap_or(0.0);
+            }
+            e if e == Event::FinalizeEnd.as_str() => view.stage = Stage::Done,
+            // Retried on another device (synthesized again), or failed with its job.
+            e if e == Event::DeviceFault.as_str() => {
+                view.stage = match record.get("retry") {
+                    Some("1") => Stage::Pending,
+                    _ => Stage::Failed,
+                };
+                view.gpu_ms = None;
+            }
+            _ => {}
+        }
+    }
+
+    /// A job's partitions seen so far (the rest are pending) and how long ago it was first seen.
+    pub fn job(&self, id: &str) -> Option<(BTreeMap<u32, PartitionView>, Duration)> {
+        let inner = self.inner();
+        let job = inner.jobs.get(id)?;
+        let ago = job.seen.map_or(Duration::ZERO, |at| at.elapsed());
+        Some((job.partitions.clone(), ago))
+    }
+
+    /// Every GPU worker, by number.
+    pub fn workers(&self) -> Vec<WorkerView> {
+        self.inner()
+            .workers
+            .iter()
+            .map(|(&worker, (device, proving))| WorkerView {
+                worker,
+                device: *device,
+                proving: proving
+                    .as_ref()
+                    .map(|(job, partition, since)| (job.clone(), *partition, since.elapsed())),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn record(event: Event, job: &str, detail: &[(&str, &str)]) -> Record {
+        Record {
+            ms: 0.0,
+            event: event.as_str().to_owned(),
+            job_id: job.to_owned(),
+            detail: detail
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn partitions_and_workers_follow_the_records() {
+        let live = Live::new(1, 2);
+        let p = |n: &'static str| [("partition", n), ("worker", "1"), ("device", "0")];
+        live.record(&record(Event::SynthStart, "j", &p("0")));
+        live.record(&record(Event::SynthStart, "j", &p("1")));
+        live.record(&record(
+            Event::SynthEnd,
+            "j",
+            &[("partition", "0"), ("synth_ms", "12.5")],
+        ));
+        live.record(&record(Event::GpuPickup, "j", &p("0")));
+        live.record(&record(
+            Event::GpuEnd,
+            "j",
+            &[("partition", "0"), ("gpu_ms", "3")],
+        ));
+        let (partitions, _) = live.job("j").unwrap();
+        assert_eq!(partitions[&0].stage, Stage::Gpu);
+        assert_eq!(partitions[&0].synth_ms, Some(12.5));
+        assert_eq!(partitions[&0].gpu_ms, Some(3.0));
+        assert_eq!(partitions[&1].stage, Stage::Synthesizing);
+        let workers = live.workers();
+        assert_eq!(workers.len(), 2);
+        assert_eq!(workers[0].proving, None);
+        assert_eq!(workers[1].proving.as_ref().map(|w| w.1), Some(0));
+
+        live.record(&record(Event::FinalizeEnd, "j", &p("0")));
+        assert_eq!(live.job("j").unwrap().0[&0].stage, Stage::Done);
+        assert!(live.workers().iter().all(|w| w.proving.is_none()));
+        live.record(&record(Event::JobDone, "j", &[("status", "proven")]));
+        assert!(live.job("j").is_none());
+    }
+}
