@@ -440,6 +440,85 @@ async fn tcp_wants_the_bearer_token() {
     daemon.stop().await.unwrap();
 }
 
+/// A TCP relay between a client and `server` that counts the HTTP/2 PING frames (not their
+/// acks) the server sends, each with its time since the relay's first connection.
+async fn ping_counting_relay(server: String) -> (String, Arc<Mutex<Vec<Duration>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let pings = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&pings);
+    tokio::spawn(async move {
+        let (client, _) = listener.accept().await.unwrap();
+        let start = Instant::now();
+        let upstream = tokio::net::TcpStream::connect(server).await.unwrap();
+        let (mut client_read, mut client_write) = client.into_split();
+        let (mut server_read, mut server_write) = upstream.into_split();
+        tokio::spawn(async move {
+            let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
+        });
+        // Server to client: frames only (the connection preface is the client's). A frame is
+        // a 9-byte header (24-bit length, type, flags, stream) and its payload; PING is type
+        // 6, its ack flag 1.
+        let (mut pending, mut chunk) = (Vec::new(), vec![0u8; 1 << 16]);
+        loop {
+            let n = match server_read.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            if client_write.write_all(&chunk[..n]).await.is_err() {
+                return;
+            }
+            pending.extend_from_slice(&chunk[..n]);
+            while pending.len() >= 9 {
+                let length = usize::from(pending[0]) << 16
+                    | usize::from(pending[1]) << 8
+                    | usize::from(pending[2]);
+                if pending.len() < 9 + length {
+                    break;
+                }
+                if pending[3] == 6 && pending[4] & 1 == 0 {
+                    seen.lock().unwrap().push(start.elapsed());
+                }
+                pending.drain(..9 + length);
+            }
+        }
+    });
+    (addr, pings)
+}
+
+/// A `Prove` that waits seconds for its proof sends nothing meanwhile: the server's HTTP/2
+/// pings keep NATs and load balancers from dropping the connection, every keepalive_interval;
+/// with the interval 0, none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_idle_call_gets_the_servers_keepalive_pings_at_its_interval() {
+    let idle = SyntheticRequest {
+        synthesis_delay_ms: 1_500,
+        ..SyntheticRequest::new(64)
+    };
+    for (interval, expected) in [("300ms", true), ("0", false)] {
+        let daemon = Running::start(
+            &format!("listen = \"127.0.0.1:0\"\nkeepalive_interval = \"{interval}\""),
+            None,
+        )
+        .await;
+        let (relay, pings) = ping_counting_relay(daemon.bound.grpc.to_string()).await;
+        let mut client = connect(&relay, None).await.unwrap();
+        let done = prove(&mut client, synthetic(&format!("idle-{interval}"), &idle)).await;
+        assert_eq!(done.status(), Status::Completed, "{}", done.error_message);
+        let pings = pings.lock().unwrap().clone();
+        eprintln!("keepalive_interval {interval}: server pings at {pings:?}");
+        if expected {
+            // The call idles ~1.5 s: several pings, the first within an interval and a margin.
+            assert!(pings.len() >= 2, "{pings:?}");
+            assert!(pings[0] < Duration::from_millis(900), "{pings:?}");
+        } else {
+            assert_eq!(pings, Vec::<Duration>::new());
+        }
+        daemon.stop().await.unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn tcp_with_tls_proves_for_a_client_that_trusts_its_certificate() {
     let dir = tempfile::tempdir().unwrap();
