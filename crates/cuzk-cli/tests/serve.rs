@@ -33,11 +33,18 @@ circuits = "synthetic"
 backend = "cpu"
 "#;
 
-/// A `cuzk serve` child process listening on `<dir>/cuzk.sock`, its stderr in `<dir>/serve.log`.
-/// Killed on drop if still running.
+/// Where a test daemon listens.
+enum Address {
+    Unix(PathBuf),
+    /// 127.0.0.1, this port.
+    Tcp(u16),
+}
+
+/// A `cuzk serve` child process listening on `<dir>/cuzk.sock` (or, started as Curio starts its
+/// own, on loopback TCP), its stderr in `<dir>/serve.log`. Killed on drop if still running.
 struct Daemon {
     child: Child,
-    socket: PathBuf,
+    address: Address,
     log: PathBuf,
 }
 
@@ -65,19 +72,66 @@ impl Daemon {
         };
         let config_path = dir.join("cuzk.toml");
         fs::write(&config_path, &config).unwrap();
+        let mut serve = Command::new(BIN);
+        serve.args(["serve", "--config"]).arg(&config_path);
+        Self::spawn(dir, serve, Address::Unix(socket), env, ready_within)
+    }
+
+    /// As Curio runs its own daemon, `cuzk --config <dir>/cuzk.toml` (no command), `config`
+    /// written as it is; it must listen on 127.0.0.1:`port`.
+    fn start_as_curio(dir: &Path, config: &str, port: u16, ready_within: Duration) -> Daemon {
+        let config_path = dir.join("cuzk.toml");
+        fs::write(&config_path, config).unwrap();
+        let mut cuzk = Command::new(BIN);
+        cuzk.arg("--config").arg(&config_path);
+        Self::spawn(dir, cuzk, Address::Tcp(port), &[], ready_within)
+    }
+
+    fn spawn(
+        dir: &Path,
+        mut command: Command,
+        address: Address,
+        env: &[(&str, &str)],
+        ready_within: Duration,
+    ) -> Daemon {
         let log = dir.join("serve.log");
-        let child = Command::new(BIN)
-            .args(["serve", "--config"])
-            .arg(&config_path)
+        let child = command
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(fs::File::create(&log).unwrap())
             .spawn()
             .expect("start cuzk serve");
-        let mut daemon = Daemon { child, socket, log };
+        let mut daemon = Daemon {
+            child,
+            address,
+            log,
+        };
         daemon.wait_ready(ready_within);
         daemon
+    }
+
+    /// The unix socket it listens on.
+    fn socket(&self) -> &Path {
+        match &self.address {
+            Address::Unix(path) => path,
+            Address::Tcp(port) => panic!("the daemon listens on TCP port {port}, not a socket"),
+        }
+    }
+
+    /// Where a client dials it.
+    fn target(&self) -> String {
+        match &self.address {
+            Address::Unix(path) => format!("unix://{}", path.display()),
+            Address::Tcp(port) => format!("127.0.0.1:{port}"),
+        }
+    }
+
+    fn answers(&self) -> bool {
+        match &self.address {
+            Address::Unix(path) => std::os::unix::net::UnixStream::connect(path).is_ok(),
+            Address::Tcp(port) => std::net::TcpStream::connect(("127.0.0.1", *port)).is_ok(),
+        }
     }
 
     fn pid(&self) -> u32 {
@@ -94,13 +148,13 @@ impl Daemon {
             if let Some(status) = self.child.try_wait().unwrap() {
                 panic!("cuzk serve exited at start ({status}):\n{}", self.log());
             }
-            if std::os::unix::net::UnixStream::connect(&self.socket).is_ok() {
+            if self.answers() {
                 return;
             }
             assert!(
                 start.elapsed() < limit,
-                "no socket at {} after {limit:?}:\n{}",
-                self.socket.display(),
+                "nothing answers at {} after {limit:?}:\n{}",
+                self.target(),
                 self.log()
             );
             std::thread::sleep(Duration::from_millis(20));
@@ -247,7 +301,7 @@ fn sigterm_lets_running_proofs_finish_then_exits_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let config = SYNTHETIC.replacen("[daemon]\n", "[daemon]\ndrain_timeout = \"30s\"\n", 1);
     let mut daemon = Daemon::start(dir.path(), &config, Duration::from_secs(60));
-    let socket = daemon.socket.clone();
+    let socket = daemon.socket().to_path_buf();
     let rt = runtime();
     let mut client = rt.block_on(connect(&socket));
     let calls: Vec<_> = (0..3)
@@ -308,7 +362,7 @@ fn sigterm_past_drain_timeout_cancels_the_running_proof() {
     let config = SYNTHETIC.replacen("[daemon]\n", "[daemon]\ndrain_timeout = \"1s\"\n", 1);
     let mut daemon = Daemon::start(dir.path(), &config, Duration::from_secs(60));
     let rt = runtime();
-    let mut client = rt.block_on(connect(&daemon.socket));
+    let mut client = rt.block_on(connect(daemon.socket()));
     let call = {
         let mut client = client.clone();
         rt.spawn(async move { prove(&mut client, synthetic("long", 256, 1, 20_000)).await })
@@ -341,7 +395,7 @@ fn sigterm_past_drain_timeout_cancels_the_running_proof() {
         "exit took {took:?} with drain_timeout 1s:\n{}",
         daemon.log()
     );
-    assert!(!daemon.socket.exists(), "the socket file was not removed");
+    assert!(!daemon.socket().exists(), "the socket file was not removed");
 }
 
 /// Proves requests `next..limit` (shared counter) over `clients` connections.
@@ -404,7 +458,7 @@ fn soak_500_small_proofs_from_8_clients_without_memory_growth() {
         Duration::from_secs(60),
         &[("MALLOC_ARENA_MAX", "2")],
     );
-    let socket = daemon.socket.clone();
+    let socket = daemon.socket().to_path_buf();
     let rt = runtime();
     let start = Instant::now();
     let next = Arc::new(AtomicUsize::new(0));
@@ -695,8 +749,73 @@ fn uint(value: &Value) -> u64 {
     }
 }
 
+/// A sealed 2 KiB sector of `miner`: its C1 output file and sector number.
+fn sealed_sector(dir: &Path, miner: u64) -> (PathBuf, u64) {
+    let sealed = cuzk(&[
+        "seal-test-sector",
+        "--size",
+        "2KiB",
+        "--miner-id",
+        &miner.to_string(),
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(sealed.status.success(), "seal: {}", text(&sealed.stderr));
+    let sector: Value =
+        serde_json::from_slice(&fs::read(dir.join("sector.json")).unwrap()).unwrap();
+    // f0<miner>'s ID address payload: the miner as LEB128, left-aligned in 32 bytes.
+    assert_eq!(sector["prover_id"], prover_id(miner));
+    (dir.join("c1.json"), sector["sector_id"].as_u64().unwrap())
+}
+
+/// `miner`'s prover id as 0x-hex (for 1000: e8 07, then zeros).
+fn prover_id(miner: u64) -> String {
+    assert_eq!(miner, 1000, "the LEB128 below is 1000's");
+    format!("0xe807{}", "0".repeat(60))
+}
+
+/// `cuzk verify porep` of a proof for `miner`'s sector.
+fn verify_porep(c1: &Path, proof: &Path, params: &Path, miner: u64, sector: u64) {
+    let verified = cuzk(&[
+        "verify",
+        "porep",
+        "--c1",
+        c1.to_str().unwrap(),
+        "--proof",
+        proof.to_str().unwrap(),
+        "--params-dir",
+        params.to_str().unwrap(),
+        "--prover-id",
+        &prover_id(miner),
+        "--sector-id",
+        &sector.to_string(),
+    ]);
+    assert_eq!(
+        verified.status.code(),
+        Some(0),
+        "verify_seal refused the daemon's proof of sector {sector}: {}{}",
+        text(&verified.stdout),
+        text(&verified.stderr)
+    );
+}
+
+/// The JSON line of scenario step `step` the Python client printed.
+fn step_line(stdout: &str, step: &str) -> Value {
+    stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["step"] == step)
+        .unwrap_or_else(|| panic!("no step {step} in the client's output:\n{stdout}"))
+}
+
+/// Curio's daemon's example configuration (its keys and values, tests/data/curio-cuzk.toml)
+/// with Curio's invocation, `cuzk --config F`: refused as it is (0.0.0.0 without a guard,
+/// naming the fix); on loopback it serves Python grpcio's PoRep requests as Curio's retries send
+/// them: a failed id retried (from 3 callers at once and a 4th while it runs: one attempt) and
+/// an id superseded by another sector's request while it runs (both callers get its proof),
+/// every proof accepted by filecoin-proofs' verify_seal.
 #[test]
-fn python_grpcio_client_gets_a_porep_proof_filecoin_proofs_accepts() {
+fn curios_invocation_and_config_serve_retries_as_curio_sends_them() {
     let python = match python() {
         Ok(python) => python,
         Err(why) => {
@@ -710,73 +829,103 @@ fn python_grpcio_client_gets_a_porep_proof_filecoin_proofs_accepts() {
     const MINER: u64 = 1000;
     let params = porep_params();
     let dir = tempfile::tempdir().unwrap();
-    let sector_dir = dir.path().join("sector");
-    let sealed = cuzk(&[
-        "seal-test-sector",
-        "--size",
-        "2KiB",
-        "--miner-id",
-        &MINER.to_string(),
-        "--out",
-        sector_dir.to_str().unwrap(),
-    ]);
-    assert!(sealed.status.success(), "seal: {}", text(&sealed.stderr));
-    let sector: Value =
-        serde_json::from_slice(&fs::read(sector_dir.join("sector.json")).unwrap()).unwrap();
-    let sector_id = sector["sector_id"].as_u64().unwrap();
-    let prover_id = sector["prover_id"].as_str().unwrap().to_owned();
-    // f01000's ID address payload: 1000 as LEB128 (e8 07), left-aligned in 32 bytes.
-    assert_eq!(prover_id, format!("0xe807{}", "0".repeat(60)));
-    let c1 = sector_dir.join("c1.json");
+    let (c1, sector) = sealed_sector(&dir.path().join("a"), MINER);
+    let (other_c1, other_sector) = sealed_sector(&dir.path().join("b"), MINER);
+    // The first sector's vanilla proofs under the second's comm_r: decodes, fails to verify.
+    let mut tampered: Value = serde_json::from_slice(&fs::read(&c1).unwrap()).unwrap();
+    let theirs: Value = serde_json::from_slice(&fs::read(&other_c1).unwrap()).unwrap();
+    tampered["comm_r"] = theirs["comm_r"].clone();
+    let tampered_c1 = dir.path().join("tampered.json");
+    fs::write(&tampered_c1, serde_json::to_vec(&tampered).unwrap()).unwrap();
 
-    let config = format!(
-        r#"
-[daemon]
-drain_timeout = "10s"
-[gpus]
-backend = "cpu"
-[synthesis]
-partition_workers = 1
-[srs]
-param_cache = "{}"
-preload = ["porep-2k"]
-"#,
-        params.display()
+    let curio = include_str!("data/curio-cuzk.toml");
+    let config = dir.path().join("as-is.toml");
+    fs::write(&config, curio).unwrap();
+    let refused = cuzk(&["--config", config.to_str().unwrap()]);
+    let stderr = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("daemon.listen: 0.0.0.0:9820")
+            && stderr.contains("allow_insecure_tcp = true under [daemon]"),
+        "the refusal names the key and the fix: {stderr}"
     );
-    let mut daemon = Daemon::start(dir.path(), &config, Duration::from_secs(120));
-    let proof_path = dir.path().join("porep.proof");
+
+    let port = free_port();
+    let config = curio
+        .replace("0.0.0.0:9820", &format!("127.0.0.1:{port}"))
+        .replace("/data/zk/params", params.to_str().unwrap());
+    let mut daemon = Daemon::start_as_curio(dir.path(), &config, port, Duration::from_secs(120));
+    let log = daemon.log();
+    let first = log.lines().next().unwrap_or_default();
+    assert!(
+        first.contains("configuration ") && first.contains("cuzk.toml"),
+        "{log}"
+    );
+    for key in [
+        "scheduler.max_batch_size: ignored: cross-sector",
+        "pipeline.enabled: ignored",
+        "daemon.listen: 127.0.0.1",
+    ] {
+        assert!(log.contains(key), "no warning {key:?}:\n{log}");
+    }
+
+    let (proof, other_proof) = (dir.path().join("a.proof"), dir.path().join("b.proof"));
     let mut client = Command::new(&python);
     client
         .arg(workspace().join("crates/cuzk-cli/tests/python/curio_client.py"))
-        .arg("--target")
-        .arg(format!("unix://{}", daemon.socket.display()))
+        .args(["--target", &daemon.target(), "--scenario", "retries"])
         .arg("--c1")
         .arg(&c1)
         .args(["--miner-id", &MINER.to_string()])
-        .args(["--sector-number", &sector_id.to_string()])
+        .args(["--sector-number", &sector.to_string()])
+        .arg("--tampered-c1")
+        .arg(&tampered_c1)
+        .arg("--other-c1")
+        .arg(&other_c1)
+        .args(["--other-sector-number", &other_sector.to_string()])
         .arg("--proof-out")
-        .arg(&proof_path)
+        .arg(&proof)
+        .arg("--other-proof-out")
+        .arg(&other_proof)
         .args(["--timeout", "540"]);
     let start = Instant::now();
     let (status, stdout, stderr) =
         run_bounded(client, dir.path(), "curio_client", Duration::from_secs(600));
-    let wall = start.elapsed();
-    let proved = rpc_line(&stdout, "Prove");
-    eprintln!("python client: {:.1} s wall; {proved}", wall.as_secs_f64());
+    eprintln!(
+        "python client: {:.1} s wall\n{stdout}",
+        start.elapsed().as_secs_f64()
+    );
+    let failed = step_line(&stdout, "failed");
+    assert_eq!(failed["ok"], true, "{failed}");
+    assert!(
+        failed["error_message"]
+            .as_str()
+            .is_some_and(|m| m.contains("vanilla")),
+        "the failure names the vanilla proofs: {failed}"
+    );
+    let retried = step_line(&stdout, "retried");
+    assert_eq!(retried["ok"], true, "{retried}\n{}", daemon.log());
+    let superseded = step_line(&stdout, "superseded");
+    assert_eq!(superseded["ok"], true, "{superseded}\n{}", daemon.log());
     assert!(
         status.success(),
         "curio_client.py: {status}\n{stdout}\n{stderr}\n{}",
         daemon.log()
     );
-    assert_eq!(proved["status"], "COMPLETED", "{proved}");
-    assert_eq!(proved["job_id"], format!("porep-{MINER}-{sector_id}"));
-    let proof = fs::read(&proof_path).unwrap();
-    assert_eq!(proof.len(), 192, "2 KiB PoRep: one partition proof");
-    assert_eq!(uint(&proved["proof_bytes"]), 192);
+    let log = daemon.log();
+    for decision in [
+        "retried after FAILED",
+        "joined the job under its id",
+        "superseded the running job",
+    ] {
+        assert!(log.contains(decision), "no {decision:?} in the log:\n{log}");
+    }
+    assert_eq!(fs::read(&proof).unwrap().len(), 192, "2 KiB: one partition");
+    verify_porep(&c1, &proof, &params, MINER, sector);
+    verify_porep(&other_c1, &other_proof, &params, MINER, other_sector);
 
     let status = rpc_line(&stdout, "GetStatus");
-    eprintln!("GetStatus: {status}");
-    assert_eq!(uint(&status["total_proofs_completed"]), 1, "{status}");
+    assert_eq!(uint(&status["total_proofs_completed"]), 2, "{status}");
     assert!(
         status["loaded_srs"]
             .as_array()
@@ -784,28 +933,6 @@ preload = ["porep-2k"]
             .iter()
             .any(|s| s["circuit_id"] == "porep-2k"),
         "porep-2k not among the loaded sets: {status}"
-    );
-
-    let verified = cuzk(&[
-        "verify",
-        "porep",
-        "--c1",
-        c1.to_str().unwrap(),
-        "--proof",
-        proof_path.to_str().unwrap(),
-        "--params-dir",
-        params.to_str().unwrap(),
-        "--prover-id",
-        &prover_id,
-        "--sector-id",
-        &sector_id.to_string(),
-    ]);
-    assert_eq!(
-        verified.status.code(),
-        Some(0),
-        "verify_seal refused the daemon's proof: {}{}",
-        text(&verified.stdout),
-        text(&verified.stderr)
     );
 
     daemon.sigterm();
