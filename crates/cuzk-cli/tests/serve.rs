@@ -627,6 +627,48 @@ fn check_config_warns_on_unknown_keys_and_refuses_bad_values() {
     );
 }
 
+/// `cuzk` alone prints the help (exit 2) when there is no /data/zk/cuzk.toml; with the daemon's
+/// flags and no command it is `cuzk serve`: here the defaults, `--listen` and `--log-level`
+/// applied, the first log line saying where its configuration came from.
+#[test]
+fn bare_cuzk_prints_help_and_with_curios_flags_serves() {
+    if Path::new("/data/zk/cuzk.toml").exists() {
+        eprintln!("SKIPPED: /data/zk/cuzk.toml exists here, so bare `cuzk` serves with it");
+        return;
+    }
+    let bare = cuzk(&[]);
+    assert_eq!(bare.status.code(), Some(2));
+    let help = text(&bare.stderr);
+    assert!(help.contains("serve") && help.contains("/data/zk/cuzk.toml"), "{help}");
+    let mixed = cuzk(&["--listen", "127.0.0.1:1", "serve"]);
+    assert_eq!(mixed.status.code(), Some(2), "{}", text(&mixed.stderr));
+
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("cuzk.sock");
+    let mut cuzk = Command::new(BIN);
+    cuzk.args(["--log-level", "debug", "--listen"])
+        .arg(format!("unix://{}", socket.display()))
+        .env("RUST_LOG", "error");
+    let mut daemon = Daemon::spawn(
+        dir.path(),
+        cuzk,
+        Address::Unix(socket),
+        &[],
+        Duration::from_secs(60),
+    );
+    let log = daemon.log();
+    let first = log.lines().next().unwrap_or_default();
+    assert!(
+        first.contains("configuration: the defaults (no --config, and no /data/zk/cuzk.toml)"),
+        "{log}"
+    );
+    // --log-level wins over RUST_LOG (error would have hidden that line).
+    assert!(first.contains("INFO"), "{log}");
+    daemon.sigterm();
+    let (exit, _) = daemon.wait_exit(Duration::from_secs(30));
+    assert_eq!(exit.code(), Some(0), "{}", daemon.log());
+}
+
 /// The workspace root (two levels above this crate).
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
