@@ -639,7 +639,10 @@ fn bare_cuzk_prints_help_and_with_curios_flags_serves() {
     let bare = cuzk(&[]);
     assert_eq!(bare.status.code(), Some(2));
     let help = text(&bare.stderr);
-    assert!(help.contains("serve") && help.contains("/data/zk/cuzk.toml"), "{help}");
+    assert!(
+        help.contains("serve") && help.contains("/data/zk/cuzk.toml"),
+        "{help}"
+    );
     let mixed = cuzk(&["--listen", "127.0.0.1:1", "serve"]);
     assert_eq!(mixed.status.code(), Some(2), "{}", text(&mixed.stderr));
 

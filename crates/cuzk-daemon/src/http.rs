@@ -116,9 +116,9 @@ pub fn activity_json(activity: &ActivityReport, sets: &[SetStatus]) -> Value {
                 "worker_id": worker.worker,
                 "gpu_ordinal": worker.device,
                 "state": if proving.is_some() { "proving" } else { "idle" },
-                "current_job": proving.map(|p| &p.0),
-                "current_partition": proving.map(|p| p.1),
-                "busy_secs": proving.map(|p| p.2.as_secs_f64()),
+                "current_job": proving.map(|p| &p.job),
+                "current_partition": proving.map(|p| p.partition),
+                "busy_secs": proving.map(|p| p.busy.as_secs_f64()),
             })
         }).collect::<Vec<_>>(),
         "allocations": {

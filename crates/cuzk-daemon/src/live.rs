@@ -49,8 +49,24 @@ pub struct WorkerView {
     pub worker: usize,
     /// The engine's index of its device.
     pub device: usize,
-    /// The job and partition it proves, and for how long; `None` while idle.
-    pub proving: Option<(String, u32, Duration)>,
+    /// What it proves; `None` while idle.
+    pub proving: Option<Proving>,
+}
+
+/// The partition a GPU worker proves.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Proving {
+    pub job: String,
+    pub partition: u32,
+    /// Since its pickup.
+    pub busy: Duration,
+}
+
+/// A GPU worker as the records left it.
+struct Worker {
+    device: usize,
+    /// Job, partition, picked up when.
+    proving: Option<(String, u32, Instant)>,
 }
 
 #[derive(Default)]
@@ -62,8 +78,8 @@ struct LiveJob {
 #[derive(Default)]
 struct Inner {
     jobs: HashMap<String, LiveJob>,
-    /// By worker number: its device, and what it proves since when.
-    workers: BTreeMap<usize, (usize, Option<(String, u32, Instant)>)>,
+    /// By worker number.
+    workers: BTreeMap<usize, Worker>,
 }
 
 /// The live view, fed record by record.
@@ -82,7 +98,16 @@ impl Live {
     /// them (its CRITICAL lanes appear when they first prove).
     pub fn new(devices: usize, per_device: usize) -> Self {
         let workers = (0..devices * per_device)
-            .map(|w| (w, (w / per_device.max(1), None)))
+            .map(|w| {
+                let device = w / per_device.max(1);
+                (
+                    w,
+                    Worker {
+                        device,
+                        proving: None,
+                    },
+                )
+            })
             .collect();
         Live {
             inner: Mutex::new(Inner {
@@ -114,14 +139,15 @@ impl Live {
         if event == Event::GpuPickup.as_str() {
             if let (Some(worker), Some(device)) = (worker, index("device")) {
                 let proving = Some((record.job_id.clone(), partition, Instant::now()));
-                inner.workers.insert(worker, (device, proving));
+                inner.workers.insert(worker, Worker { device, proving });
             }
         } else if event == Event::FinalizeEnd.as_str() || event == Event::DeviceFault.as_str() {
             // The worker that proved it is free once the partition is done with the device.
-            for (_, proving) in inner.workers.values_mut() {
-                if matches!(proving, Some((job, p, _)) if *job == record.job_id && *p == partition)
-                {
-                    *proving = None;
+            for worker in inner.workers.values_mut() {
+                let this =
+                    |(job, p, _): &(String, u32, Instant)| *job == record.job_id && *p == partition;
+                if worker.proving.as_ref().is_some_and(this) {
+                    worker.proving = None;
                 }
             }
         }
@@ -164,12 +190,17 @@ impl Live {
         self.inner()
             .workers
             .iter()
-            .map(|(&worker, (device, proving))| WorkerView {
-                worker,
-                device: *device,
-                proving: proving
+            .map(|(&number, worker)| WorkerView {
+                worker: number,
+                device: worker.device,
+                proving: worker
+                    .proving
                     .as_ref()
-                    .map(|(job, partition, since)| (job.clone(), *partition, since.elapsed())),
+                    .map(|(job, partition, since)| Proving {
+                        job: job.clone(),
+                        partition: *partition,
+                        busy: since.elapsed(),
+                    }),
             })
             .collect()
     }
@@ -218,7 +249,7 @@ mod tests {
         let workers = live.workers();
         assert_eq!(workers.len(), 2);
         assert_eq!(workers[0].proving, None);
-        assert_eq!(workers[1].proving.as_ref().map(|w| w.1), Some(0));
+        assert_eq!(workers[1].proving.as_ref().map(|w| w.partition), Some(0));
 
         live.record(&record(Event::FinalizeEnd, "j", &p("0")));
         assert_eq!(live.job("j").unwrap().0[&0].stage, Stage::Done);

@@ -385,6 +385,28 @@ async fn every_rpc_over_a_unix_socket() {
     let json: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(json["total_proofs_completed"], 2);
     assert_eq!(json["loaded_srs"][0]["tier"], "HOT");
+    // Curio's daemon's fields beside ours.
+    assert_eq!(json["counters"]["total_completed"], 2, "{json}");
+    assert_eq!(
+        json["counters"]["completed_by_kind"]["porep-c2"], 2,
+        "{json}"
+    );
+    assert_eq!(json["gpu_workers"].as_array().unwrap().len(), 2, "{json}");
+    assert_eq!(json["gpu_workers"][0]["state"], "idle", "{json}");
+    assert!(
+        json["memory"]["total_bytes"].as_u64().unwrap() > 0,
+        "{json}"
+    );
+    assert!(json["uptime_secs"].is_number(), "{json}");
+    assert_eq!(json["pipelines"], serde_json::json!([]), "{json}");
+    assert!(
+        json["allocations"]["srs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|set| set["circuit_id"] == "synthetic-300"),
+        "{json}"
+    );
     assert_eq!(
         http(status_addr, "GET", "/healthz").await,
         (200, "ok\n".into())
@@ -882,12 +904,16 @@ async fn a_failed_id_is_retried_and_other_content_supersedes_a_running_one() {
         let request = synthetic("porep-1000-3", &slow);
         tokio::spawn(async move { prove(&mut client, request).await })
     };
-    eventually(Duration::from_secs(10), || {
-        let mut client = client.clone();
-        async move {
-            let status = get_status(&mut client).await;
-            status.queues.iter().any(|q| q.in_progress == 1)
-        }
+    // Curio's /status fields show it in synthesis.
+    let status_addr = daemon.bound.status.unwrap();
+    eventually(Duration::from_secs(10), || async move {
+        let (_, body) = http(status_addr, "GET", "/status").await;
+        let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let job = &json["pipelines"][0];
+        job["job_id"] == "porep-1000-3"
+            && job["total_partitions"] == 1
+            && job["partitions"][0]["state"] == "synthesizing"
+            && json["synthesis"]["active"] == 1
     })
     .await;
     let other = SyntheticRequest::new(160);

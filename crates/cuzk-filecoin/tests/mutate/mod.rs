@@ -23,7 +23,11 @@ pub struct Mutation {
 /// One to `max` mutations.
 pub fn mutations(max: usize) -> impl Strategy<Value = Vec<Mutation>> {
     prop::collection::vec(
-        (any::<u64>(), any::<u8>(), any::<u64>()).prop_map(|(at, op, arg)| Mutation { at, op, arg }),
+        (any::<u64>(), any::<u8>(), any::<u64>()).prop_map(|(at, op, arg)| Mutation {
+            at,
+            op,
+            arg,
+        }),
         1..=max,
     )
 }
@@ -60,7 +64,11 @@ pub fn mutate_bytes(bytes: &[u8], mutations: &[Mutation]) -> (Vec<u8>, Vec<Strin
             }
             op @ (5 | 6) if pos + 8 <= len => {
                 // Small numbers (lengths, counts) or huge ones.
-                let value = if op == 5 { m.arg % 80 } else { u64::MAX - m.arg % 4 };
+                let value = if op == 5 {
+                    m.arg % 80
+                } else {
+                    u64::MAX - m.arg % 4
+                };
                 out[pos..pos + 8].copy_from_slice(&value.to_le_bytes());
                 format!("u64 {value} written at {pos}")
             }
@@ -223,7 +231,8 @@ pub fn mutate_json(value: &Value, mutations: &[Mutation]) -> (Value, Vec<String>
                 Value::String(s) if !s.is_empty() => {
                     let chars: Vec<char> = s.chars().collect();
                     let i = (m.arg % chars.len() as u64) as usize;
-                    let with = ['0', 'f', 'z', '=', '"', '\\', '\u{e9}', '+'][(m.arg >> 8) as usize % 8];
+                    let with =
+                        ['0', 'f', 'z', '=', '"', '\\', '\u{e9}', '+'][(m.arg >> 8) as usize % 8];
                     *s = chars[..i]
                         .iter()
                         .chain(std::iter::once(&with))
