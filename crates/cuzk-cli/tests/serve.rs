@@ -672,6 +672,26 @@ fn bare_cuzk_prints_help_and_with_curios_flags_serves() {
     assert_eq!(exit.code(), Some(0), "{}", daemon.log());
 }
 
+/// `[logging] format = "json"` (Curio's daemon's key): every log line one JSON object.
+#[test]
+fn json_logging_writes_one_object_per_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!("{SYNTHETIC}[logging]\nformat = \"json\"\n");
+    let mut daemon = Daemon::start(dir.path(), &config, Duration::from_secs(60));
+    daemon.sigterm();
+    let (exit, _) = daemon.wait_exit(Duration::from_secs(30));
+    assert_eq!(exit.code(), Some(0), "{}", daemon.log());
+    let log = daemon.log();
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    assert!(lines.len() >= 3, "{log}");
+    let first = lines[0]["fields"]["message"].as_str().unwrap_or_default();
+    assert!(first.contains("configuration"), "{log}");
+    assert!(lines.iter().all(|l| l["level"].is_string()), "{log}");
+}
+
 /// The workspace root (two levels above this crate).
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
