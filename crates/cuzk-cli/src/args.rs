@@ -12,8 +12,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     after_help = "With no command, `cuzk [--config FILE] [--listen ADDR] [--log-level LEVEL]` runs \
                   the daemon as `cuzk serve` does (Curio's invocation of its own daemon); plain \
                   `cuzk` does so only when /data/zk/cuzk.toml exists, and prints this help \
-                  otherwise.",
-    args_conflicts_with_subcommands = true
+                  otherwise."
 )]
 pub struct Cli {
     #[command(flatten)]

@@ -38,6 +38,13 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_UNUSABLE);
         }
     }
+    if cli.command.is_some() && cli.daemon.any() {
+        eprintln!(
+            "cuzk: --config, --listen and --log-level before a command run the daemon: give them \
+             alone (`cuzk --config F`) or after `serve`"
+        );
+        return ExitCode::from(EXIT_UNUSABLE);
+    }
     let Some(command) = cli.command else {
         // Curio runs its daemon as `cuzk --config FILE`, or bare with /data/zk/cuzk.toml.
         if cli.daemon.any() || std::path::Path::new(commands::serve::DEFAULT_CONFIG).is_file() {

@@ -645,6 +645,10 @@ fn bare_cuzk_prints_help_and_with_curios_flags_serves() {
     );
     let mixed = cuzk(&["--listen", "127.0.0.1:1", "serve"]);
     assert_eq!(mixed.status.code(), Some(2), "{}", text(&mixed.stderr));
+    assert!(text(&mixed.stderr).contains("after `serve`"), "{}", text(&mixed.stderr));
+    // The global flags still go before any command.
+    let global = cuzk(&["--json", "--threads", "1", "serve", "--print-sample-config"]);
+    assert_eq!(global.status.code(), Some(0), "{}", text(&global.stderr));
 
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("cuzk.sock");
