@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The daemon as an operator coming from Curio's own runs it (issue 35's device check): `cuzk
 # --config F` with Curio's example configuration (crates/cuzk-cli/tests/data/curio-cuzk.toml: its
-# gpu_threads 32, synthesis_concurrency 1, sort_by_type, …), listen moved to loopback TCP, on a
+# gpu_threads 32, synthesis_concurrency 1 (ignored), sort_by_type, …), listen moved to loopback TCP, on a
 # 2 KiB PoRep: N requests from C clients over TCP, the proof checked by verify_seal, the
 # TIMELINE analyzed, Curio's /status fields and metric names read back.
 # Run from the repository root with BIN_DIR holding `cuzk` built with kernels. Logs under $OUT.

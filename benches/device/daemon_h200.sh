@@ -53,7 +53,7 @@ gpu_workers_per_device = 2
 [synthesis]
 partition_workers = $workers
 [pipeline]
-synthesis_concurrency = $c
+jobs_synthesizing = $c
 [srs]
 param_cache = "$work/params"
 preload = ["porep-2k"]

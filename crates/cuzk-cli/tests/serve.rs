@@ -645,7 +645,11 @@ fn bare_cuzk_prints_help_and_with_curios_flags_serves() {
     );
     let mixed = cuzk(&["--listen", "127.0.0.1:1", "serve"]);
     assert_eq!(mixed.status.code(), Some(2), "{}", text(&mixed.stderr));
-    assert!(text(&mixed.stderr).contains("after `serve`"), "{}", text(&mixed.stderr));
+    assert!(
+        text(&mixed.stderr).contains("after `serve`"),
+        "{}",
+        text(&mixed.stderr)
+    );
     // The global flags still go before any command.
     let global = cuzk(&["--json", "--threads", "1", "serve", "--print-sample-config"]);
     assert_eq!(global.status.code(), Some(0), "{}", text(&global.stderr));
@@ -933,6 +937,7 @@ fn curios_invocation_and_config_serve_retries_as_curio_sends_them() {
     for key in [
         "scheduler.max_batch_size: ignored: cross-sector",
         "pipeline.enabled: ignored",
+        "pipeline.synthesis_concurrency: ignored",
         "daemon.listen: 127.0.0.1",
     ] {
         assert!(log.contains(key), "no warning {key:?}:\n{log}");

@@ -5,8 +5,7 @@
 //! A file written for Curio's own daemon loads as it is: its keys mean the same here where they
 //! mean something (`[daemon]` listen, status_listen; `[memory]` total_budget, safety_margin,
 //! eviction_min_idle; `[gpus]` devices, gpu_threads, gpu_workers_per_device; `[scheduler]`
-//! sort_by_type; `[synthesis]` threads; `[pipeline]` synthesis_concurrency,
-//! max_parallel_synthesis; `[srs]` param_cache, preload; `[logging]` level, format), and the
+//! sort_by_type; `[synthesis]` threads; `[pipeline]` max_parallel_synthesis; `[srs]` param_cache, preload; `[logging]` level, format), and the
 //! rest ([`WITHOUT_MEANING`]) are warnings that say why. Ours are added.
 //! `cuzk.example.toml` beside this crate documents every key with its default.
 
@@ -65,7 +64,7 @@ impl Listen {
 
 /// Keys of Curio's daemon that mean nothing here, and why: a file written for it loads with a
 /// warning for each.
-pub const WITHOUT_MEANING: [(&str, &str); 8] = [
+pub const WITHOUT_MEANING: [(&str, &str); 9] = [
     (
         "scheduler.max_batch_size",
         "cross-sector batching: partitions of many sectors are pipelined already, so the GPU \
@@ -82,6 +81,12 @@ pub const WITHOUT_MEANING: [(&str, &str); 8] = [
     (
         "pipeline.synthesis_lookahead",
         "how many synthesized partitions wait for the GPU is bounded by memory.total_budget",
+    ),
+    (
+        "pipeline.synthesis_concurrency",
+        "in Curio's daemon it paces how many proofs are handed to its pipeline at once; partitions \
+         of many sectors are pipelined here, bounded by pipeline.max_parallel_synthesis and \
+         memory.total_budget (this daemon's jobs at once: pipeline.jobs_synthesizing)",
     ),
     (
         "pipeline.slot_size",
@@ -172,7 +177,8 @@ pub struct Config {
     pub compiled_synthesis: bool,
     /// Added to the synthesis threads' nice value ([`cuzk_pipeline::EngineConfig::synthesis_nice`]).
     pub synthesis_nice: i32,
-    pub synthesis_concurrency: usize,
+    /// Jobs synthesizing at once (a higher-priority one may start beyond it).
+    pub jobs_synthesizing: usize,
     pub param_cache: Option<PathBuf>,
     pub preload: Vec<String>,
     pub log_level: String,
@@ -273,7 +279,7 @@ struct RawSynthesis {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct RawPipeline {
-    synthesis_concurrency: Option<usize>,
+    jobs_synthesizing: Option<usize>,
     /// Curio's name for `synthesis.partition_workers`.
     max_parallel_synthesis: Option<usize>,
 }
@@ -648,9 +654,9 @@ impl Config {
                 },
             )
             .unwrap_or(cuzk_pipeline::SYNTHESIS_NICE);
-        let synthesis_concurrency = p.check(
-            "pipeline.synthesis_concurrency",
-            at_least_one(raw.pipeline.synthesis_concurrency.unwrap_or(2)),
+        let jobs_synthesizing = p.check(
+            "pipeline.jobs_synthesizing",
+            at_least_one(raw.pipeline.jobs_synthesizing.unwrap_or(2)),
         );
         let level = raw.logging.level.clone().unwrap_or_else(|| "info".into());
         if !["error", "warn", "info", "debug", "trace"].contains(&level.as_str()) {
@@ -688,7 +694,7 @@ impl Config {
             pinned_limit,
             gpu_workers_per_device,
             backend,
-            synthesis_concurrency,
+            jobs_synthesizing,
             (keepalive_interval, keepalive_timeout, log_format),
         ) {
             (
@@ -704,7 +710,7 @@ impl Config {
                 Some(pinned_limit),
                 Some(gpu_workers_per_device),
                 Some(backend),
-                Some(synthesis_concurrency),
+                Some(jobs_synthesizing),
                 (Some(keepalive_interval), Some(keepalive_timeout), Some(log_format)),
             ) if problems.is_empty() => Ok(Config {
                 listen,
@@ -731,7 +737,7 @@ impl Config {
                 partition_workers,
                 compiled_synthesis: s.compiled.unwrap_or(true),
                 synthesis_nice,
-                synthesis_concurrency,
+                jobs_synthesizing,
                 param_cache: raw.srs.param_cache.clone(),
                 preload: raw.srs.preload.clone().unwrap_or_default(),
                 log_level: level,
@@ -848,7 +854,7 @@ mod tests {
     fn curio_keys_with_a_meaning_here_are_honoured() {
         let config = Config::from_toml(
             "[gpus]\ngpu_threads = 32\n[scheduler]\nsort_by_type = false\n\
-             [pipeline]\nmax_parallel_synthesis = 18\nsynthesis_concurrency = 1\n\
+             [pipeline]\nmax_parallel_synthesis = 18\nsynthesis_concurrency = 1\njobs_synthesizing = 3\n\
              [logging]\nformat = \"json\"\n[memory]\npinned_budget = \"50GiB\"\n",
             "t",
         )
@@ -856,10 +862,18 @@ mod tests {
         assert_eq!(config.staging_threads, Some(32));
         assert!(!config.group_by_circuit);
         assert_eq!(config.partition_workers, Some(18));
-        assert_eq!(config.synthesis_concurrency, 1);
+        // Curio's synthesis_concurrency paced its dispatch; ours is jobs_synthesizing.
+        assert_eq!(config.jobs_synthesizing, 3);
         assert_eq!(config.log_format, LogFormat::Json);
-        assert_eq!(config.warnings.len(), 1, "{:?}", config.warnings);
-        assert!(config.warnings[0].contains("memory.total_budget"));
+        assert_eq!(config.warnings.len(), 2, "{:?}", config.warnings);
+        let warned = |start: &str, says: &str| {
+            config
+                .warnings
+                .iter()
+                .any(|w| w.starts_with(start) && w.contains(says))
+        };
+        assert!(warned("pipeline.synthesis_concurrency: ignored", "jobs_synthesizing"));
+        assert!(warned("memory.pinned_budget: ignored", "memory.total_budget"));
         let defaults = Config::default();
         assert_eq!(defaults.safety_margin, 5 << 30);
         assert_eq!(defaults.eviction_min_idle, Duration::from_secs(300));

@@ -149,7 +149,7 @@ pub fn build(
         .partition_workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let mut engine_config = EngineConfig::new(workers, engine_budget);
-    engine_config.synthesis_concurrency = config.synthesis_concurrency;
+    engine_config.synthesis_concurrency = config.jobs_synthesizing;
     engine_config.gpu_workers_per_device = config.gpu_workers_per_device;
     engine_config.compiled_synthesis = config.compiled_synthesis;
     engine_config.synthesis_nice = config.synthesis_nice;
