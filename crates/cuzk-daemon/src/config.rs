@@ -177,8 +177,9 @@ pub struct Config {
     pub compiled_synthesis: bool,
     /// Added to the synthesis threads' nice value ([`cuzk_pipeline::EngineConfig::synthesis_nice`]).
     pub synthesis_nice: i32,
-    /// Jobs synthesizing at once (a higher-priority one may start beyond it).
-    pub jobs_synthesizing: usize,
+    /// Jobs synthesizing at once (a higher-priority one may start beyond it); `None`: no bound
+    /// of its own (the partition workers and the memory budget bound them).
+    pub jobs_synthesizing: Option<usize>,
     pub param_cache: Option<PathBuf>,
     pub preload: Vec<String>,
     pub log_level: String,
@@ -654,10 +655,7 @@ impl Config {
                 },
             )
             .unwrap_or(cuzk_pipeline::SYNTHESIS_NICE);
-        let jobs_synthesizing = p.check(
-            "pipeline.jobs_synthesizing",
-            at_least_one(raw.pipeline.jobs_synthesizing.unwrap_or(2)),
-        );
+        let jobs_synthesizing = raw.pipeline.jobs_synthesizing.filter(|&n| n > 0);
         let level = raw.logging.level.clone().unwrap_or_else(|| "info".into());
         if !["error", "warn", "info", "debug", "trace"].contains(&level.as_str()) {
             p.0.push(format!(
@@ -694,7 +692,6 @@ impl Config {
             pinned_limit,
             gpu_workers_per_device,
             backend,
-            jobs_synthesizing,
             (keepalive_interval, keepalive_timeout, log_format),
         ) {
             (
@@ -710,7 +707,6 @@ impl Config {
                 Some(pinned_limit),
                 Some(gpu_workers_per_device),
                 Some(backend),
-                Some(jobs_synthesizing),
                 (Some(keepalive_interval), Some(keepalive_timeout), Some(log_format)),
             ) if problems.is_empty() => Ok(Config {
                 listen,
@@ -863,7 +859,7 @@ mod tests {
         assert!(!config.group_by_circuit);
         assert_eq!(config.partition_workers, Some(18));
         // Curio's synthesis_concurrency paced its dispatch; ours is jobs_synthesizing.
-        assert_eq!(config.jobs_synthesizing, 3);
+        assert_eq!(config.jobs_synthesizing, Some(3));
         assert_eq!(config.log_format, LogFormat::Json);
         assert_eq!(config.warnings.len(), 2, "{:?}", config.warnings);
         let warned = |start: &str, says: &str| {
@@ -872,13 +868,20 @@ mod tests {
                 .iter()
                 .any(|w| w.starts_with(start) && w.contains(says))
         };
-        assert!(warned("pipeline.synthesis_concurrency: ignored", "jobs_synthesizing"));
-        assert!(warned("memory.pinned_budget: ignored", "memory.total_budget"));
+        assert!(warned(
+            "pipeline.synthesis_concurrency: ignored",
+            "jobs_synthesizing"
+        ));
+        assert!(warned(
+            "memory.pinned_budget: ignored",
+            "memory.total_budget"
+        ));
         let defaults = Config::default();
         assert_eq!(defaults.safety_margin, 5 << 30);
         assert_eq!(defaults.eviction_min_idle, Duration::from_secs(300));
         assert_eq!(defaults.staging_threads, None);
         assert!(defaults.group_by_circuit);
+        assert_eq!(defaults.jobs_synthesizing, None);
         assert_eq!(defaults.keepalive_interval, Some(Duration::from_secs(60)));
         let both = Config::from_toml(
             "[synthesis]\npartition_workers = 4\n[pipeline]\nmax_parallel_synthesis = 8\n",

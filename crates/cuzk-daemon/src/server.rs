@@ -149,7 +149,9 @@ pub fn build(
         .partition_workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let mut engine_config = EngineConfig::new(workers, engine_budget);
-    engine_config.synthesis_concurrency = config.jobs_synthesizing;
+    // Partitions are taken oldest job first, so a bound on jobs only idles workers when the
+    // oldest jobs have no partition left to take (one-partition PoSt, 2 KiB sectors).
+    engine_config.synthesis_concurrency = config.jobs_synthesizing.unwrap_or(workers);
     engine_config.gpu_workers_per_device = config.gpu_workers_per_device;
     engine_config.compiled_synthesis = config.compiled_synthesis;
     engine_config.synthesis_nice = config.synthesis_nice;

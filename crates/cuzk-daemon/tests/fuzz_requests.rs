@@ -21,7 +21,7 @@ use cuzk_daemon::circuits::synthetic::{SyntheticCircuits, SyntheticRequest};
 use cuzk_daemon::circuits::{Circuits, Work};
 use cuzk_daemon::client::porep_request;
 use cuzk_daemon::config::Config;
-use cuzk_daemon::kinds::{Kind, KINDS};
+use cuzk_daemon::kinds::Kind;
 use cuzk_daemon::proto::await_proof_response::Status;
 use cuzk_daemon::proto::{self, ProveRequest, ProveResponse, SubmitProofRequest};
 use cuzk_daemon::{serve, DaemonError, Serving};
@@ -249,7 +249,7 @@ fn random_request() -> impl Strategy<Value = SubmitProofRequest> {
 #[test]
 fn random_requests_of_every_kind_are_refused_by_field() {
     fixture();
-    fuzz("random requests", 4096, random_request(), |request| {
+    fuzz("random requests", 16384, random_request(), |request| {
         judge(&[format!("{request:?}")], request)
     });
 }
@@ -274,7 +274,7 @@ fn mutated_porep_requests_are_refused_by_field() {
     let change = (0u8..16, any::<u64>());
     fuzz(
         "porep mutations",
-        1024,
+        4096,
         (0u8..4, mutations(3), change),
         |(mode, mutations, (change, arg))| {
             let mut request = valid.clone();
@@ -324,7 +324,7 @@ fn mutated_post_and_snap_requests_are_refused_by_field() {
     let change = (0u8..12, any::<u64>());
     fuzz(
         "post and snap mutations",
-        2048,
+        8192,
         (1usize..4, mutations(3), change),
         |(which, mutations, (change, arg))| {
             let mut request = fixture.valid()[which].0.clone();
@@ -395,7 +395,7 @@ fn protobuf_messages_of_random_and_mutated_bytes_decode_or_are_refused() {
     ];
     fuzz(
         "protobuf messages",
-        2048,
+        8192,
         inputs,
         |(valid, random, mutations)| {
             let (bytes, mut what) = match valid {
@@ -526,7 +526,7 @@ async fn raw_prove_bodies_get_a_status_and_the_daemon_proves_on() {
         }),
     };
     let mut rng = cuzk_testkit::rng("raw prove bodies");
-    let cases = fuzzing::cases(256);
+    let cases = fuzzing::cases(1024);
     let start = Instant::now();
     let mut outcomes = std::collections::BTreeMap::<String, u32>::new();
     for case in 0..cases {
