@@ -8,7 +8,7 @@ use bellperson::groth16::aggregate::AggregateVersion;
 use cuzk_groth16::Parameters;
 use cuzk_math::Scalar;
 use cuzk_pipeline::engine::PartitionedCircuit;
-use cuzk_pipeline::{Engine, JobRequest, Partition};
+use cuzk_pipeline::{unpanicked, Engine, JobRequest, Partition};
 use cuzk_synth::{CompiledError, CompiledR1cs, ProvingAssignment};
 use filecoin_hashers::Domain;
 use filecoin_proofs::parameters::public_params;
@@ -196,20 +196,30 @@ impl<Tree: 'static + MerkleTreeTrait> SectorCircuits<Tree> {
         };
         let vanilla_params =
             public_params::<Tree>(&config).map_err(filecoin("the public parameters"))?;
-        let valid = Drg::<Tree>::verify_all_partitions(
-            &vanilla_params,
-            &public_inputs,
-            &output.vanilla_proofs,
-        )
+        // filecoin's verifier panics on some malformed proofs (a column of the wrong height, a
+        // path of the wrong arity) instead of refusing them.
+        let malformed =
+            |message: String| invalid("vanilla_proofs", &format!("malformed: {message}"));
+        let valid = unpanicked(|| {
+            Drg::<Tree>::verify_all_partitions(
+                &vanilla_params,
+                &public_inputs,
+                &output.vanilla_proofs,
+            )
+        })
+        .map_err(malformed)?
         .map_err(filecoin("verifying the vanilla proofs"))?;
         // That check compares each comm_d path's stored root with comm_d without hashing the
         // path (commit 1 validates the paths when it makes them); hash them here, so a corrupted
         // path is named now, not found as a proof that does not verify.
-        let comm_d_paths_hold = output
-            .vanilla_proofs
-            .iter()
-            .flatten()
-            .all(|proof| proof.comm_d_proofs.verify());
+        let comm_d_paths_hold = unpanicked(|| {
+            output
+                .vanilla_proofs
+                .iter()
+                .flatten()
+                .all(|proof| proof.comm_d_proofs.verify())
+        })
+        .map_err(malformed)?;
         if !valid || !comm_d_paths_hold {
             return Err(FilecoinError::VanillaProofsInvalid {
                 file: c1.source.clone(),

@@ -50,7 +50,7 @@ pub use c2::{SectorCircuits, SectorFinish, SectorJob};
 pub use error::FilecoinError;
 pub use params::{check_parameter_dir, parameter_dir, use_parameter_dir, CircuitId, ParamFiles};
 pub use partition::PartitionCircuit;
-pub use post::{PostCircuits, PostJob, PostRequest};
+pub use post::{PostCircuits, PostJob, PostRequest, MAX_PARTITIONS_PER_DEADLINE};
 pub use post_proof::{PostKind, PostProof};
 pub use r1cs::{compiled_r1cs, R1csOrigin};
 pub use sample::{sample_sector, SampledSector};

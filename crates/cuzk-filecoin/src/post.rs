@@ -12,7 +12,7 @@ use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use cuzk_groth16::Parameters;
 use cuzk_math::Scalar;
 use cuzk_pipeline::engine::PartitionedCircuit;
-use cuzk_pipeline::{JobRequest, Partition};
+use cuzk_pipeline::{unpanicked, JobRequest, Partition};
 use cuzk_synth::{CompiledError, CompiledR1cs, ProvingAssignment, Sectioned};
 use filecoin_hashers::Domain;
 use filecoin_proofs::{
@@ -29,6 +29,10 @@ use crate::error::filecoin;
 use crate::request_file::{byte_strings, bytes32, read_json, registered_proof, to_hex, write_json};
 use crate::shapes::post_public_params;
 use crate::{FilecoinError, ParamFiles, PostKind, PostProof};
+
+/// Partitions a WindowPoSt deadline may have (the miner actor's limit): a partition index past
+/// it is refused, as it sizes the public inputs (the sectors of every partition before it).
+pub const MAX_PARTITIONS_PER_DEADLINE: usize = 3000;
 
 /// What Curio sends for one PoSt: the registered proof, the vanilla proof of each sector (the
 /// FFI's bincode bytes), the 32-byte randomness, the prover (from the miner id) and, for
@@ -104,6 +108,19 @@ impl<Tree: 'static + MerkleTreeTrait> PostCircuits<Tree> {
             field,
             reason,
         };
+        // filecoin's verifiers panic on some malformed vanilla proofs (a path of the wrong arity,
+        // an index past it, no inclusion proofs) instead of refusing them.
+        let malformed =
+            |message: String| invalid("vanilla_proofs".into(), format!("malformed: {message}"));
+        if post.partition >= MAX_PARTITIONS_PER_DEADLINE {
+            return Err(invalid(
+                "partition".into(),
+                format!(
+                    "{}: a deadline has at most {MAX_PARTITIONS_PER_DEADLINE} partitions",
+                    post.partition
+                ),
+            ));
+        }
         let config = post.proof.post_config()?;
         let mut vanilla = decode::<Tree>(post)?;
         // In the order the verifier takes the sectors (by id, from a map), whatever the request's.
@@ -138,7 +155,8 @@ impl<Tree: 'static + MerkleTreeTrait> PostCircuits<Tree> {
                     k: None,
                 };
                 let mut partitions =
-                    partition_vanilla_proofs(&config, &params, &inputs, 1, &vanilla)
+                    unpanicked(|| partition_vanilla_proofs(&config, &params, &inputs, 1, &vanilla))
+                        .map_err(malformed)?
                         .map_err(|e| invalid("vanilla_proofs".into(), format!("{e:#}")))?;
                 (partitions.remove(0), 0)
             }
@@ -152,8 +170,11 @@ impl<Tree: 'static + MerkleTreeTrait> PostCircuits<Tree> {
                     sectors: sectors.clone(),
                     k: Some(post.partition),
                 };
-                let proof = single_partition_vanilla_proofs(&config, &params, &inputs, &vanilla)
-                    .map_err(|e| invalid("vanilla_proofs".into(), format!("{e:#}")))?;
+                let proof = unpanicked(|| {
+                    single_partition_vanilla_proofs(&config, &params, &inputs, &vanilla)
+                })
+                .map_err(malformed)?
+                .map_err(|e| invalid("vanilla_proofs".into(), format!("{e:#}")))?;
                 (proof, post.partition)
             }
         };
@@ -180,8 +201,10 @@ impl<Tree: 'static + MerkleTreeTrait> PostCircuits<Tree> {
         // wrong randomness is named now rather than found as a proof that does not verify. A
         // WindowPoSt partition's were all checked above.
         if post.proof.kind == PostKind::Winning {
-            let opens = FallbackPoSt::<Tree>::verify(&params, &inputs, &partition_proof)
-                .map_err(|e| invalid("vanilla_proofs".into(), format!("{e:#}")))?;
+            let opens =
+                unpanicked(|| FallbackPoSt::<Tree>::verify(&params, &inputs, &partition_proof))
+                    .map_err(malformed)?
+                    .map_err(|e| invalid("vanilla_proofs".into(), format!("{e:#}")))?;
             if !opens {
                 return Err(invalid(
                     "vanilla_proofs".into(),

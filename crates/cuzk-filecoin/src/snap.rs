@@ -10,7 +10,7 @@ use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use cuzk_groth16::Parameters;
 use cuzk_math::Scalar;
 use cuzk_pipeline::engine::PartitionedCircuit;
-use cuzk_pipeline::{JobRequest, Partition};
+use cuzk_pipeline::{unpanicked, JobRequest, Partition};
 use cuzk_synth::CompiledR1cs;
 use ff::PrimeField;
 use filecoin_hashers::Domain;
@@ -160,10 +160,19 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapCircuits<Tree> {
             h: config.h,
         };
         for (k, proof) in vanilla.iter().enumerate() {
+            // filecoin's verifier panics on some malformed proofs instead of refusing them.
             let valid =
-                EmptySectorUpdate::<Tree>::verify(&public_params, &inputs(k), proof).map_err(
-                    filecoin(format!("verifying partition proof {k} of {}", snap.proof)),
-                )?;
+                unpanicked(|| EmptySectorUpdate::<Tree>::verify(&public_params, &inputs(k), proof))
+                    .map_err(|message| {
+                        invalid(
+                            &format!("vanilla_proofs[{k}]"),
+                            format!("malformed: {message}"),
+                        )
+                    })?
+                    .map_err(filecoin(format!(
+                        "verifying partition proof {k} of {}",
+                        snap.proof
+                    )))?;
             if !valid {
                 return Err(invalid(
                     &format!("vanilla_proofs[{k}]"),

@@ -4,23 +4,24 @@
 //! `PostCircuits::new`) and SnapDeals partition proofs (`SnapCircuits::new`), given random bytes
 //! and mutations of valid requests (a sample sector's C1 output and PoSts, a sealed sector's
 //! update). They read what Curio sends, so no input may panic, and each refusal must name the
-//! file or field at fault. `CUZK_FUZZ_CASES` sets the cases per test (default: what runs in
-//! about a minute on two cores); `CUZK_TEST_SEED` replays a run.
+//! file or field at fault. `CUZK_FUZZ_CASES` sets the cases per test (by default all run in
+//! about 25 s on two cores); `CUZK_TEST_SEED` replays a run.
 
-mod mutate;
+mod fuzzing;
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
 
 use cuzk_filecoin::{
     sample_sector, seal_random_sector, snap_update, C1Output, FilecoinError, PostCircuits,
     PostKind, PostProof, PostRequest, SealProof, SectorCircuits, SectorSize, SnapCircuits,
-    SnapRequest, UpdateProof, SECTOR_SIZES,
+    SnapRequest, UpdateProof, MAX_PARTITIONS_PER_DEADLINE, SECTOR_SIZES,
 };
-use filecoin_proofs::{FallbackPoStSectorProof, SectorShape2KiB};
-use mutate::{mutate_bytes, mutate_json, mutations, Mutation};
+use filecoin_proofs::{
+    FallbackPoStSectorProof, SectorShape2KiB, SectorShape32GiB, SectorShape64GiB,
+};
+use fuzzing::{fuzz, mutate_bytes, mutate_json, mutations, no_panic, Mutation, Outcome};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
+use proptest::test_runner::TestCaseError;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -29,89 +30,13 @@ use storage_proofs_update::PartitionProof;
 /// What the C1 outputs are called in errors, which must name it.
 const SOURCE: &str = "fuzz-c1.json";
 
-/// Runs `test` on `cases` inputs of `strategy` (or `CUZK_FUZZ_CASES`), seeded as the other
-/// tests are, failing with the smallest input proptest finds.
-fn fuzz<S: Strategy>(name: &str, cases: u32, strategy: S, test: impl Fn(S::Value) -> Outcome)
-where
-    S::Value: std::fmt::Debug,
-{
-    let cases = std::env::var("CUZK_FUZZ_CASES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(cases);
-    let config = Config {
-        cases,
-        failure_persistence: None,
-        rng_seed: RngSeed::Fixed(cuzk_testkit::seed(name)),
-        max_shrink_time: 60_000,
-        ..Config::default()
-    };
-    let mut runner = TestRunner::new(config);
-    let outcomes = std::cell::RefCell::new(std::collections::BTreeMap::<String, u32>::new());
-    let start = std::time::Instant::now();
-    let result = runner.run(&strategy, |input| {
-        let outcome = test(input)?;
-        *outcomes.borrow_mut().entry(outcome).or_default() += 1;
-        Ok(())
-    });
-    eprintln!(
-        "{name}: {cases} cases in {:.1} s, outcomes (shrinking included): {:?}",
-        start.elapsed().as_secs_f64(),
-        outcomes.borrow()
-    );
-    if let Err(e) = result {
-        panic!("{name}: {e}");
-    }
-}
-
-/// A case's outcome (`ok`, or the kind of refusal), or why it fails the property.
-type Outcome = Result<String, TestCaseError>;
-
-/// Runs `decode` on an input described by `what`: a panic fails the case, naming the input; an
-/// error must name something; the outcome is tallied.
+/// Runs `decode` on an input described by `what`: a panic fails the case, naming the input; a
+/// refusal must name what is at fault.
 fn judge(what: &[String], decode: impl FnOnce() -> Result<(), FilecoinError>) -> Outcome {
-    panic_places();
-    let result = catch_unwind(AssertUnwindSafe(decode)).map_err(|panic| {
-        let message = panic
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| panic.downcast_ref::<&str>().copied())
-            .unwrap_or("a panic");
-        let place = PANICKED_AT.lock().unwrap().clone();
-        if std::env::var_os("SURVEY").is_some() {
-            return format!("PANIC at {place}: {message}");
-        }
-        format!("panicked at {place} ({message}) on the input {what:?}")
-    });
-    let result = match result {
-        Ok(r) => r,
-        Err(m) if std::env::var_os("SURVEY").is_some() => {
-            eprintln!("SURVEY {m} on {what:?}");
-            return Ok(m);
-        }
-        Err(m) => return Err(TestCaseError::fail(m)),
-    };
-    match result {
+    match no_panic(what, decode)? {
         Ok(()) => Ok("ok".into()),
         Err(e) => named(&e).map_err(|why| TestCaseError::fail(format!("{why} on {what:?}"))),
     }
-}
-
-/// Where the last panic happened (its message is in the payload).
-static PANICKED_AT: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
-
-/// Records where each panic happens, besides the default report, so a failure can say where.
-fn panic_places() {
-    static HOOKED: std::sync::Once = std::sync::Once::new();
-    HOOKED.call_once(|| {
-        let default = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if let Some(at) = info.location() {
-                *PANICKED_AT.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = at.to_string();
-            }
-            if std::env::var_os("SURVEY").is_none() { default(info); }
-        }));
-    });
 }
 
 /// The kind of `error` if its text is not empty and names the file, field or step at fault;
@@ -247,14 +172,6 @@ fn mutate_bincode<T: Serialize + DeserializeOwned>(
     mutate_bytes(bytes, mutations)
 }
 
-/// A sector size whose tree shape is 2 KiB's (the type the circuits are built for here).
-fn base_shape(size: SectorSize) -> bool {
-    matches!(
-        size,
-        SectorSize::S2KiB | SectorSize::S8MiB | SectorSize::S512MiB
-    )
-}
-
 /// What the daemon does with a C1 output: parse it, check every field decodes, read its
 /// commitments, and (for 2 KiB) verify its vanilla proofs and build the partition circuits.
 fn decode_c1(bytes: &[u8], hint: Option<SealProof>) -> Result<(), FilecoinError> {
@@ -267,21 +184,29 @@ fn decode_c1(bytes: &[u8], hint: Option<SealProof>) -> Result<(), FilecoinError>
     Ok(())
 }
 
-/// What the daemon does with a PoSt: the sectors its verifier is given, and (for sizes of 2
-/// KiB's shape) the circuit from its verified vanilla proofs.
+/// What the daemon does with a PoSt: the sectors its verifier is given, and the circuit from
+/// its verified vanilla proofs, for its sector size's tree shape.
 fn decode_post(post: &PostRequest) -> Result<(), FilecoinError> {
     post.sectors()?;
-    if base_shape(post.proof.size) {
-        PostCircuits::<SectorShape2KiB>::new(post)?;
+    match post.proof.size {
+        SectorSize::S2KiB | SectorSize::S8MiB | SectorSize::S512MiB => {
+            PostCircuits::<SectorShape2KiB>::new(post).map(drop)
+        }
+        SectorSize::S32GiB => PostCircuits::<SectorShape32GiB>::new(post).map(drop),
+        SectorSize::S64GiB => PostCircuits::<SectorShape64GiB>::new(post).map(drop),
     }
-    Ok(())
 }
 
+/// What the daemon does with a SnapDeals update: its circuits from its verified partition
+/// proofs, for its sector size's tree shape.
 fn decode_snap(snap: &SnapRequest) -> Result<(), FilecoinError> {
-    if base_shape(snap.proof.size) {
-        SnapCircuits::<SectorShape2KiB>::new(snap)?;
+    match snap.proof.size {
+        SectorSize::S2KiB | SectorSize::S8MiB | SectorSize::S512MiB => {
+            SnapCircuits::<SectorShape2KiB>::new(snap).map(drop)
+        }
+        SectorSize::S32GiB => SnapCircuits::<SectorShape32GiB>::new(snap).map(drop),
+        SectorSize::S64GiB => SnapCircuits::<SectorShape64GiB>::new(snap).map(drop),
     }
-    Ok(())
 }
 
 /// A seal proof to claim for a C1 output, or none; mostly the output's own.
@@ -352,7 +277,7 @@ fn c1_outputs_of_random_bytes_are_refused_by_name() {
     ];
     fuzz(
         "c1 random bytes",
-        2048,
+        8192,
         (bytes, seal_hint()),
         |(bytes, hint)| {
             let what = [format!(
@@ -370,7 +295,7 @@ fn mutated_c1_outputs_never_panic_and_name_their_field() {
     let fixture = fixture();
     fuzz(
         "c1 mutations",
-        256,
+        2048,
         (any::<bool>(), any::<bool>(), mutations(4), seal_hint()),
         |(ffi, structural, mutations, hint)| {
             let (tree, hint) = if ffi {
@@ -413,7 +338,7 @@ fn post_vanilla_proofs_of_random_bytes_are_refused_by_name() {
     );
     fuzz(
         "post random bytes",
-        2048,
+        8192,
         request,
         |(proof, vanilla_proofs, randomness, prover_id, partition)| {
             let post = PostRequest {
@@ -444,7 +369,7 @@ fn mutated_post_vanilla_proofs_never_panic_and_name_their_field() {
     );
     fuzz(
         "post mutations",
-        512,
+        2048,
         input,
         |(which, structural, mutations, (change, arg))| {
             let mut post = fixture.posts[which].clone();
@@ -460,9 +385,14 @@ fn mutated_post_vanilla_proofs_never_panic_and_name_their_field() {
             match change {
                 0 => post.randomness[(arg % 32) as usize] ^= 1 << (arg % 8),
                 1 => post.prover_id[(arg % 32) as usize] ^= 1 << (arg % 8),
-                // Partitions stay small: one is an allocation of partition × sector count
-                // public sectors.
-                2 => post.partition = (arg % 1024) as usize,
+                // A partition sizes the public inputs (partition × sector count sectors): small
+                // ones, or past the deadline's limit, which is refused before anything is sized.
+                2 => {
+                    post.partition = match arg % 2 {
+                        0 => (arg % 64) as usize,
+                        _ => MAX_PARTITIONS_PER_DEADLINE + (arg as usize >> 1),
+                    }
+                }
                 3 => post.vanilla_proofs.push(post.vanilla_proofs[0].clone()),
                 4 => post.vanilla_proofs.truncate(i),
                 5 => {
@@ -495,7 +425,7 @@ fn snap_partition_proofs_of_random_bytes_are_refused_by_name() {
     );
     fuzz(
         "snap random bytes",
-        2048,
+        8192,
         request,
         |(size, vanilla_proofs, [comm_r_old, comm_r_new, comm_d_new])| {
             let snap = SnapRequest {
@@ -515,7 +445,7 @@ fn mutated_snap_partition_proofs_never_panic_and_name_their_field() {
     let fixture = fixture();
     fuzz(
         "snap mutations",
-        512,
+        2048,
         (any::<bool>(), mutations(3), field_change()),
         |(structural, mutations, (change, arg))| {
             let mut snap = fixture.snap.clone();

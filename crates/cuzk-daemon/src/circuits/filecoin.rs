@@ -8,7 +8,8 @@ use base64::Engine as _;
 use cuzk_filecoin::{
     compiled_r1cs, prover_id_of_miner, verify_post, verify_seal, verify_snap, C1Output, CircuitId,
     FilecoinError, ParamFiles, PostJob, PostKind, PostProof, PostRequest, R1csOrigin, SealProof,
-    SectorIdentity, SectorJob, SectorSize, SnapJob, SnapRequest, UpdateProof, SECTOR_SIZES,
+    SectorIdentity, SectorJob, SectorSize, SnapJob, SnapRequest, UpdateProof,
+    MAX_PARTITIONS_PER_DEADLINE, SECTOR_SIZES,
 };
 use cuzk_groth16::params_file::PointCheck;
 use serde::Deserialize;
@@ -258,12 +259,19 @@ fn check_post(request: SubmitProofRequest, kind: Kind) -> Result<PostRequest, Da
             "none given (one per sector)",
         ));
     }
+    let partition = request.partition_index as usize;
+    if partition >= MAX_PARTITIONS_PER_DEADLINE {
+        return Err(DaemonError::invalid(
+            "partition_index",
+            format!("{partition}: a deadline has at most {MAX_PARTITIONS_PER_DEADLINE} partitions"),
+        ));
+    }
     Ok(PostRequest {
         proof,
         vanilla_proofs: request.vanilla_proofs,
         randomness,
         prover_id: prover_id_of_miner(request.miner_id),
-        partition: request.partition_index as usize,
+        partition,
     })
 }
 
@@ -513,6 +521,29 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    /// A partition index sizes a WindowPoSt's public inputs (every earlier partition's sectors):
+    /// u32::MAX once aborted the process asking for 343 GB.
+    #[test]
+    fn a_partition_past_a_deadlines_limit_is_refused_before_anything_is_sized() {
+        let request = |partition_index| SubmitProofRequest {
+            proof_kind: 3,
+            registered_proof: 10,
+            randomness: vec![0; 32],
+            vanilla_proofs: vec![vec![0]],
+            partition_index,
+            ..Default::default()
+        };
+        for partition in [MAX_PARTITIONS_PER_DEADLINE as u32, u32::MAX] {
+            let error = check_post(request(partition), Kind::WindowPost).unwrap_err();
+            assert!(
+                error.to_string().starts_with("partition_index: "),
+                "{error}"
+            );
+        }
+        let last = MAX_PARTITIONS_PER_DEADLINE as u32 - 1;
+        assert!(check_post(request(last), Kind::WindowPost).is_ok());
+    }
 
     #[test]
     fn circuit_ids_round_trip() {

@@ -347,13 +347,19 @@ async fn lowered<T: Send + 'static>(
         .spawn(move || {
             // Not lowered, it still computes the same result (see `lower_rayon_pool_once`).
             let _ = priority::lower_current_thread(nice);
-            let _ = sender.send(std::panic::catch_unwind(AssertUnwindSafe(work)));
+            let _ = sender.send(unpanicked(work));
         })
         .map_err(|e| format!("starting a synthesis thread: {e}"))?;
-    match receiver.await {
-        Ok(outcome) => outcome.map_err(panic_message),
-        Err(_) => Err("the synthesis thread ended without a result".into()),
-    }
+    receiver
+        .await
+        .unwrap_or_else(|_| Err("the synthesis thread ended without a result".into()))
+}
+
+/// `work`'s value, or the message of its panic. For code that may panic on input it did not
+/// expect (filecoin's verifiers on a malformed vanilla proof, a circuit's synthesis): the caller
+/// turns the message into its own error, and the process goes on.
+pub fn unpanicked<T>(work: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(AssertUnwindSafe(work)).map_err(panic_message)
 }
 
 fn panic_message(payload: Box<dyn Any + Send>) -> String {

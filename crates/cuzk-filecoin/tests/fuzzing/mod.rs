@@ -1,6 +1,8 @@
-//! Mutations for the fuzz tests, of bytes and of JSON trees, each driven by proptest-made numbers
-//! (so a failing case shrinks and replays) and described in words (so a failure names the change
-//! that made it).
+//! What the fuzz tests share (`fuzz_decoders` here, `fuzz_requests` of cuzk-daemon): a proptest
+//! runner with bounded cases and a printed seed, a panic catcher that says where the panic
+//! was, and mutations of bytes and of JSON trees, each driven by proptest-made numbers (so a
+//! failing case shrinks and replays) and described in words (so a failure names the change that
+//! made it).
 //!
 //! Byte mutations flip, set, insert and remove bytes, truncate, and overwrite eight bytes with a
 //! small or huge little-endian number (bincode's lengths and indices). JSON mutations replace a
@@ -9,8 +11,110 @@
 //! shaped wrong, which is what reaches the code behind a decoder.
 #![allow(dead_code)]
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Mutex, Once, PoisonError};
+use std::time::Instant;
+
 use proptest::prelude::*;
+use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 use serde_json::Value;
+
+/// A case's outcome (`ok`, or the kind of refusal), tallied and printed; or why it fails the
+/// property.
+pub type Outcome = Result<String, TestCaseError>;
+
+/// The cases a test runs: `CUZK_FUZZ_CASES`, or `default`.
+pub fn cases(default: u32) -> u32 {
+    std::env::var("CUZK_FUZZ_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Runs `test` on [`cases`] inputs of `strategy`, seeded by `CUZK_TEST_SEED` as the other tests
+/// are (printed under `name`), failing with the smallest input proptest finds. Nothing is
+/// written to the source tree.
+pub fn fuzz<S: Strategy>(name: &str, cases: u32, strategy: S, test: impl Fn(S::Value) -> Outcome)
+where
+    S::Value: std::fmt::Debug,
+{
+    let config = Config {
+        cases: self::cases(cases),
+        failure_persistence: None,
+        rng_seed: RngSeed::Fixed(cuzk_testkit::seed(name)),
+        max_shrink_time: 60_000,
+        ..Config::default()
+    };
+    let cases = config.cases;
+    let mut runner = TestRunner::new(config);
+    let outcomes = RefCell::new(BTreeMap::<String, u32>::new());
+    let start = Instant::now();
+    let result = runner.run(&strategy, |input| {
+        let outcome = test(input)?;
+        *outcomes.borrow_mut().entry(outcome).or_default() += 1;
+        Ok(())
+    });
+    eprintln!(
+        "{name}: {cases} cases in {:.1} s, outcomes (shrinking included): {:?}",
+        start.elapsed().as_secs_f64(),
+        outcomes.borrow()
+    );
+    if let Err(e) = result {
+        panic!("{name}: {e}");
+    }
+}
+
+/// `run`'s value, or a failure saying where it panicked, with what, on the input `what`
+/// describes.
+pub fn no_panic<T>(what: &[String], run: impl FnOnce() -> T) -> Result<T, TestCaseError> {
+    record_panic_places();
+    catch_unwind(AssertUnwindSafe(run)).map_err(|panic| {
+        let message = panic_message(panic.as_ref());
+        // The place of the latest panic with this message (tests run side by side, and the
+        // panic may have been on one of rayon's threads).
+        let at = PANICS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .rev()
+            .find(|(m, _)| *m == message)
+            .map_or_else(|| "an unknown place".to_owned(), |(_, at)| at.clone());
+        TestCaseError::fail(format!("panicked at {at} ({message}) on {what:?}"))
+    })
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+        .unwrap_or_else(|| "a panic".to_owned())
+}
+
+/// The latest panics' messages and places.
+static PANICS: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+
+/// Records where panics happen, besides the default report, so a failure says where.
+fn record_panic_places() {
+    static HOOKED: Once = Once::new();
+    HOOKED.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let at = info
+                .location()
+                .map_or_else(String::new, ToString::to_string);
+            let mut panics = PANICS.lock().unwrap_or_else(PoisonError::into_inner);
+            if panics.len() >= 64 {
+                panics.remove(0);
+            }
+            panics.push((panic_message(info.payload()), at));
+            drop(panics);
+            default(info);
+        }));
+    });
+}
 
 /// One mutation: where (`at`, modulo the places there are), what (`op`) and a number for it.
 #[derive(Clone, Copy, Debug)]
