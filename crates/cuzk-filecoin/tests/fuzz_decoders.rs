@@ -478,3 +478,114 @@ fn mutated_snap_partition_proofs_never_panic_and_name_their_field() {
         },
     );
 }
+
+/// The sample's PoSt `which` with its vanilla proof changed in its JSON tree, which must still
+/// decode (so the change reaches the code behind the decoder).
+fn changed_post(which: PostKind, change: impl FnOnce(&mut Value)) -> PostRequest {
+    let fixture = fixture();
+    let i = fixture.posts.iter().position(|p| p.proof.kind == which);
+    let i = i.expect("the sample has this PoSt");
+    let mut tree = fixture.post_trees[i][0].clone();
+    change(&mut tree);
+    let proof: PostSectorProof = serde_json::from_value(tree).expect("still a vanilla proof");
+    let mut post = fixture.posts[i].clone();
+    post.vanilla_proofs[0] = bincode::serialize(&proof).unwrap();
+    post
+}
+
+/// The node at `pointer`, which the fixture must have.
+fn node<'a>(tree: &'a mut Value, pointer: &str) -> &'a mut Value {
+    let node = tree.pointer_mut(pointer);
+    node.unwrap_or_else(|| panic!("the fixture has no {pointer}"))
+}
+
+/// The first level of a PoSt vanilla proof's first Merkle path.
+const LEVEL: &str = "/vanilla_proof/sectors/0/inclusion_proofs/0/data/Single/path/path/0";
+
+/// What the fuzz tests found filecoin's verifiers panic on, each refused naming its field: as
+/// malformed (the panic caught), or earlier for a reason of its own (printed).
+#[test]
+fn the_malformed_proofs_the_fuzzer_found_are_refused_by_name() {
+    /// An input, the field its refusal must name, whether filecoin panics on it, and its
+    /// decoding.
+    struct Case(
+        String,
+        &'static str,
+        bool,
+        Box<dyn FnOnce() -> Result<(), FilecoinError>>,
+    );
+    /// A change to a PoSt vanilla proof's JSON tree.
+    type Change = fn(&mut Value);
+    let post = |what: String, kind, change: Change| {
+        let decode = move || decode_post(&changed_post(kind, change));
+        Case(what, "vanilla_proofs", true, Box::new(decode))
+    };
+    let path_changes: [(&str, Change); 4] = [
+        ("a path level with one sibling removed", |t| {
+            let hashes = node(t, &format!("{LEVEL}/hashes")).as_array_mut().unwrap();
+            hashes.remove(0);
+        }),
+        ("a path hash that is no field element", |t| {
+            *node(t, &format!("{LEVEL}/hashes/0")) = Value::from(vec![0xffu8; 32]);
+        }),
+        ("a path level's index 9", |t| {
+            *node(t, &format!("{LEVEL}/index")) = Value::from(9);
+        }),
+        ("no inclusion proofs", |t| {
+            *node(t, "/vanilla_proof/sectors/0/inclusion_proofs") = Value::Array(vec![]);
+        }),
+    ];
+    let mut cases = Vec::new();
+    for (what, change) in path_changes {
+        for kind in [PostKind::Winning, PostKind::Window] {
+            cases.push(post(format!("{kind:?}: {what}"), kind, change));
+        }
+    }
+    cases.push(post("Window: no sectors".into(), PostKind::Window, |t| {
+        *node(t, "/vanilla_proof/sectors") = Value::Array(vec![]);
+    }));
+    cases.push(Case(
+        "C1: a DRG parent's column one row short".into(),
+        "vanilla_proofs",
+        true,
+        Box::new(|| {
+            let mut c1 = fixture().c1_ffi.clone();
+            let rows = "/vanilla_proofs/StackedDrg2KiBV1/0/0/replica_column_proofs/drg_parents/0/\
+                        column/rows";
+            node(&mut c1, rows).as_array_mut().unwrap().pop();
+            decode_c1(&serde_json::to_vec(&c1).unwrap(), Some(fixture().proof))
+        }),
+    ));
+    cases.push(Case(
+        format!("Window: partition {MAX_PARTITIONS_PER_DEADLINE}"),
+        "partition",
+        false,
+        Box::new(|| {
+            let mut post = changed_post(PostKind::Window, |_| {});
+            post.partition = MAX_PARTITIONS_PER_DEADLINE;
+            decode_post(&post)
+        }),
+    ));
+
+    let mut wrong = Vec::new();
+    for Case(what, field, panics, decode) in cases {
+        let verdict = match no_panic(std::slice::from_ref(&what), decode) {
+            Err(panicked) => Err(panicked.to_string()),
+            Ok(Ok(())) => Err("accepted".to_owned()),
+            Ok(Err(e)) => match named(&e) {
+                Err(why) => Err(why),
+                Ok(_) if !e.to_string().contains(field) => Err(format!("{e} names no {field}")),
+                Ok(_) if panics && e.to_string().contains("malformed") => {
+                    Ok(format!("the panic caught: {e}"))
+                }
+                Ok(_) if panics => Ok(format!("refused earlier: {e}")),
+                Ok(_) => Ok(e.to_string()),
+            },
+        };
+        eprintln!("{what}: {verdict:?}");
+        if let Err(why) = verdict {
+            wrong.push(format!("{what}: {why}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
