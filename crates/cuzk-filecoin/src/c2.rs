@@ -240,14 +240,16 @@ impl<Tree: 'static + MerkleTreeTrait> SectorCircuits<Tree> {
                         "its challenges disagree on comm_c or comm_r_last",
                     )
                 })?);
-            sector.public_inputs.push(
+            let inputs = unpanicked(|| {
                 <Compound<Tree> as CompoundProof<'_, Drg<'_, Tree>, Circuit<Tree>>>::generate_public_inputs(
                     &public_inputs,
                     &vanilla_params,
                     Some(k),
                 )
-                .map_err(filecoin(format!("the public inputs of partition {k}")))?,
-            );
+            })
+            .map_err(malformed)?
+            .map_err(filecoin(format!("the public inputs of partition {k}")))?;
+            sector.public_inputs.push(inputs);
         }
         Ok(sector)
     }

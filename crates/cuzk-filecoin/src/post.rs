@@ -212,24 +212,31 @@ impl<Tree: 'static + MerkleTreeTrait> PostCircuits<Tree> {
                 ));
             }
         }
-        let circuit = <FallbackPoStCompound<Tree> as CompoundProof<
-            '_,
-            FallbackPoSt<'_, Tree>,
-            FallbackPoStCircuit<Tree>,
-        >>::circuit(
-            &inputs,
-            Default::default(),
-            &partition_proof,
-            &params,
-            Some(partition),
-        )
-        .map_err(filecoin(format!("the circuit of {}", post.proof)))?;
-        let public_inputs = <FallbackPoStCompound<Tree> as CompoundProof<
-            '_,
-            FallbackPoSt<'_, Tree>,
-            FallbackPoStCircuit<Tree>,
-        >>::generate_public_inputs(&inputs, &params, Some(partition))
-        .map_err(filecoin(format!("the public inputs of {}", post.proof)))?;
+        // Verified vanilla proofs can still hold values the circuit cannot read (a WindowPoSt
+        // path hash past the modulus): the circuit's construction panics on those too.
+        let (circuit, public_inputs) = unpanicked(|| {
+            let circuit = <FallbackPoStCompound<Tree> as CompoundProof<
+                '_,
+                FallbackPoSt<'_, Tree>,
+                FallbackPoStCircuit<Tree>,
+            >>::circuit(
+                &inputs,
+                Default::default(),
+                &partition_proof,
+                &params,
+                Some(partition),
+            )
+            .map_err(filecoin(format!("the circuit of {}", post.proof)))?;
+            let public_inputs =
+                <FallbackPoStCompound<Tree> as CompoundProof<
+                    '_,
+                    FallbackPoSt<'_, Tree>,
+                    FallbackPoStCircuit<Tree>,
+                >>::generate_public_inputs(&inputs, &params, Some(partition))
+                .map_err(filecoin(format!("the public inputs of {}", post.proof)))?;
+            Ok::<_, FilecoinError>((circuit, public_inputs))
+        })
+        .map_err(malformed)??;
         Ok(PostCircuits {
             circuit: PostCircuit(circuit),
             public_inputs,

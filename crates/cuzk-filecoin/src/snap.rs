@@ -187,27 +187,38 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapCircuits<Tree> {
         let mut circuits = Vec::with_capacity(partitions);
         let mut public_inputs = Vec::with_capacity(partitions);
         for (k, proof) in vanilla.iter().enumerate() {
-            let circuit = <Compound<Tree> as CompoundProof<
-                '_,
-                EmptySectorUpdate<Tree>,
-                EmptySectorUpdateCircuit<Tree>,
-            >>::circuit(&all, (), proof, &public_params, Some(k))
-            .map_err(filecoin(format!(
-                "the circuit of partition {k} of {}",
-                snap.proof
-            )))?;
-            circuits.push(UpdateCircuit(circuit));
-            public_inputs.push(
-                <Compound<Tree> as CompoundProof<
+            // Verified partition proofs can still hold values the circuit cannot read: its
+            // construction panics on those.
+            let (circuit, inputs) = unpanicked(|| {
+                let circuit = <Compound<Tree> as CompoundProof<
                     '_,
                     EmptySectorUpdate<Tree>,
                     EmptySectorUpdateCircuit<Tree>,
-                >>::generate_public_inputs(&all, &public_params, Some(k))
+                >>::circuit(&all, (), proof, &public_params, Some(k))
                 .map_err(filecoin(format!(
-                    "the public inputs of partition {k} of {}",
+                    "the circuit of partition {k} of {}",
                     snap.proof
-                )))?,
-            );
+                )))?;
+                let inputs =
+                    <Compound<Tree> as CompoundProof<
+                        '_,
+                        EmptySectorUpdate<Tree>,
+                        EmptySectorUpdateCircuit<Tree>,
+                    >>::generate_public_inputs(&all, &public_params, Some(k))
+                    .map_err(filecoin(format!(
+                        "the public inputs of partition {k} of {}",
+                        snap.proof
+                    )))?;
+                Ok::<_, FilecoinError>((circuit, inputs))
+            })
+            .map_err(|message| {
+                invalid(
+                    &format!("vanilla_proofs[{k}]"),
+                    format!("malformed: {message}"),
+                )
+            })??;
+            circuits.push(UpdateCircuit(circuit));
+            public_inputs.push(inputs);
         }
         Ok(SnapCircuits {
             circuits,
