@@ -53,12 +53,30 @@ pub enum ClientError {
 
 /// Connects to `address` (`unix:///PATH` or `HOST:PORT`), with Curio's 256 MiB limits.
 pub async fn connect(address: &str, token: Option<&str>) -> Result<Client, ClientError> {
+    let channel = channel(address).await?;
+    let token = token
+        .map(|t| {
+            format!("Bearer {t}")
+                .parse()
+                .map_err(|_| ClientError::Token)
+        })
+        .transpose()?;
+    Ok(
+        ProvingEngineClient::with_interceptor(channel, Bearer(token))
+            .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(crate::MAX_MESSAGE_BYTES),
+    )
+}
+
+/// A connection to `address` (`unix:///PATH` or `HOST:PORT`), for clients of any service there
+/// (or raw calls).
+pub async fn channel(address: &str) -> Result<Channel, ClientError> {
     let listen = Listen::parse(address).map_err(ClientError::Address)?;
     let connect_error = |source| ClientError::Connect {
         address: address.to_owned(),
         source,
     };
-    let channel = match listen {
+    Ok(match listen {
         Listen::Unix(path) => {
             let path: PathBuf = path;
             // The URI is a placeholder: the connector below dials the socket.
@@ -79,19 +97,7 @@ pub async fn connect(address: &str, token: Option<&str>) -> Result<Client, Clien
             .connect()
             .await
             .map_err(connect_error)?,
-    };
-    let token = token
-        .map(|t| {
-            format!("Bearer {t}")
-                .parse()
-                .map_err(|_| ClientError::Token)
-        })
-        .transpose()?;
-    Ok(
-        ProvingEngineClient::with_interceptor(channel, Bearer(token))
-            .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(crate::MAX_MESSAGE_BYTES),
-    )
+    })
 }
 
 /// A PoRep C2 request exactly as Curio forms it: the C1 output (its JSON as the FFI writes it,

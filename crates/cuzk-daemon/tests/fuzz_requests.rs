@@ -451,22 +451,6 @@ impl Decoder for Raw {
     }
 }
 
-/// A channel to the unix socket at `path`.
-async fn channel(path: std::path::PathBuf) -> tonic::transport::Channel {
-    // The URI is a placeholder: the connector dials the socket.
-    tonic::transport::Endpoint::from_static("http://localhost")
-        .connect_with_connector(tower::service_fn(move |_| {
-            let path = path.clone();
-            async move {
-                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(
-                    tokio::net::UnixStream::connect(path).await?,
-                ))
-            }
-        }))
-        .await
-        .unwrap()
-}
-
 /// A `Prove` call whose body is `body`: the reply's bytes, or its status.
 async fn prove_raw(
     channel: &tonic::transport::Channel,
@@ -515,7 +499,9 @@ async fn raw_prove_bodies_get_a_status_and_the_daemon_proves_on() {
         .await
         .expect("the daemon binds within 30 s")
         .expect("the daemon starts");
-    let channel = channel(socket).await;
+    let channel = cuzk_daemon::client::channel(&format!("unix://{}", socket.display()))
+        .await
+        .unwrap();
 
     let valid = |id: &str| ProveRequest {
         submit: Some(SubmitProofRequest {
