@@ -32,6 +32,12 @@ pub struct GlobalArgs {
     /// Print one JSON object on stdout instead of human-readable text; no progress bars.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Device memory cuzk may hold on each GPU, everything included (parameters, tables,
+    /// matrices, working buffers, its context): bytes with a K, M, G or T suffix, or `auto`
+    /// (what the device has free at start, less 256 MiB). What stays on the device and what
+    /// streams from host memory follows it.
+    #[arg(long, global = true, value_name = "SIZE", default_value = "auto", value_parser = parse_memory)]
+    pub gpu_memory: MemoryArg,
 }
 
 #[derive(Debug, Subcommand)]

@@ -3,12 +3,12 @@
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
-use cuzk_gpu::Gpu;
-use cuzk_groth16::backend::{self as backends, BackendChoice as Choice};
+use cuzk_gpu::{Gpu, MemoryBudget};
+use cuzk_groth16::backend::{self as backends, BackendChoice as Choice, DeviceOptions};
 use cuzk_groth16::setup::Multiplier;
 use cuzk_groth16::ProverBackend;
 
-use crate::args::BackendChoice;
+use crate::args::{BackendChoice, GlobalArgs, MemoryArg};
 
 impl From<BackendChoice> for Choice {
     fn from(choice: BackendChoice) -> Self {
@@ -21,34 +21,57 @@ impl From<BackendChoice> for Choice {
 }
 
 /// One backend per device to prove with (`devices`, by ordinal, or every GPU; one CPU backend
-/// when there is no GPU). `Auto` falls back to the CPU and says why, once.
+/// when there is no GPU), each with `--gpu-memory`. `Auto` falls back to the CPU and says why,
+/// once (not with `--json`).
 pub fn select_all(
     choice: BackendChoice,
     devices: Option<&[usize]>,
-    quiet: bool,
+    global: &GlobalArgs,
 ) -> Result<Vec<Arc<dyn ProverBackend>>> {
-    let selection =
-        backends::select(choice.into(), devices, None).context("--backend/--devices")?;
-    if let (Some(why), false) = (&selection.fallback, quiet) {
+    let options = DeviceOptions {
+        staging_threads: None,
+        memory_limit: memory_limit(global),
+    };
+    let selection = backends::select(choice.into(), devices, &options)
+        .context("--backend/--devices/--gpu-memory")?;
+    if let (Some(why), false) = (&selection.fallback, global.json) {
         eprintln!("cuzk: no usable GPU ({why}); proving on the CPU");
     }
     Ok(selection.backends)
 }
 
 /// The backend of the first device (or the CPU), for single proofs.
-pub fn select(choice: BackendChoice, quiet: bool) -> Result<Arc<dyn ProverBackend>> {
-    select_all(choice, None, quiet)?
+pub fn select(choice: BackendChoice, global: &GlobalArgs) -> Result<Arc<dyn ProverBackend>> {
+    select_all(choice, None, global)?
         .into_iter()
         .next()
         .ok_or_else(|| anyhow!("no prover backend"))
 }
 
-/// Where setup multiplies its points: the first GPU, or the CPU (`Auto` falls back and says why).
-pub fn multiplier(choice: BackendChoice, quiet: bool) -> Result<Multiplier> {
+/// `--gpu-memory` in bytes (`None`: auto).
+fn memory_limit(global: &GlobalArgs) -> Option<u64> {
+    match global.gpu_memory {
+        MemoryArg::Auto => None,
+        MemoryArg::Bytes(bytes) => Some(bytes),
+    }
+}
+
+/// The first GPU, opened with `--gpu-memory`.
+pub fn first_gpu(global: &GlobalArgs) -> Result<Arc<Gpu>, cuzk_gpu::GpuError> {
+    let budget = match memory_limit(global) {
+        Some(bytes) => MemoryBudget::Bytes(usize::try_from(bytes).unwrap_or(usize::MAX)),
+        None => MemoryBudget::FreeAtStart,
+    };
+    Gpu::open(0, budget)
+}
+
+/// Where setup multiplies its points: the first GPU, or the CPU (`Auto` falls back and says why
+/// unless `quiet`).
+pub fn multiplier(choice: BackendChoice, global: &GlobalArgs, quiet: bool) -> Result<Multiplier> {
     match choice {
         BackendChoice::Cpu => Ok(Multiplier::Cpu),
-        BackendChoice::Gpu => Ok(Multiplier::Gpu(Gpu::first().context("--backend gpu")?)),
-        BackendChoice::Auto => Ok(match Gpu::first() {
+        BackendChoice::Gpu => Ok(Multiplier::Gpu(first_gpu(global).context("--backend gpu")?)),
+        BackendChoice::Auto => Ok(match first_gpu(global) {
             Ok(gpu) => Multiplier::Gpu(gpu),
             Err(why) => {
                 if !quiet {

@@ -167,6 +167,9 @@ pub struct Config {
     /// Threads of each GPU backend's host-side staging copies (`gpus.gpu_threads`; `None`: the
     /// backend's default).
     pub staging_threads: Option<usize>,
+    /// Bytes cuzk may hold on each GPU (`gpus.memory_limit`; `None`: what the device has free
+    /// at start, less a margin).
+    pub gpu_memory_limit: Option<u64>,
     /// NORMAL jobs of the circuit already in flight go before older ones of other circuits
     /// (`scheduler.sort_by_type`), so a small GPU switches parameter sets less often.
     pub group_by_circuit: bool,
@@ -259,6 +262,7 @@ struct RawGpus {
     devices: Option<Vec<usize>>,
     gpu_workers_per_device: Option<usize>,
     gpu_threads: Option<usize>,
+    memory_limit: Option<Quantity>,
     backend: Option<String>,
 }
 
@@ -622,6 +626,11 @@ impl Config {
             },
         );
         let staging_threads = g.gpu_threads.filter(|&n| n > 0);
+        let gpu_memory_limit = match &g.memory_limit {
+            None => Some(None),
+            Some(Quantity::Text(t)) if t == "auto" => Some(None),
+            Some(q) => p.check("gpus.memory_limit", bytes(q).map(|b| (b > 0).then_some(b))),
+        };
         let group_by_circuit = raw.scheduler.sort_by_type.unwrap_or(true);
         let devices = match &g.devices {
             Some(list) if list.is_empty() => None,
@@ -692,6 +701,7 @@ impl Config {
             pinned_limit,
             gpu_workers_per_device,
             backend,
+            gpu_memory_limit,
             (keepalive_interval, keepalive_timeout, log_format),
         ) {
             (
@@ -707,6 +717,7 @@ impl Config {
                 Some(pinned_limit),
                 Some(gpu_workers_per_device),
                 Some(backend),
+                Some(gpu_memory_limit),
                 (Some(keepalive_interval), Some(keepalive_timeout), Some(log_format)),
             ) if problems.is_empty() => Ok(Config {
                 listen,
@@ -728,6 +739,7 @@ impl Config {
                 gpu_workers_per_device,
                 backend,
                 staging_threads,
+                gpu_memory_limit,
                 group_by_circuit,
                 threads,
                 partition_workers,

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuzk_groth16::backend::select;
+use cuzk_groth16::backend::{select, DeviceOptions};
 use cuzk_groth16::ProverBackend;
 use cuzk_pipeline::engine::machine_memory;
 use cuzk_pipeline::sink::{StderrSink, TimelineSink, WriterSink};
@@ -82,11 +82,11 @@ pub fn circuits(config: &Config) -> Result<Arc<dyn Circuits>, ServeError> {
 
 /// The backends the configuration asks for.
 fn backends(config: &Config) -> Result<Vec<Arc<dyn ProverBackend>>, ServeError> {
-    let selection = select(
-        config.backend,
-        config.devices.as_deref(),
-        config.staging_threads,
-    )
+    let options = DeviceOptions {
+        staging_threads: config.staging_threads,
+        memory_limit: config.gpu_memory_limit,
+    };
+    let selection = select(config.backend, config.devices.as_deref(), &options)
     .map_err(|e| ServeError::Setup(format!("gpus: {e}")))?;
     if let Some(why) = selection.fallback {
         tracing::warn!("no usable GPU ({why}); proving on the CPU");

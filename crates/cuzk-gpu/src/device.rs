@@ -4,11 +4,12 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cudarc::driver::sys::{self, CUdevice_attribute, CUevent_flags, CUmemPool_attribute};
+use cudarc::driver::sys::{self, CUdevice_attribute, CUevent_flags};
 use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
 
 use crate::error::{DriverContext, GpuError};
+use crate::memory::{DevicePool, MemoryBudget};
 
 /// A device with the kernels loaded. Cheap to share (`Arc`); kernels are looked up once.
 #[derive(Debug)]
@@ -27,34 +28,11 @@ pub struct Gpu {
     multiprocessors: u32,
     /// Shared memory one multiprocessor has for its blocks, in bytes.
     shared_per_multiprocessor: u32,
-    /// Most free bytes `memory` reports (usize::MAX: no limit), for sharing a device with others
-    /// and for testing the paths taken when memory is short.
+    /// The pool every allocation comes from, capped at the device's budget.
+    pool: Arc<DevicePool>,
+    /// Most free bytes `memory` reports (usize::MAX: no limit), for sharing a device between
+    /// backends and for testing the paths taken when memory is short.
     memory_limit: AtomicUsize,
-}
-
-/// Reads or sets (`access`: cuMemPoolGetAttribute or cuMemPoolSetAttribute) an attribute of the
-/// device's default memory pool, the one stream-ordered allocations come from.
-///
-/// # Safety
-/// `value` must point to a live value of `attribute`'s type (u64 or i32).
-unsafe fn pool_attribute<T>(
-    ctx: &CudaContext,
-    attribute: CUmemPool_attribute,
-    value: *mut T,
-    access: unsafe fn(
-        sys::CUmemoryPool,
-        CUmemPool_attribute,
-        *mut std::ffi::c_void,
-    ) -> sys::CUresult,
-) -> Result<(), cudarc::driver::DriverError> {
-    ctx.bind_to_thread()?;
-    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-    // SAFETY: `pool` is a live out-pointer and the device handle comes from a live context; the
-    // caller vouches for `value` matching `attribute`.
-    unsafe {
-        sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()).result()?;
-        access(pool, attribute, value.cast()).result()
-    }
 }
 
 /// Makes the threads that wait for device `ordinal` (stream and event synchronisations, copies
@@ -79,8 +57,15 @@ fn block_while_waiting(ordinal: usize) -> Result<(), GpuError> {
 }
 
 impl Gpu {
-    /// Opens device `ordinal` and loads the kernels into it (see [`crate::KERNELS_FILE_ENV`]).
+    /// Opens device `ordinal` and loads the kernels into it (see [`crate::KERNELS_FILE_ENV`]),
+    /// with the budget of what the device has free now.
     pub fn new(ordinal: usize) -> Result<Arc<Self>, GpuError> {
+        Self::open(ordinal, MemoryBudget::FreeAtStart)
+    }
+
+    /// Opens device `ordinal` with `budget` for everything cuzk holds on it: the first open of
+    /// a device in the process sets its budget, later ones share it.
+    pub fn open(ordinal: usize, budget: MemoryBudget) -> Result<Arc<Self>, GpuError> {
         crate::probe()?;
         let image = crate::kernel_image()?;
         // Best effort: a context that spins proves the same, only slower under host load.
@@ -98,34 +83,7 @@ impl Gpu {
         let shared_per_multiprocessor = ctx
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)
             .call("cuDeviceGetAttribute")? as u32;
-        // The pool keeps what is freed instead of returning it at every synchronisation (its
-        // default): a proof's MSMs allocate and free gigabytes each time, and mapping them afresh
-        // cost 20–70 ms of host time per proof on an H200 (2^22 rows, half boolean: prove_start
-        // 208–225 → 150 ms). `memory` counts what the pool holds unused as free.
-        let mut keep = u64::MAX;
-        // SAFETY: `keep` is a live u64, the value type of the release threshold.
-        unsafe {
-            pool_attribute(
-                &ctx,
-                CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                &mut keep,
-                sys::cuMemPoolSetAttribute,
-            )
-        }
-        .call("cuMemPoolSetAttribute")?;
-        // Nor may an allocation wait for another stream's free to reuse its memory: lanes that run
-        // side by side (a proof's five MSMs) would then wait for one another's progress.
-        let mut no = 0i32;
-        // SAFETY: `no` is a live i32, the value type of the reuse policies.
-        unsafe {
-            pool_attribute(
-                &ctx,
-                CUmemPool_attribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
-                &mut no,
-                sys::cuMemPoolSetAttribute,
-            )
-        }
-        .call("cuMemPoolSetAttribute")?;
+        let pool = DevicePool::of(&ctx, ordinal, budget)?;
         Ok(Arc::new(Gpu {
             ctx,
             module,
@@ -138,6 +96,7 @@ impl Gpu {
             name,
             multiprocessors,
             shared_per_multiprocessor,
+            pool,
             memory_limit: AtomicUsize::new(usize::MAX),
         }))
     }
@@ -195,6 +154,7 @@ impl Gpu {
             name: self.name.clone(),
             multiprocessors: self.multiprocessors,
             shared_per_multiprocessor: self.shared_per_multiprocessor,
+            pool: Arc::clone(&self.pool),
             memory_limit: AtomicUsize::new(self.memory_limit.load(Ordering::Relaxed)),
         }))
     }
@@ -272,36 +232,34 @@ impl Gpu {
         Ok(function)
     }
 
-    /// (free, total) bytes of device memory now: what the device has free plus what the memory
-    /// pool holds unused (stream-ordered allocations take it first); free is capped by
-    /// [`Gpu::limit_memory`].
+    /// (free, total) bytes of device memory now: what cuzk may still allocate on the device —
+    /// what the device has free plus what the pool holds unused (allocations take it first),
+    /// within the device's budget less what is allocated — capped by [`Gpu::limit_memory`].
     pub fn memory(&self) -> Result<(usize, usize), GpuError> {
         let (free, total) = self.ctx.mem_get_info().call("cuMemGetInfo")?;
-        let (mut reserved, mut used) = (0u64, 0u64);
-        // SAFETY: both are live u64s, the value type of these two pool attributes.
-        unsafe {
-            pool_attribute(
-                &self.ctx,
-                CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
-                &mut reserved,
-                sys::cuMemPoolGetAttribute,
-            )
-            .and_then(|()| {
-                pool_attribute(
-                    &self.ctx,
-                    CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
-                    &mut used,
-                    sys::cuMemPoolGetAttribute,
-                )
-            })
-        }
-        .call("cuMemPoolGetAttribute")?;
-        let pooled = usize::try_from(reserved.saturating_sub(used)).unwrap_or(usize::MAX);
-        Ok((
-            free.saturating_add(pooled)
-                .min(self.memory_limit.load(Ordering::Relaxed)),
-            total,
-        ))
+        let (reserved, used) = self.pool.usage()?;
+        let available = free
+            .saturating_add(reserved.saturating_sub(used))
+            .min(self.pool.limit().saturating_sub(used))
+            .min(self.memory_limit.load(Ordering::Relaxed));
+        Ok((available, total))
+    }
+
+    /// Bytes cuzk may hold on this device (its buffers, outside the context): the budget it was
+    /// opened with.
+    pub fn budget(&self) -> usize {
+        self.pool.limit()
+    }
+
+    /// Whether the driver refuses allocations past [`Gpu::budget`] (pools of a maximum size);
+    /// otherwise plans alone keep to it.
+    pub fn budget_enforced(&self) -> bool {
+        self.pool.enforced()
+    }
+
+    /// (now, peak): bytes cuzk's buffers hold on this device, and the most they have held.
+    pub fn held(&self) -> Result<(usize, usize), GpuError> {
+        Ok((self.pool.usage()?.0, self.pool.peak()?))
     }
 
     /// Caps the free memory this handle's operations plan with (`None`: what the device has).

@@ -2,7 +2,8 @@
 //! the kernels embedded in the binary, and typed launchers for them.
 //!
 //! - [`probe`]: which devices are usable, or why none is.
-//! - [`Gpu`]: one device with the kernel module loaded.
+//! - [`Gpu`]: one device with the kernel module loaded, and the memory budget cuzk keeps to on
+//!   it ([`MemoryBudget`]: a pool of our own, capped).
 //! - [`layout`]: how blstrs values are laid out for the device (uploads are byte copies).
 //! - [`Pinned`]: page-locked host buffers, for copies that overlap kernels.
 //! - [`msm`]: multi-scalar multiplication in G1 and G2, bases resident or streamed from the host.
@@ -19,6 +20,7 @@ mod device;
 mod error;
 pub mod fixed_base;
 pub mod layout;
+mod memory;
 pub mod msm;
 pub mod ntt;
 mod pinned;
@@ -29,6 +31,7 @@ pub mod sparse;
 
 pub use device::{Gpu, Timing};
 pub use error::GpuError;
+pub use memory::{MemoryBudget, CONTEXT_ALLOWANCE};
 pub use pinned::{pinned_bytes, Pinned};
 pub use probe::{probe, DeviceInfo, GpuUnavailable};
 pub use scalars::{DeviceIndex, DeviceScalars};

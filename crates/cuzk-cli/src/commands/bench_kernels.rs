@@ -223,7 +223,7 @@ fn bench_ntt(table: &mut Table, logs: std::ops::RangeInclusive<u32>) -> Result<(
 }
 
 pub fn run(global: &GlobalArgs, args: BenchKernelsArgs) -> Result<Outcome> {
-    let gpu = Gpu::first().context("bench-kernels needs a GPU")?;
+    let gpu = crate::backend::first_gpu(global).context("bench-kernels needs a GPU")?;
     if !global.json {
         println!(
             "device: {} ({} SMs), {} runs per size",

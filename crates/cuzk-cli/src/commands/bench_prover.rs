@@ -38,8 +38,8 @@ pub fn run(global: &GlobalArgs, args: BenchProverArgs) -> Result<Outcome> {
     if !global.json {
         eprintln!("{}", CircuitSpec::Synthetic(circuit.clone()).describe());
     }
-    let backend = backend::select(args.backend, global.json)?;
-    let multiplier = backend::multiplier(args.backend, true)?;
+    let backend = backend::select(args.backend, global)?;
+    let multiplier = backend::multiplier(args.backend, global, true)?;
     let spec = CircuitSpec::Synthetic(circuit.clone());
     let (params, _) = progress.stage(
         "generating parameters (random, NOT a trusted setup)",

@@ -25,9 +25,9 @@ pub fn run(global: &GlobalArgs, args: DemoArgs) -> Result<Outcome> {
     }
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
     let path = dir.path().join("synthetic.params");
-    let backend = backend::select(args.backend, global.json)?;
+    let backend = backend::select(args.backend, global)?;
     // The device that proves also sets up (the CPU's fallback was said by select).
-    let multiplier = backend::multiplier(args.backend, true)?;
+    let multiplier = backend::multiplier(args.backend, global, true)?;
     let (_, setup_s) =
         setup::generate(&spec, &path, &multiplier, &mut rand::rngs::OsRng, progress)?;
     let params = prove::load_params(&path, PointCheck::Unchecked, progress)?;

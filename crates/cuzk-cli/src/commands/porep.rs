@@ -49,7 +49,7 @@ impl PorepInput {
 /// `cuzk setup --porep|--winning-post|--window-post`: test parameters for a Filecoin circuit.
 pub fn setup(global: &GlobalArgs, circuit: CircuitId, args: &SetupArgs) -> Result<Outcome> {
     let out = &args.out;
-    let multiplier = backend::multiplier(args.backend, global.json)?;
+    let multiplier = backend::multiplier(args.backend, global, global.json)?;
     let progress = Progress::new(global.json);
     eprintln!(
         "cuzk: WARNING: random test parameters for {circuit}, NOT the Filecoin network's: proofs \
@@ -153,7 +153,7 @@ impl Prover {
     /// Loads `files`' parameters and compiled R1CS and settles the engine's memory and TIMELINE.
     pub fn load(global: &GlobalArgs, args: &ProvingArgs, files: &ParamFiles) -> Result<Self> {
         let progress = Progress::new(global.json);
-        let backends = backend::select_all(args.backend, None, global.json)?;
+        let backends = backend::select_all(args.backend, None, global)?;
         let check = if args.check_params {
             PointCheck::Checked
         } else {

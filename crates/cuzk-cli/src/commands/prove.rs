@@ -76,7 +76,7 @@ pub fn run(global: &GlobalArgs, command: ProveCommand) -> Result<Outcome> {
 fn prove(global: &GlobalArgs, args: ProveArgs, circuit: &CircuitArgs) -> Result<Outcome> {
     let spec = CircuitSpec::from_args(circuit)?;
     let progress = Progress::new(global.json);
-    let backend = backend::select(args.backend, global.json)?;
+    let backend = backend::select(args.backend, global)?;
     let check = if args.unchecked_params {
         PointCheck::Unchecked
     } else {

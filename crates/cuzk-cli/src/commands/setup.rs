@@ -76,7 +76,7 @@ pub fn run(global: &GlobalArgs, args: SetupArgs) -> Result<Outcome> {
     if !global.json {
         eprintln!("{}", spec.describe());
     }
-    let multiplier = backend::multiplier(args.backend, global.json)?;
+    let multiplier = backend::multiplier(args.backend, global, global.json)?;
     let (params, seconds) = generate(
         &spec,
         &args.out,

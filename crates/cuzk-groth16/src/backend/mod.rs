@@ -7,7 +7,7 @@ mod gpu;
 use std::sync::Arc;
 
 pub use cpu::CpuBackend;
-use cuzk_gpu::{GpuError, GpuUnavailable};
+use cuzk_gpu::{GpuError, GpuUnavailable, MemoryBudget};
 pub use faulty::{Faults, FaultyBackend};
 pub(crate) use gpu::QueryScalars;
 pub use gpu::{upload_matrices, DeviceQueries, GpuBackend};
@@ -55,15 +55,24 @@ pub enum SelectError {
     },
 }
 
+/// How each GPU backend is opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceOptions {
+    /// Threads of each backend's staging copies (`None`: its default).
+    pub staging_threads: Option<usize>,
+    /// Bytes cuzk may hold on each device, its context included (`--gpu-memory`,
+    /// `gpus.memory_limit`; `None`: what the device has free when opened, less a margin).
+    pub memory_limit: Option<u64>,
+}
+
 /// The backends of `choice`: with a GPU, one per device (`devices`, or every device the driver
 /// reports); `Auto` without a usable GPU falls back to the CPU and says why. `Cpu` with `devices`
 /// gives one CPU backend per entry, all on the same cores: a multi-device engine to try without
-/// a GPU. A GPU listed k times gets k backends, each planning with 1/k of its memory.
-/// `staging_threads` sets each GPU backend's staging copy threads (`None`: its default).
+/// a GPU. A GPU listed k times gets k backends, each planning with 1/k of its budget.
 pub fn select(
     choice: BackendChoice,
     devices: Option<&[usize]>,
-    staging_threads: Option<usize>,
+    options: &DeviceOptions,
 ) -> Result<Selection, SelectError> {
     let cpu = |fallback| Selection {
         backends: vec![Arc::new(CpuBackend)],
@@ -94,8 +103,8 @@ pub fn select(
                         });
                     }
                     let sharing = chosen.iter().filter(|&&o| o == ordinal).count();
-                    open_shared(ordinal, sharing)
-                        .map(|b| match staging_threads {
+                    open_shared(ordinal, sharing, options.memory_limit)
+                        .map(|b| match options.staging_threads {
                             Some(threads) => b.with_staging_threads(threads),
                             None => b,
                         })
@@ -111,14 +120,22 @@ pub fn select(
     }
 }
 
-/// A backend of device `ordinal`, one of `sharing` on it: each plans with its share of the
-/// memory, or two backends on one H200 each take what the other needs (2^24 synthetic proofs:
-/// five out-of-memory faults in 48 partitions without shares).
-fn open_shared(ordinal: usize, sharing: usize) -> Result<GpuBackend, GpuError> {
-    let gpu = cuzk_gpu::Gpu::new(ordinal)?;
+/// A backend of device `ordinal` with `memory_limit` (bytes) for cuzk on it, one of `sharing`
+/// backends there: each plans with its share of the budget, or two backends on one H200 each
+/// take what the other needs (2^24 synthetic proofs: five out-of-memory faults in 48 partitions
+/// without shares).
+fn open_shared(
+    ordinal: usize,
+    sharing: usize,
+    memory_limit: Option<u64>,
+) -> Result<GpuBackend, GpuError> {
+    let budget = match memory_limit {
+        Some(bytes) => MemoryBudget::Bytes(usize::try_from(bytes).unwrap_or(usize::MAX)),
+        None => MemoryBudget::FreeAtStart,
+    };
+    let gpu = cuzk_gpu::Gpu::open(ordinal, budget)?;
     if sharing > 1 {
-        let (_, total) = gpu.memory()?;
-        gpu.limit_memory(Some(total / sharing));
+        gpu.limit_memory(Some(gpu.budget() / sharing));
     }
     Ok(GpuBackend::with_gpu(gpu))
 }
@@ -134,7 +151,7 @@ mod tests {
     #[test]
     fn the_cpu_gives_a_backend_per_listed_device() {
         let count = |devices: Option<&[usize]>| {
-            let selection = select(BackendChoice::Cpu, devices, None).unwrap();
+            let selection = select(BackendChoice::Cpu, devices, &DeviceOptions::default()).unwrap();
             assert!(selection.fallback.is_none());
             selection.backends.len()
         };

@@ -18,7 +18,6 @@ use cuzk_filecoin::{
     compiled_r1cs, parameter_dir, C1Output, ParamFiles, PostJob, PostRequest, SectorJob, SnapJob,
     SnapRequest,
 };
-use cuzk_gpu::Gpu;
 use cuzk_groth16::backend::{Faults, FaultyBackend, GpuBackend};
 use cuzk_groth16::params_file::PointCheck;
 use cuzk_groth16::setup::{parameters_for_compiled, parameters_on_device, Multiplier, ToxicWaste};
@@ -85,7 +84,8 @@ enum TestParams {
 }
 
 impl Workload {
-    fn from_args(args: &BenchArgs, quiet: bool) -> Result<Self> {
+    fn from_args(args: &BenchArgs, global: &GlobalArgs) -> Result<Self> {
+        let quiet = global.json;
         if let Some(source) = &args.post {
             return Workload::post(source, args);
         }
@@ -108,10 +108,10 @@ impl Workload {
                     if matches!(args.backend, BackendChoice::Cpu) {
                         bail!("--test-params-on-gpu makes the parameters on a GPU: not with --backend cpu");
                     }
-                    let gpu = Gpu::first().context("--test-params-on-gpu")?;
+                    let gpu = backend::first_gpu(global).context("--test-params-on-gpu")?;
                     Some(TestParams::OnDevice(Arc::new(GpuBackend::with_gpu(gpu))))
                 } else if args.test_params {
-                    Some(TestParams::Host(backend::multiplier(args.backend, quiet)?))
+                    Some(TestParams::Host(backend::multiplier(args.backend, global, quiet)?))
                 } else {
                     None
                 };
@@ -287,7 +287,7 @@ struct Plan {
 }
 
 impl Plan {
-    fn from_args(args: &BenchArgs, quiet: bool) -> Result<Self> {
+    fn from_args(args: &BenchArgs, global: &GlobalArgs) -> Result<Self> {
         ensure!(args.jobs > 0, "--jobs must be at least 1");
         ensure!(args.concurrency > 0, "--concurrency must be at least 1");
         ensure!(args.partitions > 0, "--partitions must be at least 1");
@@ -295,7 +295,7 @@ impl Plan {
             MemoryArg::Auto => auto_memory_budget().context("--memory-budget auto")?,
             MemoryArg::Bytes(bytes) => bytes,
         };
-        let workload = Workload::from_args(args, quiet)?;
+        let workload = Workload::from_args(args, global)?;
         let partitions = match &workload {
             Workload::Synthetic(_) => args.partitions,
             Workload::Porep { c1, .. } => usize::from(c1.proof.porep_config()?.partitions),
@@ -505,18 +505,18 @@ fn with_injected_fault(
 }
 
 pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
-    let mut plan = Plan::from_args(&args, global.json)?;
+    let mut plan = Plan::from_args(&args, global)?;
     let backends: Vec<Arc<dyn ProverBackend>> = match &plan.workload {
         Workload::Porep {
             test_params: Some(TestParams::OnDevice(backend)),
             ..
         } => vec![backend.clone()],
-        _ => backend::select_all(args.backend, args.devices.as_deref(), global.json)?,
+        _ => backend::select_all(args.backend, args.devices.as_deref(), global)?,
     };
     let backends = with_injected_fault(backends, args.inject_device_fault)?;
     let progress = Progress::new(global.json);
     let multiplier = match plan.workload {
-        Workload::Synthetic(_) => backend::multiplier(args.backend, true)?,
+        Workload::Synthetic(_) => backend::multiplier(args.backend, global, true)?,
         _ => Multiplier::Cpu,
     };
     let params = Arc::new(plan.workload.params(progress, &multiplier)?);
