@@ -917,4 +917,22 @@ mod tests {
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
         assert!(parse_duration("3 weeks").is_err());
     }
+
+    /// `gpus.memory_limit`: a size caps what cuzk holds on each GPU; "auto", 0 or no key leave
+    /// the device's free memory at start; a bad size names the key.
+    #[test]
+    fn gpu_memory_limit_is_a_size_or_auto() {
+        let limit = |text: &str| {
+            Config::from_toml(&format!("[gpus]\n{text}\n"), "t").map(|c| c.gpu_memory_limit)
+        };
+        assert_eq!(limit("memory_limit = \"16GiB\"").unwrap(), Some(16 << 30));
+        assert_eq!(limit("memory_limit = 1048576").unwrap(), Some(1 << 20));
+        assert_eq!(limit("memory_limit = \"auto\"").unwrap(), None);
+        assert_eq!(limit("memory_limit = 0").unwrap(), None);
+        assert_eq!(limit("").unwrap(), None);
+        let error = limit("memory_limit = \"16 parsecs\"")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("gpus.memory_limit"), "{error}");
+    }
 }

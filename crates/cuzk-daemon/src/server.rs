@@ -87,7 +87,7 @@ fn backends(config: &Config) -> Result<Vec<Arc<dyn ProverBackend>>, ServeError> 
         memory_limit: config.gpu_memory_limit,
     };
     let selection = select(config.backend, config.devices.as_deref(), &options)
-    .map_err(|e| ServeError::Setup(format!("gpus: {e}")))?;
+        .map_err(|e| ServeError::Setup(format!("gpus: {e}")))?;
     if let Some(why) = selection.fallback {
         tracing::warn!("no usable GPU ({why}); proving on the CPU");
     }

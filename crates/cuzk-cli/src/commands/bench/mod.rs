@@ -111,7 +111,11 @@ impl Workload {
                     let gpu = backend::first_gpu(global).context("--test-params-on-gpu")?;
                     Some(TestParams::OnDevice(Arc::new(GpuBackend::with_gpu(gpu))))
                 } else if args.test_params {
-                    Some(TestParams::Host(backend::multiplier(args.backend, global, quiet)?))
+                    Some(TestParams::Host(backend::multiplier(
+                        args.backend,
+                        global,
+                        quiet,
+                    )?))
                 } else {
                     None
                 };
