@@ -1,0 +1,147 @@
+//! What a circuit leaves on the device for its proofs: the query positions and the matrices.
+
+use cuzk_gpu::ntt::NttTables;
+use cuzk_gpu::sparse::{DeviceSparse, SparseRows};
+use cuzk_gpu::{DeviceIndex, Gpu, GpuError};
+use cuzk_math::Bitmap;
+use cuzk_synth::CompiledR1cs;
+use std::sync::{Arc, PoisonError};
+
+use super::*;
+
+/// Circuits whose query positions and matrices stay on the device: a PoRep's and the PoSts'
+/// proven beside it, so that neither uploads its own again after the other's proof.
+pub(super) const CACHED_CIRCUITS: usize = 3;
+
+/// Which variables the A and B queries take, as positions into inputs ++ aux: fixed by the
+/// circuit's structure, so built and uploaded once and reused while the densities are the same.
+#[derive(Debug)]
+pub(super) struct QueryIndex {
+    pub(super) densities: Densities,
+    pub(super) a: DeviceIndex,
+    pub(super) b: DeviceIndex,
+}
+
+#[derive(Debug, PartialEq)]
+pub(super) struct Densities {
+    pub(super) inputs: usize,
+    pub(super) a_aux: Bitmap,
+    pub(super) b_input: Bitmap,
+    pub(super) b_aux: Bitmap,
+}
+
+impl Densities {
+    pub(super) fn a_index(&self) -> Vec<u32> {
+        let mut index: Vec<u32> = (0..self.inputs as u32).collect();
+        index.extend(self.a_aux.iter_ones().map(|i| (self.inputs + i) as u32));
+        index
+    }
+
+    pub(super) fn b_index(&self) -> Vec<u32> {
+        let mut index: Vec<u32> = self.b_input.iter_ones().map(|i| i as u32).collect();
+        index.extend(self.b_aux.iter_ones().map(|i| (self.inputs + i) as u32));
+        index
+    }
+}
+
+/// The query positions of a proof: from the cache, or made now (uploaded and cached on the device).
+pub(super) enum IndexSource {
+    Cached(Arc<QueryIndex>),
+    Fresh(Densities),
+}
+
+impl GpuBackend {
+    pub(super) fn ntt_tables(&self, log_n: u32) -> Result<Arc<NttTables>, GpuError> {
+        let mut tables = self.tables.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(t) = tables.get(&log_n) {
+            return Ok(t.clone());
+        }
+        let t = Arc::new(NttTables::new(&self.gpu, log_n)?);
+        // Cached once made: a proof beside the region may read it from other streams.
+        self.gpu.synchronize()?;
+        tables.insert(log_n, t.clone());
+        Ok(t)
+    }
+
+    /// The A and B positions on the device: cached, or uploaded now and cached.
+    pub(super) fn query_index(&self, source: IndexSource) -> Result<Arc<QueryIndex>, GpuError> {
+        Ok(match source {
+            IndexSource::Cached(index) => index,
+            IndexSource::Fresh(densities) => {
+                let index = Arc::new(QueryIndex {
+                    a: DeviceIndex::upload(&self.gpu, &densities.a_index())?,
+                    b: DeviceIndex::upload(&self.gpu, &densities.b_index())?,
+                    densities,
+                });
+                // Cached once made: a proof beside the region may read it from other streams.
+                self.gpu.synchronize()?;
+                let mut list = self.index.lock().unwrap_or_else(PoisonError::into_inner);
+                list.insert(0, index.clone());
+                list.truncate(CACHED_CIRCUITS);
+                index
+            }
+        })
+    }
+
+    /// The cached device copy of `compiled`'s matrices, if any (the copies of circuits dropped
+    /// on the host go).
+    pub(super) fn cached_sparse(&self, compiled: &Arc<CompiledR1cs>) -> Option<Arc<DeviceSparse>> {
+        let mut list = self.sparse.lock().unwrap_or_else(PoisonError::into_inner);
+        list.retain(|(host, _)| host.strong_count() > 0);
+        let i = list
+            .iter()
+            .position(|(host, _)| std::ptr::eq(host.as_ptr(), Arc::as_ptr(compiled)))?;
+        Some(most_recent(&mut list, i).1)
+    }
+
+    /// The device copy of `compiled`'s matrices: the cached one, or uploaded now, after the least
+    /// recently used copies no proof reads if it would not fit beside them.
+    pub(super) fn sparse(
+        &self,
+        compiled: &Arc<CompiledR1cs>,
+    ) -> Result<Arc<DeviceSparse>, GpuError> {
+        if let Some(device) = self.cached_sparse(compiled) {
+            return Ok(device);
+        }
+        let needed = DeviceSparse::bytes_of(compiled.coeffs(), &sparse_rows(compiled))
+            + cuzk_gpu::MEMORY_MARGIN;
+        let mut list = self.sparse.lock().unwrap_or_else(PoisonError::into_inner);
+        while self.gpu.memory()?.0 < needed {
+            let Some(i) = list.iter().rposition(|(_, d)| Arc::strong_count(d) == 1) else {
+                break;
+            };
+            list.remove(i);
+            // Freed in the stream's order: measure once it is.
+            self.gpu.synchronize()?;
+        }
+        let device = Arc::new(upload_matrices(&self.gpu, compiled)?);
+        // Cached once made: a proof beside the region may read it from other streams.
+        self.gpu.synchronize()?;
+        list.insert(0, (Arc::downgrade(compiled), Arc::clone(&device)));
+        list.truncate(CACHED_CIRCUITS);
+        Ok(device)
+    }
+}
+
+/// `compiled`'s A, B and C on the device, for products with witnesses (inputs then aux).
+pub fn upload_matrices(gpu: &Gpu, compiled: &CompiledR1cs) -> Result<DeviceSparse, GpuError> {
+    let columns = compiled.num_inputs() + compiled.num_aux();
+    DeviceSparse::upload(gpu, compiled.coeffs(), &sparse_rows(compiled), columns)
+}
+
+pub(super) fn sparse_rows(compiled: &CompiledR1cs) -> [SparseRows<'_>; 3] {
+    compiled
+        .matrices()
+        .map(|(starts, columns, coeffs)| SparseRows {
+            starts,
+            columns,
+            coeffs,
+        })
+}
+
+/// Moves entry `i` of a most-recently-used-first list to the front; returns a clone of it.
+pub(super) fn most_recent<T: Clone>(list: &mut Vec<T>, i: usize) -> T {
+    let entry = list.remove(i);
+    list.insert(0, entry.clone());
+    entry
+}

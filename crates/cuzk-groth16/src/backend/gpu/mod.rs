@@ -1,0 +1,421 @@
+//! The GPU backend: H and every MSM of `prove_start` (B in G2 included) on one CUDA device.
+//!
+//! Per proof: the witness goes up first and the L, A and B queries' scalars are gathered from it on
+//! the device by index lists made on the host; their four MSMs start at once, each on a stream of
+//! its own, while a, b and c are uploaded and become H's coefficients (three inverse NTTs, three
+//! coset NTTs, (a∘b − c)/Z on the coset, one coset inverse NTT, in orders that chain with no
+//! permutation pass); then H's MSM. That chain runs on a stream the device schedules first, the
+//! other MSMs filling the SMs it leaves; the uploads and NTTs thus hide behind the other MSMs
+//! instead of preceding them. a, b and c are copied into page-locked memory before the device is
+//! taken, with the witness: on a busy host that copy (400 MB at 2^22, memory-bound) took 30–40 ms
+//! inside the device region, while the worker that is not on the device has the time.
+//!
+//! Scalars equal to 0 add nothing (their digits are all zero, so they reach no bucket) and scalars
+//! equal to 1 cost one addition each in a single bucket summed in parallel chunks: the 0/1 split of
+//! hash-heavy circuits happens inside the MSM's digit pass, on the device.
+//!
+//! The proving key's points go to the device once per parameter set (at its first proof, or ahead
+//! of it by [`ProverBackend::preload`]) and stay while they fit beside a proof's working memory —
+//! with their window multiples (`DeviceBases::upload_with_window_multiples`: fewer additions per
+//! point) when those fit too; otherwise they are kept in page-locked host memory and streamed
+//! through the MSMs in double-buffered chunks. The choice follows the memory the device reports
+//! once the NTT tables of the proof's size are on it (up to as much as the data: 4 GiB at 2^27),
+//! and is returned with every proof's stages (`srs_resident`, `srs_window_bits`).
+//!
+//! Several sets stay on the device side by side. A set that does not fit beside them takes the
+//! place of the least recently used that no proof is using (never one in use); if even that is not
+//! enough it is streamed and the others stay. A streamed set is kept too (pinning it again costs
+//! as much as an upload), but only the latest: each holds its whole key in page-locked host memory.
+//! The query positions and matrices of the last [`CACHED_CIRCUITS`] circuits stay too, so that a
+//! PoSt proven between PoRep partitions uploads neither its own nor, after it, the PoRep's again.
+//!
+//! A proof whose parts are all on the device already may run beside the region in progress when
+//! its caller allows it ([`DeviceLock::acquire_beside`]: a WinningPoSt on a device busy with
+//! PoRep), on streams of its own that the device schedules first, if its buffers fit in the
+//! memory free then; anything cached is complete before it enters a cache, so that any stream may
+//! read it. If it fails there (the region may have taken the memory meanwhile), it takes its turn.
+
+mod circuit;
+mod program;
+mod residency;
+mod staging;
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
+use cuzk_gpu::ntt::NttTables;
+use cuzk_gpu::sparse::DeviceSparse;
+use cuzk_gpu::{Gpu, GpuError, Pinned};
+use cuzk_math::Scalar;
+use cuzk_synth::{CompiledR1cs, ProvingAssignment};
+use rayon::prelude::*;
+
+use crate::prover::{DeviceLock, DeviceStatus, Started, Unshared};
+use crate::{Parameters, ProveError, ProverBackend, QuerySums};
+
+pub use circuit::upload_matrices;
+pub use residency::DeviceQueries;
+pub(crate) use residency::QueryScalars;
+
+use circuit::*;
+use program::*;
+use residency::*;
+use staging::*;
+
+/// Proves on one device.
+#[derive(Debug)]
+pub struct GpuBackend {
+    gpu: Arc<Gpu>,
+    name: String,
+    /// The proving keys placed for proving, several at a time.
+    srs: Mutex<SrsCache>,
+    /// Held through a proof's device region and a preload's placement: the caller's [`DeviceLock`]
+    /// orders proofs, this also keeps a preload from measuring or taking memory that a proof is
+    /// about to use (and two placements from counting the same free memory).
+    region: Mutex<()>,
+    tables: Mutex<HashMap<u32, Arc<NttTables>>>,
+    /// The A and B queries' variable positions of the latest circuits proven, on the device, most
+    /// recently used first (at most [`CACHED_CIRCUITS`]).
+    index: Mutex<Vec<Arc<QueryIndex>>>,
+    /// The matrices of the latest compiled R1CSs whose products proofs left to the device, there
+    /// (the weak reference names the host copy without keeping it alive), most recently used
+    /// first (at most [`CACHED_CIRCUITS`]).
+    sparse: Mutex<Vec<(Weak<CompiledR1cs>, Arc<DeviceSparse>)>>,
+    /// Page-locked staging buffers, one per proof in preparation, reused.
+    staging: Mutex<Vec<Pinned<Scalar>>>,
+    /// Threads that copy witnesses into staging buffers, apart from the rayon global pool: there
+    /// the copy queued behind syntheses' sections (2.6–3.1 s for a 32 GiB partition's 4.2 GB,
+    /// H200 host) and, with synthesis niced, would run at its priority. `None` if none could
+    /// be started: the global pool copies then.
+    copies: Option<rayon::ThreadPool>,
+    /// Streams of this device for MSMs side by side: H's (scheduled first) and the other four.
+    lanes: Mutex<Option<[Arc<Gpu>; 5]>>,
+    /// The streams of a proof run beside the region in progress (see
+    /// [`DeviceLock::acquire_beside`]), all scheduled first; held through such a proof, so that
+    /// there is one at a time.
+    beside: Mutex<Option<Streams>>,
+    /// Bytes the device's memory pool was made to hold for MSMs side by side (see
+    /// [`Gpu::reserve_pool`]).
+    pool_reserved: AtomicUsize,
+    /// Parameter sets whose longest query has this many points or more go to the device with their
+    /// window multiples when those fit.
+    multiples_from: usize,
+}
+
+/// The default of [`GpuBackend::window_multiples_from`]: at 2^20 G1 points 19-bit multiples took
+/// 9.2 ms against 10.2 (H200); below, the shared 2^18 buckets weigh more against fewer entries.
+const MULTIPLES_FROM: usize = 1 << 20;
+
+impl GpuBackend {
+    /// The backend of device `ordinal`.
+    pub fn new(ordinal: usize) -> Result<Self, GpuError> {
+        Ok(Self::with_gpu(Gpu::new(ordinal)?))
+    }
+
+    /// A backend on an opened device (whose memory limit, if any, it plans with).
+    pub fn with_gpu(gpu: Arc<Gpu>) -> Self {
+        let name = format!("cuda:{} ({})", gpu.ordinal(), gpu.name());
+        GpuBackend {
+            gpu,
+            name,
+            srs: Mutex::default(),
+            region: Mutex::new(()),
+            tables: Mutex::new(HashMap::new()),
+            index: Mutex::default(),
+            sparse: Mutex::default(),
+            staging: Mutex::new(Vec::new()),
+            copies: staging_pool(COPY_THREADS),
+            lanes: Mutex::new(None),
+            beside: Mutex::new(None),
+            pool_reserved: AtomicUsize::new(0),
+            multiples_from: MULTIPLES_FROM,
+        }
+    }
+
+    /// Its staging copies on `threads` threads instead of [`COPY_THREADS`] (`gpus.gpu_threads`
+    /// of the daemon's configuration).
+    pub fn with_staging_threads(mut self, threads: usize) -> Self {
+        self.copies = staging_pool(threads);
+        self
+    }
+
+    /// Places parameter sets whose longest query has at least `points` points with their window
+    /// multiples when the device has room (fewer additions per MSM for ⌈255/c⌉ times the points'
+    /// memory); `usize::MAX` never does.
+    pub fn window_multiples_from(mut self, points: usize) -> Self {
+        self.multiples_from = points;
+        self
+    }
+
+    /// The device region of one proof, with whatever it reads placed first. The caller holds the
+    /// device lock.
+    fn on_device(
+        &self,
+        params: &Parameters,
+        p: &mut Prepared,
+        index: IndexSource,
+        stages: &mut Stages,
+    ) -> Result<QuerySums, GpuError> {
+        let _region = self.region.lock().unwrap_or_else(PoisonError::into_inner);
+        let placed = self.place(params, p, index, stages)?;
+        let streams = Streams {
+            main: Arc::clone(&self.gpu),
+            lanes: self.lanes()?,
+        };
+        self.run(&streams, &placed, p, stages, true)
+    }
+
+    /// What a proof reads besides its own data, placed now where it is not yet. The caller holds
+    /// `region`.
+    fn place(
+        &self,
+        params: &Parameters,
+        p: &Prepared,
+        index: IndexSource,
+        stages: &mut Stages,
+    ) -> Result<Placed, GpuError> {
+        // Before the SRS is placed, so that its placement sees the memory they hold (4 GiB at
+        // 2^27 with the top pass's direct tables).
+        let tables = self.ntt_tables(p.log_n)?;
+        let srs = self.srs(params, Self::working_bytes(p.log_n, p.witness), stages)?;
+        // After the SRS, which comes first: at 32 GiB the device holds both only with the SRS
+        // resident and the working memory counted per phase, not all at once as `working_bytes`
+        // does (7.3 GB of matrices against its 84 GB upper bound, within 139 GB).
+        let sparse = p
+            .products
+            .as_ref()
+            .map(|compiled| self.sparse(compiled))
+            .transpose()?;
+        let index = self.query_index(index)?;
+        Ok(Placed {
+            tables,
+            srs,
+            sparse,
+            index,
+        })
+    }
+
+    /// What a proof reads, if every part of it is on the device already (resident, not streamed)
+    /// and the proof's own buffers fit in the memory free now: a proof that can run beside the
+    /// region in progress without placing anything.
+    fn placed(&self, params: &Parameters, p: &Prepared, index: &IndexSource) -> Option<Placed> {
+        let IndexSource::Cached(index) = index else {
+            return None;
+        };
+        let tables = self
+            .tables
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&p.log_n)
+            .cloned()?;
+        let srs = match &params.on_device {
+            Some(queries) if queries.ordinal == self.gpu.ordinal() => Arc::clone(&queries.srs),
+            Some(_) => return None,
+            None => self.cache().get(&SrsKey::of(params))?,
+        };
+        let sparse = match &p.products {
+            Some(compiled) => Some(self.cached_sparse(compiled)?),
+            None => None,
+        };
+        let free = self.gpu.memory().ok()?.0;
+        let fits = Self::working_bytes(p.log_n, p.witness) + cuzk_gpu::MEMORY_MARGIN <= free;
+        (srs.placement != Placement::Streamed && fits).then(|| Placed {
+            tables,
+            srs,
+            sparse,
+            index: Arc::clone(index),
+        })
+    }
+
+    /// Five lanes of this backend's device, made on first use: H's chain (scheduled first) and
+    /// the four MSMs that run beside it.
+    fn lanes(&self) -> Result<[Arc<Gpu>; 5], GpuError> {
+        let mut lanes = self.lanes.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(made) = lanes.as_ref() {
+            return Ok(made.clone());
+        }
+        let gpu = &self.gpu;
+        let made = [
+            gpu.priority_lane()?,
+            gpu.lane()?,
+            gpu.lane()?,
+            gpu.lane()?,
+            gpu.lane()?,
+        ];
+        *lanes = Some(made.clone());
+        Ok(made)
+    }
+
+    /// The streams of proofs beside the region (made on first use, all scheduled first), held
+    /// until the guard drops.
+    fn beside_streams(&self) -> Result<MutexGuard<'_, Option<Streams>>, GpuError> {
+        let mut beside = self.beside.lock().unwrap_or_else(PoisonError::into_inner);
+        if beside.is_none() {
+            let gpu = &self.gpu;
+            *beside = Some(Streams {
+                main: gpu.priority_lane()?,
+                lanes: [
+                    gpu.priority_lane()?,
+                    gpu.priority_lane()?,
+                    gpu.priority_lane()?,
+                    gpu.priority_lane()?,
+                    gpu.priority_lane()?,
+                ],
+            });
+        }
+        Ok(beside)
+    }
+
+    /// One proof on the streams beside the region in progress, if all it reads is placed and
+    /// `device` allows it. `None` when it did not run, or failed there (the device may have run
+    /// short of the memory the region in progress took meanwhile): then it takes its turn.
+    fn prove_beside(
+        &self,
+        params: &Parameters,
+        p: &mut Prepared,
+        index: &IndexSource,
+        device: &dyn DeviceLock,
+    ) -> Option<(QuerySums, Stages)> {
+        let placed = self.placed(params, p, index)?;
+        let _hold = device.acquire_beside()?;
+        let streams = self.beside_streams().ok()?;
+        let streams = streams.as_ref()?;
+        let mut stages = Stages::default();
+        let sums = self.run(streams, &placed, p, &mut stages, false);
+        // No copy from the staging buffer is in flight once the streams are idle.
+        streams.synchronize().ok()?;
+        Some((sums.ok()?, stages))
+    }
+
+    /// Waits for the device's stream and every lane's: then no upload still reads a staging
+    /// buffer, whatever failed on the way.
+    fn synchronize(&self) -> Result<(), GpuError> {
+        let lanes = self
+            .lanes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        std::iter::once(&self.gpu)
+            .chain(lanes.iter().flatten())
+            .try_for_each(|gpu| gpu.synchronize())
+    }
+}
+
+impl ProverBackend for GpuBackend {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn prove_start(
+        &self,
+        params: &Parameters,
+        assignment: ProvingAssignment,
+    ) -> Result<QuerySums, ProveError> {
+        Ok(self.prove_start_shared(params, assignment, &Unshared)?.sums)
+    }
+
+    /// Host preparation (padding, index lists) runs before the device is taken; the device region
+    /// is everything from the first upload to the last MSM.
+    fn prove_start_shared(
+        &self,
+        params: &Parameters,
+        assignment: ProvingAssignment,
+        device: &dyn DeviceLock,
+    ) -> Result<Started, ProveError> {
+        let mut stages = Stages::default();
+        let start = std::time::Instant::now();
+        let (prepared, index) = self.prepare(params, assignment, &mut stages)?;
+        stages.push("prep_ms", start.elapsed().as_secs_f64() * 1e3);
+        let mut prepared = prepared;
+        if let Some((sums, beside)) = self.prove_beside(params, &mut prepared, &index, device) {
+            self.return_staging(prepared.staging);
+            stages.push("beside", 1.0);
+            stages.extend(beside);
+            return Ok(Started {
+                sums,
+                stages: stages.settle(),
+            });
+        }
+        stages.push("beside", 0.0);
+        let device_guard = device.acquire();
+        let sums = self.on_device(params, &mut prepared, index, &mut stages);
+        // Whatever happened, no copy from the staging buffer is still in flight once the streams
+        // are idle; then the buffer can serve another proof.
+        let idle = self.synchronize();
+        drop(device_guard);
+        if idle.is_ok() {
+            self.return_staging(prepared.staging);
+        }
+        Ok(Started {
+            sums: sums.map_err(ProveError::Gpu)?,
+            stages: stages.settle(),
+        })
+    }
+
+    /// Placed as a proof of `params` would place it (its NTT tables first, its working memory
+    /// reserved beside it), after the proof on the device if there is one.
+    fn preload(&self, params: &Parameters) -> Result<u64, ProveError> {
+        // The domain the parameters were made for has n − 1 H points; the witness is the public
+        // inputs (one IC point each) and the aux variables (one L point each).
+        let lengths = params.lengths();
+        let n = lengths.h + 1;
+        if !n.is_power_of_two() {
+            return Err(ProveError::Backend {
+                backend: "gpu",
+                reason: format!("{} H points are not a power-of-two domain less one", n - 1),
+            });
+        }
+        let witness = params.vk.ic.len() + lengths.l;
+        let _region = self.region.lock().unwrap_or_else(PoisonError::into_inner);
+        let log_n = n.trailing_zeros();
+        self.ntt_tables(log_n)?;
+        let srs = self.srs(
+            params,
+            Self::working_bytes(log_n, witness),
+            &mut Stages::default(),
+        )?;
+        Ok(srs.resident_bytes().unwrap_or(0))
+    }
+
+    /// Also drops a streamed set's page-locked host copy (reported as 0 bytes).
+    fn evict(&self, params: &Parameters) -> u64 {
+        let removed = self.cache().remove(&SrsKey::of(params));
+        removed.and_then(|srs| srs.resident_bytes()).unwrap_or(0)
+    }
+
+    /// The staging buffer of a proof of `params`.
+    fn host_bytes_per_proof(&self, params: &Parameters, products_deferred: bool) -> u64 {
+        // The domain has n − 1 H points; the witness is one IC point per input, one L per aux.
+        let lengths = params.lengths();
+        let witness = params.vk.ic.len() + lengths.l;
+        let len = staging_len(lengths.h + 1, witness, products_deferred);
+        (len * std::mem::size_of::<Scalar>()) as u64
+    }
+
+    /// On the device, with the compiled matrices (uploaded once per circuit).
+    fn computes_products(&self) -> bool {
+        true
+    }
+
+    /// Window multiples included; `None` for a set streamed from host memory.
+    fn resident(&self, params: &Parameters) -> Option<u64> {
+        if let Some(queries) = &params.on_device {
+            return (queries.ordinal == self.gpu.ordinal())
+                .then(|| queries.srs.device_bytes() as u64);
+        }
+        self.cache()
+            .find(&SrsKey::of(params))
+            .and_then(|srs| srs.resident_bytes())
+    }
+
+    fn device(&self) -> Result<Option<DeviceStatus>, ProveError> {
+        let (free, total) = self.gpu.memory()?;
+        Ok(Some(DeviceStatus {
+            ordinal: self.gpu.ordinal(),
+            name: self.gpu.name().to_owned(),
+            total_bytes: total as u64,
+            free_bytes: free as u64,
+        }))
+    }
+}

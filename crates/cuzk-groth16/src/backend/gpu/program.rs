@@ -1,0 +1,300 @@
+//! The device work of one proof.
+
+use cuzk_gpu::msm::working_memory;
+use cuzk_gpu::ntt::{ab_minus_c, ntt, NttOrder, NttTables, Transform};
+use cuzk_gpu::sparse::DeviceSparse;
+use cuzk_gpu::{DeviceScalars, Gpu, GpuError, Timing};
+use cuzk_math::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::prover::StageMetric;
+use crate::QuerySums;
+
+use super::*;
+
+/// What a proof's device work reads besides its own data: made once per circuit (or parameter
+/// set, or domain size) and kept on the device.
+pub(super) struct Placed {
+    pub(super) tables: Arc<NttTables>,
+    pub(super) srs: Arc<DeviceSrs>,
+    /// The circuit's matrices, when the device computes a, b and c.
+    pub(super) sparse: Option<Arc<DeviceSparse>>,
+    pub(super) index: Arc<QueryIndex>,
+}
+
+/// Streams of one proof's device work: the main one (uploads, gathers) and five lanes, H's chain
+/// first.
+#[derive(Debug)]
+pub(super) struct Streams {
+    pub(super) main: Arc<Gpu>,
+    pub(super) lanes: [Arc<Gpu>; 5],
+}
+
+impl Streams {
+    pub(super) fn synchronize(&self) -> Result<(), GpuError> {
+        std::iter::once(&self.main)
+            .chain(&self.lanes)
+            .try_for_each(|gpu| gpu.synchronize())
+    }
+}
+
+/// Collects stage timings: host times as they happen, device times once the region is over.
+#[derive(Default)]
+pub(super) struct Stages {
+    pub(super) metrics: Vec<StageMetric>,
+    /// Device stages whose events are read at the end: waiting for each stage's end before the
+    /// next was queued left H's lane idle while its thread woke (behind 16 syntheses, H200 host).
+    pub(super) pending: Vec<(&'static str, Timing)>,
+}
+
+impl Stages {
+    pub(super) fn push(&mut self, key: &'static str, value: f64) {
+        self.metrics.push(StageMetric { key, value });
+    }
+
+    /// Runs `f` (device work on the GPU's stream) and keeps its device time for `key`, without
+    /// waiting for the work.
+    pub(super) fn time<T>(
+        &mut self,
+        gpu: &Gpu,
+        key: &'static str,
+        f: impl FnOnce() -> Result<T, GpuError>,
+    ) -> Result<T, GpuError> {
+        let (out, timing) = gpu.timed(f)?;
+        self.pending.push((key, timing));
+        Ok(out)
+    }
+
+    /// The value of a timed device call, its device time recorded under `key`.
+    pub(super) fn record<T>(
+        &mut self,
+        key: &'static str,
+        timed: Result<(T, f32), GpuError>,
+    ) -> Result<T, GpuError> {
+        let (out, ms) = timed?;
+        self.push(key, f64::from(ms));
+        Ok(out)
+    }
+
+    /// Adds `other`'s metrics and pending device stages after these.
+    pub(super) fn extend(&mut self, other: Stages) {
+        self.metrics.extend(other.metrics);
+        self.pending.extend(other.pending);
+    }
+
+    /// Every metric, the device stages' read now (the device is idle; a stage whose events cannot
+    /// be read, after a failure on the device, is left out).
+    pub(super) fn settle(mut self) -> Vec<StageMetric> {
+        for (key, timing) in std::mem::take(&mut self.pending) {
+            if let Ok(ms) = timing.ms() {
+                self.push(key, f64::from(ms));
+            }
+        }
+        self.metrics
+    }
+}
+
+impl GpuBackend {
+    /// Device bytes a proof over a domain of 2^`log_n` and `witness` variables needs besides the
+    /// SRS: a, b, c; the witness and the gathered query scalars (L, A, B and B's copy, each at
+    /// most the witness); the largest MSM's work buffers.
+    pub(super) fn working_bytes(log_n: u32, witness: usize) -> usize {
+        let scalar = std::mem::size_of::<Scalar>();
+        let n = 1usize << log_n;
+        scalar * (3 * n + 5 * witness)
+            + working_memory::<G1Affine>(n.max(witness)).max(working_memory::<G2Affine>(witness))
+    }
+
+    /// One proof's device work on `streams`: the witness and its four MSMs first, H beside them
+    /// when their work buffers fit together, else everything one after another. `reserve`: grow
+    /// the memory pool for the MSMs side by side first (see [`Gpu::reserve_pool`]).
+    pub(super) fn run(
+        &self,
+        streams: &Streams,
+        placed: &Placed,
+        p: &mut Prepared,
+        stages: &mut Stages,
+        reserve: bool,
+    ) -> Result<QuerySums, GpuError> {
+        let gpu = &*streams.main;
+        let Placed {
+            tables,
+            srs,
+            sparse,
+            index,
+        } = placed;
+        let resident = srs.placement != Placement::Streamed;
+        stages.push("srs_resident", if resident { 1.0 } else { 0.0 });
+        let window_bits = match srs.placement {
+            Placement::Multiples(bits) => f64::from(bits),
+            _ => 0.0,
+        };
+        stages.push("srs_window_bits", window_bits);
+        let n = 1usize << p.log_n;
+        let offset = p.witness_offset();
+        let witness = stages.time(gpu, "h2d_witness_ms", || {
+            DeviceScalars::upload_pinned_range(gpu, &p.staging, offset, offset + p.witness)
+        })?;
+        let scalars = stages.time(gpu, "gather_ms", || {
+            let b = witness.gather(gpu, &index.b)?;
+            Ok(WitnessScalars {
+                l: witness.copy_range(gpu, p.inputs, p.witness)?,
+                a: witness.gather(gpu, &index.a)?,
+                // Its own copy for B in G2, which runs beside B in G1.
+                b_g2: b.copy_range(gpu, 0, b.len())?,
+                b_g1: b,
+            })
+        })?;
+        // Kept only when a, b and c are its products, until the region's end (the H lane reads it).
+        let products = sparse.as_ref().map(|sparse| (Arc::clone(sparse), witness));
+        let scalar_bytes = std::mem::size_of::<Scalar>();
+        let uploaded = offset + p.witness;
+        stages.push("h2d_bytes", (scalar_bytes * uploaded) as f64);
+        // Side by side: every MSM's work buffers and H's three vectors at once.
+        let together = srs.h.working_memory(n)
+            + srs.l.working_memory(scalars.l.len())
+            + srs.a.working_memory(scalars.a.len())
+            + srs.b_g1.working_memory(scalars.b_g1.len())
+            + srs.b_g2.working_memory(scalars.b_g2.len())
+            + 3 * n * scalar_bytes;
+        let free = gpu.memory()?.0;
+        let side_by_side = resident && together + cuzk_gpu::MEMORY_MARGIN <= free;
+        stages.push("msm_side_by_side", if side_by_side { 1.0 } else { 0.0 });
+        if reserve && side_by_side && together > self.pool_reserved.load(Ordering::Relaxed) {
+            // Once per size: the five lanes never reuse one another's freed memory (see `Gpu`), so
+            // the pool must hold all their buffers at once, with room for how they interleave.
+            // Grown in the middle of proofs instead, the first timed proofs at 2^22 (90% boolean,
+            // H200) took 104–107 ms against 82–88; reserved, 10 of 10 took 79–89. Best effort:
+            // `free` counts what the pool holds unused, which it cannot hand out as one block with
+            // new memory (2^24 synthetic, H200: asking for nearly all of it failed every proof),
+            // so a smaller block is tried, then none: the lanes then grow the pool as they go.
+            let bytes = (2 * together).min(free - cuzk_gpu::MEMORY_MARGIN);
+            let reserved = [bytes, together]
+                .into_iter()
+                .any(|bytes| gpu.reserve_pool(bytes).is_ok());
+            stages.push("pool_reserved", if reserved { 1.0 } else { 0.0 });
+            self.pool_reserved.fetch_max(together, Ordering::Relaxed);
+        }
+        let start = std::time::Instant::now();
+        let sums = if side_by_side {
+            // The lanes read what the main stream gathered.
+            for lane in &streams.lanes {
+                lane.wait_for(gpu)?;
+            }
+            let [h_lane, l, a, b_g1, b_g2] = &streams.lanes;
+            let s = &scalars;
+            std::thread::scope(|scope| {
+                let l = scope.spawn(|| l.time(|| srs.l.msm(l, &s.l)));
+                let a = scope.spawn(|| a.time(|| srs.a.msm(a, &s.a)));
+                let b_g1 = scope.spawn(|| b_g1.time(|| srs.b_g1.msm(b_g1, &s.b_g1)));
+                let b_g2 = scope.spawn(|| b_g2.time(|| srs.b_g2.msm(b_g2, &s.b_g2)));
+                // H's chain is the longest: on the lane the device schedules first.
+                let h = Self::h_coefficients(h_lane, tables, p, products.as_ref(), stages)
+                    .and_then(|h| h_lane.time(|| srs.h.msm(h_lane, &h)));
+                query_sums(stages, h, joined(l), joined(a), joined(b_g1), joined(b_g2))
+            })
+        } else {
+            let h = Self::h_coefficients(gpu, tables, p, products.as_ref(), stages)?;
+            let h = gpu.time(|| srs.h.msm(gpu, &h));
+            let l = gpu.time(|| srs.l.msm(gpu, &scalars.l));
+            let a = gpu.time(|| srs.a.msm(gpu, &scalars.a));
+            let b_g1 = gpu.time(|| srs.b_g1.msm(gpu, &scalars.b_g1));
+            let b_g2 = gpu.time(|| srs.b_g2.msm(gpu, &scalars.b_g2));
+            query_sums(stages, h, l, a, b_g1, b_g2)
+        };
+        stages.push("msm_ms", start.elapsed().as_secs_f64() * 1e3);
+        sums
+    }
+
+    /// H's n − 1 coefficients on the device: a, b and c uploaded from the staging buffer, or the
+    /// matrices' products with the witness already there (`products`), then transformed.
+    pub(super) fn h_coefficients(
+        gpu: &Gpu,
+        tables: &NttTables,
+        p: &Prepared,
+        products: Option<&(Arc<DeviceSparse>, DeviceScalars)>,
+        stages: &mut Stages,
+    ) -> Result<DeviceScalars, GpuError> {
+        let n = 1usize << p.log_n;
+        let staging = &p.staging;
+        let [mut h, mut db, mut dc] = match products {
+            Some((sparse, z)) => stages.time(gpu, "products_ms", || {
+                // Zero past the rows: the NTTs' padding.
+                let product = |m| -> Result<DeviceScalars, GpuError> {
+                    let mut out = DeviceScalars::zeros(gpu, n)?;
+                    sparse.multiply(gpu, m, z, &mut out)?;
+                    Ok(out)
+                };
+                Ok([product(0)?, product(1)?, product(2)?])
+            })?,
+            None => stages.time(gpu, "h2d_abc_ms", || {
+                Ok([
+                    DeviceScalars::upload_pinned_range(gpu, staging, 0, n)?,
+                    DeviceScalars::upload_pinned_range(gpu, staging, n, 2 * n)?,
+                    DeviceScalars::upload_pinned_range(gpu, staging, 2 * n, 3 * n)?,
+                ])
+            })?,
+        };
+        stages.time(gpu, "ntt_ms", || {
+            for values in [&mut h, &mut db, &mut dc] {
+                ntt(
+                    gpu,
+                    tables,
+                    values,
+                    Transform::intt(NttOrder::NaturalToBitReversed),
+                )?;
+                ntt(
+                    gpu,
+                    tables,
+                    values,
+                    Transform::coset_ntt(NttOrder::BitReversedToNatural),
+                )?;
+            }
+            ab_minus_c(gpu, &mut h, &db, &dc, p.z_inv)?;
+            ntt(
+                gpu,
+                tables,
+                &mut h,
+                Transform::coset_intt(NttOrder::NaturalToNatural),
+            )
+        })?;
+        // H has n − 1 coefficients (the top one is zero).
+        h.truncate(n - 1);
+        Ok(h)
+    }
+}
+
+/// The five MSMs' results (each with its device time, which overlap when side by side), recorded
+/// as stages.
+pub(super) fn query_sums(
+    stages: &mut Stages,
+    h: Result<(G1Projective, f32), GpuError>,
+    l: Result<(G1Projective, f32), GpuError>,
+    a: Result<(G1Projective, f32), GpuError>,
+    b_g1: Result<(G1Projective, f32), GpuError>,
+    b_g2: Result<(G2Projective, f32), GpuError>,
+) -> Result<QuerySums, GpuError> {
+    Ok(QuerySums {
+        h: stages.record("msm_h_ms", h)?,
+        l: stages.record("msm_l_ms", l)?,
+        a: stages.record("msm_a_ms", a)?,
+        b_g1: stages.record("msm_b_g1_ms", b_g1)?,
+        b_g2: stages.record("msm_b_g2_ms", b_g2)?,
+    })
+}
+
+/// The scalars the witness gives four of a proof's MSMs, on the device.
+pub(super) struct WitnessScalars {
+    pub(super) l: DeviceScalars,
+    pub(super) a: DeviceScalars,
+    pub(super) b_g1: DeviceScalars,
+    pub(super) b_g2: DeviceScalars,
+}
+
+/// A scoped thread's result; its panic goes on in the joining thread.
+pub(super) fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}

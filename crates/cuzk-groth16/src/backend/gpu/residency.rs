@@ -1,0 +1,482 @@
+//! Where parameter sets' points live on a device, and which go when another needs the room.
+
+use cuzk_gpu::fixed_base::{fixed_base_multiply_on_device, FixedBaseAffine};
+use cuzk_gpu::msm::{
+    msm_device, msm_streamed, multiple_window_bits, windows_of_width, working_memory, DeviceBases,
+    MsmAffine,
+};
+use cuzk_gpu::{DeviceScalars, Gpu, GpuError, Pinned};
+use cuzk_math::{FixedBaseTable, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use group::prime::PrimeCurve;
+use std::sync::{Arc, MutexGuard, PoisonError};
+
+use crate::keys::QueryLengths;
+use crate::Parameters;
+
+use super::*;
+
+/// Where one query's points live.
+#[derive(Debug)]
+pub(super) enum Bases<A> {
+    Resident(DeviceBases<A>),
+    Streamed(Pinned<A>),
+}
+
+/// Where a parameter set's points go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Placement {
+    /// On the device with their window multiples of this width.
+    Multiples(u32),
+    Resident,
+    Streamed,
+}
+
+impl<A: MsmAffine> Bases<A> {
+    pub(super) fn place(gpu: &Gpu, points: &[A], placement: Placement) -> Result<Self, GpuError> {
+        Ok(match placement {
+            Placement::Multiples(bits) => Bases::Resident(
+                DeviceBases::upload_with_window_multiples(gpu, points, bits)?,
+            ),
+            Placement::Resident => Bases::Resident(DeviceBases::upload(gpu, points)?),
+            Placement::Streamed => Bases::Streamed(Pinned::from_slice(gpu, points)?),
+        })
+    }
+
+    /// Device bytes the points hold (0 when streamed from host memory).
+    /// `scalars[i] · G` on the device, for the table's generator G.
+    pub(super) fn multiplied<G>(gpu: &Gpu, query: QueryScalars<'_, G>) -> Result<Self, GpuError>
+    where
+        G: PrimeCurve<Scalar = Scalar, Affine = A>,
+        A: FixedBaseAffine + cuzk_math::msm::AffineCoordinates,
+    {
+        let table = query.table;
+        Ok(Bases::Resident(fixed_base_multiply_on_device(
+            gpu,
+            &table.entries(),
+            table.window_bits() as u32,
+            table.windows() as u32,
+            query.scalars,
+        )?))
+    }
+
+    pub(super) fn device_bytes(&self) -> usize {
+        match self {
+            Bases::Resident(bases) => bases.words().num_bytes(),
+            Bases::Streamed(_) => 0,
+        }
+    }
+
+    /// Device bytes an MSM over the first n points allocates beyond the points and scalars.
+    pub(super) fn working_memory(&self, n: usize) -> usize {
+        match self {
+            Bases::Resident(bases) => bases.working_memory(n),
+            Bases::Streamed(_) => working_memory::<A>(n),
+        }
+    }
+
+    pub(super) fn msm(
+        &self,
+        gpu: &Gpu,
+        scalars: &DeviceScalars,
+    ) -> Result<A::Projective, GpuError> {
+        match self {
+            Bases::Resident(bases) => msm_device(gpu, bases, scalars),
+            Bases::Streamed(points) => msm_streamed(gpu, points, scalars),
+        }
+    }
+}
+
+/// A proving key's queries made on a GPU and kept there, never on the host: what
+/// [`Parameters::on_device`] holds (see [`crate::setup::parameters_on_device`]).
+#[derive(Clone)]
+pub struct DeviceQueries {
+    pub(super) ordinal: usize,
+    /// The backend's name, for errors.
+    pub(super) device: String,
+    pub(super) lengths: QueryLengths,
+    pub(super) srs: Arc<DeviceSrs>,
+}
+
+impl DeviceQueries {
+    pub fn lengths(&self) -> QueryLengths {
+        self.lengths
+    }
+
+    /// The device they are on, by its backend's name.
+    pub fn device(&self) -> &str {
+        &self.device
+    }
+}
+
+impl std::fmt::Debug for DeviceQueries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceQueries")
+            .field("device", &self.device)
+            .field("lengths", &self.lengths)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The same points: the same device memory.
+impl PartialEq for DeviceQueries {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.srs, &other.srs)
+    }
+}
+
+impl Eq for DeviceQueries {}
+
+/// A query's scalars and the table of the generator they multiply.
+pub(crate) struct QueryScalars<'a, G: PrimeCurve> {
+    pub table: &'a FixedBaseTable<G>,
+    pub scalars: &'a [Scalar],
+}
+
+/// A parameter set's query points, placed for proving.
+#[derive(Debug)]
+pub(super) struct DeviceSrs {
+    pub(super) key: SrsKey,
+    pub(super) placement: Placement,
+    pub(super) h: Bases<G1Affine>,
+    pub(super) l: Bases<G1Affine>,
+    pub(super) a: Bases<G1Affine>,
+    pub(super) b_g1: Bases<G1Affine>,
+    pub(super) b_g2: Bases<G2Affine>,
+}
+
+impl DeviceSrs {
+    /// Device bytes its points hold, window multiples included (0 when streamed).
+    pub(super) fn device_bytes(&self) -> usize {
+        self.h.device_bytes()
+            + self.l.device_bytes()
+            + self.a.device_bytes()
+            + self.b_g1.device_bytes()
+            + self.b_g2.device_bytes()
+    }
+
+    /// What [`ProverBackend::resident`] reports: its device bytes, `None` when streamed.
+    pub(super) fn resident_bytes(&self) -> Option<u64> {
+        (self.placement != Placement::Streamed).then(|| self.device_bytes() as u64)
+    }
+}
+
+/// The placed parameter sets, each with the stamp of its last use.
+#[derive(Debug, Default)]
+pub(super) struct SrsCache {
+    pub(super) sets: Vec<(Arc<DeviceSrs>, u64)>,
+    /// Advanced at every use: stamps order the sets by their last use.
+    pub(super) clock: u64,
+}
+
+impl SrsCache {
+    pub(super) fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+
+    /// The set of `key`, stamped as used now.
+    pub(super) fn get(&mut self, key: &SrsKey) -> Option<Arc<DeviceSrs>> {
+        let now = self.tick();
+        let (srs, used) = self.sets.iter_mut().find(|(srs, _)| srs.key == *key)?;
+        *used = now;
+        Some(srs.clone())
+    }
+
+    pub(super) fn find(&self, key: &SrsKey) -> Option<&Arc<DeviceSrs>> {
+        self.sets
+            .iter()
+            .map(|(srs, _)| srs)
+            .find(|srs| srs.key == *key)
+    }
+
+    pub(super) fn remove(&mut self, key: &SrsKey) -> Option<Arc<DeviceSrs>> {
+        let i = self.sets.iter().position(|(srs, _)| srs.key == *key)?;
+        Some(self.sets.swap_remove(i).0)
+    }
+
+    /// Adds a newly placed set. A streamed one replaces the streamed sets no proof uses, so that
+    /// page-locked host memory holds one key beside those in flight. Returns what it removed, to
+    /// be dropped once the lock is released.
+    pub(super) fn insert(&mut self, srs: Arc<DeviceSrs>) -> Vec<Arc<DeviceSrs>> {
+        let mut removed = Vec::new();
+        if srs.placement == Placement::Streamed {
+            let mut i = 0;
+            while i < self.sets.len() {
+                let (old, _) = &self.sets[i];
+                if old.placement == Placement::Streamed && Arc::strong_count(old) == 1 {
+                    removed.push(self.sets.swap_remove(i).0);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        let now = self.tick();
+        self.sets.push((srs, now));
+        removed
+    }
+
+    /// Removes the least recently used sets no proof uses until `needed` bytes fit in `free` and
+    /// what they release (see [`evictions`]); removes none when that is not enough. Returns what
+    /// it removed, to be dropped once the lock is released.
+    pub(super) fn evict_for(&mut self, free: usize, needed: usize) -> Vec<Arc<DeviceSrs>> {
+        let occupants: Vec<Occupant> = self
+            .sets
+            .iter()
+            .map(|(srs, used)| Occupant {
+                bytes: srs.device_bytes(),
+                last_used: *used,
+                // Proofs take their clone under this cache's lock, which the caller holds.
+                in_use: Arc::strong_count(srs) > 1,
+            })
+            .collect();
+        let mut chosen = evictions(&occupants, free, needed).unwrap_or_default();
+        // From the back, so that each swap_remove leaves the lower indices in place.
+        chosen.sort_unstable_by(|a, b| b.cmp(a));
+        chosen
+            .into_iter()
+            .map(|i| self.sets.swap_remove(i).0)
+            .collect()
+    }
+}
+
+/// A placed set as the choice of what to evict sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Occupant {
+    /// Device bytes it would release.
+    pub(super) bytes: usize,
+    /// The stamp of its last use: lower is older.
+    pub(super) last_used: u64,
+    /// A proof holds it: never evicted.
+    pub(super) in_use: bool,
+}
+
+/// The sets to evict, by index, so that `needed` bytes fit in `free` plus what they release: the
+/// least recently used first, among those no proof uses that hold device memory, and no more than
+/// needed. `None` when evicting all of those is not enough: then none is worth evicting.
+pub(super) fn evictions(sets: &[Occupant], free: usize, needed: usize) -> Option<Vec<usize>> {
+    let mut order: Vec<usize> = (0..sets.len())
+        .filter(|&i| !sets[i].in_use && sets[i].bytes > 0)
+        .collect();
+    order.sort_by_key(|&i| sets[i].last_used);
+    let mut available = free;
+    let mut chosen = Vec::new();
+    for i in order {
+        if needed <= available {
+            break;
+        }
+        available = available.saturating_add(sets[i].bytes);
+        chosen.push(i);
+    }
+    (needed <= available).then_some(chosen)
+}
+
+/// What tells parameter sets apart cheaply: the query lengths, δ (random per setup) and the first
+/// and last point of every query.
+#[derive(Debug, PartialEq)]
+pub(super) struct SrsKey {
+    pub(super) lengths: [usize; 5],
+    pub(super) delta: (G1Affine, G2Affine),
+    pub(super) ends: Vec<Option<G1Affine>>,
+    pub(super) b_g2_ends: (Option<G2Affine>, Option<G2Affine>),
+}
+
+impl SrsKey {
+    pub(super) fn of(params: &Parameters) -> Self {
+        let g1 = [&params.h, &params.l, &params.a, &params.b_g1];
+        SrsKey {
+            lengths: [
+                params.h.len(),
+                params.l.len(),
+                params.a.len(),
+                params.b_g1.len(),
+                params.b_g2.len(),
+            ],
+            delta: (params.vk.delta_g1, params.vk.delta_g2),
+            ends: g1
+                .iter()
+                .flat_map(|q| [q.first().copied(), q.last().copied()])
+                .collect(),
+            b_g2_ends: (params.b_g2.first().copied(), params.b_g2.last().copied()),
+        }
+    }
+}
+
+impl GpuBackend {
+    /// A proving key's queries multiplied out on this device and left there: `delta` is the
+    /// verifying key's, which tells parameter sets apart.
+    pub(crate) fn queries_on_device(
+        &self,
+        delta: (G1Affine, G2Affine),
+        [h, l, a, b_g1]: [QueryScalars<'_, G1Projective>; 4],
+        b_g2: QueryScalars<'_, G2Projective>,
+    ) -> Result<DeviceQueries, GpuError> {
+        // Not while a proof measures or takes the device's memory.
+        let _region = self.region.lock().unwrap_or_else(PoisonError::into_inner);
+        let lengths = QueryLengths {
+            h: h.scalars.len(),
+            l: l.scalars.len(),
+            a: a.scalars.len(),
+            b_g1: b_g1.scalars.len(),
+            b_g2: b_g2.scalars.len(),
+        };
+        let gpu = &self.gpu;
+        let srs = DeviceSrs {
+            key: SrsKey {
+                lengths: [lengths.h, lengths.l, lengths.a, lengths.b_g1, lengths.b_g2],
+                delta,
+                ends: Vec::new(),
+                b_g2_ends: (None, None),
+            },
+            placement: Placement::Resident,
+            h: Bases::multiplied(gpu, h)?,
+            l: Bases::multiplied(gpu, l)?,
+            a: Bases::multiplied(gpu, a)?,
+            b_g1: Bases::multiplied(gpu, b_g1)?,
+            b_g2: Bases::multiplied(gpu, b_g2)?,
+        };
+        Ok(DeviceQueries {
+            ordinal: gpu.ordinal(),
+            device: self.name.clone(),
+            lengths,
+            srs: Arc::new(srs),
+        })
+    }
+
+    pub(super) fn cache(&self) -> MutexGuard<'_, SrsCache> {
+        self.srs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The parameter set's points on this device, placing them on first use: resident when they
+    /// fit beside `working` bytes of a proof's own buffers (after evicting the least recently used
+    /// sets no proof holds, if that makes them fit), streamed from pinned memory otherwise. The
+    /// caller holds `region`.
+    pub(super) fn srs(
+        &self,
+        params: &Parameters,
+        working: usize,
+        stages: &mut Stages,
+    ) -> Result<Arc<DeviceSrs>, GpuError> {
+        if let Some(queries) = &params.on_device {
+            if queries.ordinal != self.gpu.ordinal() {
+                return Err(GpuError::InvalidInput {
+                    what: "parameters",
+                    reason: format!(
+                        "their queries were made on {} and stay there; this is {}",
+                        queries.device, self.name
+                    ),
+                });
+            }
+            return Ok(Arc::clone(&queries.srs));
+        }
+        let key = SrsKey::of(params);
+        if let Some(srs) = self.cache().get(&key) {
+            return Ok(srs);
+        }
+        let g1 = params.h.len() + params.l.len() + params.a.len() + params.b_g1.len();
+        let points = g1 * std::mem::size_of::<G1Affine>()
+            + params.b_g2.len() * std::mem::size_of::<G2Affine>();
+        let margin = working + cuzk_gpu::MEMORY_MARGIN;
+        let evicted = {
+            let (free, _) = self.gpu.memory()?;
+            self.cache().evict_for(free, points + margin)
+        };
+        if !evicted.is_empty() {
+            drop(evicted);
+            // Their memory is freed in the device stream's order: measure once it is.
+            self.gpu.synchronize()?;
+        }
+        let (free, _) = self.gpu.memory()?;
+        let longest = [
+            params.h.len(),
+            params.l.len(),
+            params.a.len(),
+            params.b_g1.len(),
+            params.b_g2.len(),
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+        let bits = multiple_window_bits(longest);
+        // The multiples' memory, and the plain copy one query's upload holds while they are made
+        // (at most `longest` of the larger points, G2's).
+        let multiples =
+            points * windows_of_width(bits) as usize + longest * std::mem::size_of::<G2Affine>();
+        let fits = |bytes: usize| bytes + margin <= free;
+        let placement = if longest >= self.multiples_from && fits(multiples) {
+            Placement::Multiples(bits)
+        } else if fits(points) {
+            Placement::Resident
+        } else {
+            Placement::Streamed
+        };
+        let gpu = &self.gpu;
+        let start = std::time::Instant::now();
+        let srs = Arc::new(DeviceSrs {
+            key,
+            placement,
+            h: Bases::place(gpu, &params.h, placement)?,
+            l: Bases::place(gpu, &params.l, placement)?,
+            a: Bases::place(gpu, &params.a, placement)?,
+            b_g1: Bases::place(gpu, &params.b_g1, placement)?,
+            b_g2: Bases::place(gpu, &params.b_g2, placement)?,
+        });
+        // Cached once placed: a proof beside the region may read it from other streams.
+        gpu.synchronize()?;
+        stages.push("srs_place_ms", start.elapsed().as_secs_f64() * 1e3);
+        stages.push("srs_bytes", points as f64);
+        let replaced = self.cache().insert(srs.clone());
+        drop(replaced);
+        Ok(srs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{evictions, Occupant};
+
+    fn set(bytes: usize, last_used: u64, in_use: bool) -> Occupant {
+        Occupant {
+            bytes,
+            last_used,
+            in_use,
+        }
+    }
+
+    #[test]
+    fn evicts_nothing_when_the_set_fits() {
+        let sets = [set(100, 1, false), set(100, 2, false)];
+        assert_eq!(evictions(&sets, 50, 50), Some(vec![]));
+        assert_eq!(evictions(&[], 50, 50), Some(vec![]));
+    }
+
+    #[test]
+    fn evicts_the_least_recently_used_first_and_no_more_than_needed() {
+        let sets = [set(100, 7, false), set(100, 3, false), set(100, 5, false)];
+        assert_eq!(evictions(&sets, 50, 150), Some(vec![1]));
+        assert_eq!(evictions(&sets, 50, 250), Some(vec![1, 2]));
+        assert_eq!(evictions(&sets, 50, 350), Some(vec![1, 2, 0]));
+    }
+
+    #[test]
+    fn never_evicts_a_set_in_use() {
+        let sets = [set(100, 1, true), set(100, 2, false)];
+        assert_eq!(evictions(&sets, 0, 100), Some(vec![1]));
+        // The in-use set's memory would be needed too: evicting the other would not make room.
+        assert_eq!(evictions(&sets, 0, 150), None);
+    }
+
+    #[test]
+    fn skips_sets_that_hold_no_device_memory() {
+        // A streamed set (0 device bytes) is older, but evicting it frees nothing.
+        let sets = [set(0, 1, false), set(100, 2, false)];
+        assert_eq!(evictions(&sets, 0, 100), Some(vec![1]));
+    }
+
+    #[test]
+    fn evicts_nothing_when_even_all_idle_sets_are_not_enough() {
+        let sets = [set(100, 1, false), set(100, 2, false)];
+        assert_eq!(evictions(&sets, 10, 211), None);
+        assert_eq!(evictions(&sets, 10, 210), Some(vec![0, 1]));
+        assert_eq!(evictions(&sets, usize::MAX, usize::MAX), Some(vec![]));
+    }
+}

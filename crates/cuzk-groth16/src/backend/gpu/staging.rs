@@ -1,0 +1,185 @@
+//! The host side of a proof: its witness staged in page-locked memory before the device is taken.
+
+use cuzk_gpu::{GpuError, Pinned};
+use cuzk_math::Scalar;
+use cuzk_synth::{CompiledR1cs, ProvingAssignment};
+use ff::{Field, PrimeField};
+use rayon::prelude::*;
+use std::sync::{Arc, PoisonError};
+
+use crate::prover::checked_domain;
+use crate::{Parameters, ProveError};
+
+use super::*;
+
+/// Threads of a backend's staging copies: enough to outrun the upload that follows (a copy
+/// thread moves several GB/s; the witness of a 32 GiB partition is 4.2 GB).
+pub(super) const COPY_THREADS: usize = 4;
+
+/// The host side of one proof, made before the device is taken.
+pub(super) struct Prepared {
+    pub(super) log_n: u32,
+    /// 1/Z on the coset: Z(gX) = g^n − 1 there.
+    pub(super) z_inv: Scalar,
+    /// a, b, c (n values each, zero-padded), then inputs ++ aux, all staged: one upload source;
+    /// only inputs ++ aux when the products are left to the device.
+    pub(super) staging: Pinned<Scalar>,
+    pub(super) inputs: usize,
+    pub(super) witness: usize,
+    /// The matrices whose products with the witness are a, b and c, when the device computes
+    /// them (the assignment's [`ProvingAssignment::deferred`]).
+    pub(super) products: Option<Arc<CompiledR1cs>>,
+}
+
+impl Prepared {
+    /// Where the witness starts in the staging buffer.
+    pub(super) fn witness_offset(&self) -> usize {
+        match self.products {
+            Some(_) => 0,
+            None => 3 << self.log_n,
+        }
+    }
+}
+
+impl GpuBackend {
+    /// A staging buffer of at least `len` scalars: a returned one if large enough, else new.
+    pub(super) fn take_staging(&self, len: usize) -> Result<Pinned<Scalar>, GpuError> {
+        let mut pool = self.staging.lock().unwrap_or_else(PoisonError::into_inner);
+        match pool.iter().position(|b| b.len() >= len) {
+            Some(i) => Ok(pool.swap_remove(i)),
+            None => Pinned::zeroed(&self.gpu, len),
+        }
+    }
+
+    pub(super) fn return_staging(&self, buffer: Pinned<Scalar>) {
+        self.staging
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(buffer);
+    }
+
+    /// Host work of one proof: checks, a staging copy of the witness (in parallel; the
+    /// assignment's aux vector is freed here), the query positions.
+    pub(super) fn prepare(
+        &self,
+        params: &Parameters,
+        assignment: ProvingAssignment,
+        stages: &mut Stages,
+    ) -> Result<(Prepared, IndexSource), ProveError> {
+        let domain = checked_domain(params, &assignment)?;
+        let n = domain.size();
+        let ProvingAssignment {
+            input_assignment: inputs,
+            aux_assignment: aux,
+            a,
+            b,
+            c,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+            deferred: products,
+        } = assignment;
+        let witness = inputs.len() + aux.len();
+        if witness > u32::MAX as usize {
+            return Err(ProveError::Backend {
+                backend: "gpu",
+                reason: format!("{witness} variables exceed the 2^32 a gather index holds"),
+            });
+        }
+        let start = std::time::Instant::now();
+        let len = staging_len(n, witness, products.is_some());
+        let abc_len = len - witness;
+        let mut staging = self.take_staging(len)?;
+        {
+            let values = staging.as_mut_slice()?;
+            let (abc, witness_part) = values.split_at_mut(abc_len);
+            let (input_part, aux_part) = witness_part.split_at_mut(inputs.len());
+            let mut copy = || {
+                rayon::join(
+                    || stage(input_part, &inputs),
+                    || stage(&mut aux_part[..aux.len()], &aux),
+                );
+                for (part, values) in abc.chunks_mut(n).zip([&a, &b, &c]) {
+                    stage(part, values);
+                }
+            };
+            match &self.copies {
+                Some(pool) => pool.install(copy),
+                None => copy(),
+            }
+        }
+        stages.push("prep_copy_ms", start.elapsed().as_secs_f64() * 1e3);
+        release_in_background((aux, a, b, c));
+        let densities = Densities {
+            inputs: inputs.len(),
+            a_aux: a_aux_density,
+            b_input: b_input_density,
+            b_aux: b_aux_density,
+        };
+        let cached = {
+            let mut list = self.index.lock().unwrap_or_else(PoisonError::into_inner);
+            let found = list.iter().position(|index| index.densities == densities);
+            found.map(|i| most_recent(&mut list, i))
+        };
+        // g is no n-th root of unity, so Z(g) = g^n − 1 is never zero.
+        let z_inv = Option::from(domain.z_at(&Scalar::MULTIPLICATIVE_GENERATOR).invert()).ok_or(
+            ProveError::Backend {
+                backend: "gpu",
+                reason: "the coset's vanishing polynomial is zero".into(),
+            },
+        )?;
+        let index = match cached {
+            Some(index) => IndexSource::Cached(index),
+            None => IndexSource::Fresh(densities),
+        };
+        let prepared = Prepared {
+            log_n: n.trailing_zeros(),
+            z_inv,
+            staging,
+            inputs: inputs.len(),
+            witness,
+            products,
+        };
+        Ok((prepared, index))
+    }
+}
+
+/// Scalars of a proof's page-locked staging buffer: a, b and c (the domain's n each), then the
+/// witness; the witness alone when the device computes the products.
+pub(super) fn staging_len(n: usize, witness: usize, products_on_device: bool) -> usize {
+    match products_on_device {
+        true => witness,
+        false => 3 * n + witness,
+    }
+}
+
+/// The threads of a backend's staging copies; `None` if they could not be started.
+pub(super) fn staging_pool(threads: usize) -> Option<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("cuzk-staging-{i}"))
+        .build()
+        .ok()
+}
+
+/// Drops `value` on a thread of its own: freeing an assignment's vectors (hundreds of MB) unmaps
+/// their pages, which took 16–38 ms of a proof's host preparation on an H200 host. If no thread
+/// can be started, the value is dropped here, as the failed spawn drops its closure.
+pub(super) fn release_in_background<T: Send + 'static>(value: T) {
+    let _ = std::thread::Builder::new()
+        .name("cuzk-release".into())
+        .spawn(move || drop(value));
+}
+
+/// Copies `src` to the front of `dst` and zeroes the rest, in parallel chunks.
+pub(super) fn stage(dst: &mut [Scalar], src: &[Scalar]) {
+    const CHUNK: usize = 1 << 16;
+    let (copied, padding) = dst.split_at_mut(src.len());
+    copied
+        .par_chunks_mut(CHUNK)
+        .zip(src.par_chunks(CHUNK))
+        .for_each(|(d, s)| d.copy_from_slice(s));
+    padding
+        .par_chunks_mut(CHUNK)
+        .for_each(|d| d.fill(Scalar::ZERO));
+}
