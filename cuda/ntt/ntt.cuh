@@ -418,3 +418,18 @@ extern "C" __global__ void ntt_ab_minus_c(cuzk::fr_t* a, const cuzk::fr_t* b, co
     const cuzk::fr_t x = cuzk::ntt_load(a + i) * cuzk::ntt_load(b + i) - cuzk::ntt_load(c + i);
     cuzk::ntt_store(a + i, x * factor);
 }
+
+// The same quotient in two steps, for a device that holds two of the three vectors at a time:
+// a[i] = a[i]·b[i], then (with c in b's place) a[i] = (a[i] − c[i])·factor.
+extern "C" __global__ void ntt_mul(cuzk::fr_t* a, const cuzk::fr_t* b, uint32_t n) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    cuzk::ntt_store(a + i, cuzk::ntt_load(a + i) * cuzk::ntt_load(b + i));
+}
+
+extern "C" __global__ void ntt_minus_scaled(cuzk::fr_t* a, const cuzk::fr_t* c, cuzk::fr_t factor,
+                                            uint32_t n) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    cuzk::ntt_store(a + i, (cuzk::ntt_load(a + i) - cuzk::ntt_load(c + i)) * factor);
+}

@@ -32,7 +32,7 @@ pub mod sparse;
 pub use device::{Gpu, Timing};
 pub use error::GpuError;
 pub use memory::{MemoryBudget, CONTEXT_ALLOWANCE};
-pub use pinned::{pinned_bytes, Pinned};
+pub use pinned::{pinned_bytes, HostLocked, Pinned};
 pub use probe::{probe, DeviceInfo, GpuUnavailable};
 pub use scalars::{DeviceIndex, DeviceScalars};
 

@@ -581,44 +581,84 @@ pub fn ab_minus_c(
     c: &DeviceScalars,
     factor: Scalar,
 ) -> Result<(), GpuError> {
+    elementwise(gpu, "ntt_ab_minus_c", "a∘b − c", a, &[b, c], Some(factor))
+}
+
+/// a ← a∘b element-wise: [`ab_minus_c`]'s first half, for a device that holds two vectors of
+/// the domain's size at a time (c then takes b's place).
+pub fn mul_assign(gpu: &Gpu, a: &mut DeviceScalars, b: &DeviceScalars) -> Result<(), GpuError> {
+    elementwise(gpu, "ntt_mul", "a∘b", a, &[b], None)
+}
+
+/// a ← (a − c)·factor element-wise: [`ab_minus_c`]'s second half, after [`mul_assign`].
+pub fn minus_scaled(
+    gpu: &Gpu,
+    a: &mut DeviceScalars,
+    c: &DeviceScalars,
+    factor: Scalar,
+) -> Result<(), GpuError> {
+    elementwise(
+        gpu,
+        "ntt_minus_scaled",
+        "(a − c)·factor",
+        a,
+        &[c],
+        Some(factor),
+    )
+}
+
+/// One element-wise kernel over `a` (read and written) and `others` (read), of equal lengths,
+/// with a scalar `factor` after them if given, then n: `kernel(a, others…, [factor,] n)`.
+fn elementwise(
+    gpu: &Gpu,
+    kernel: &'static str,
+    what: &'static str,
+    a: &mut DeviceScalars,
+    others: &[&DeviceScalars],
+    factor: Option<Scalar>,
+) -> Result<(), GpuError> {
     let n = a.len;
-    if b.len != n || c.len != n {
+    if let Some(other) = others.iter().find(|o| o.len != n) {
         return Err(GpuError::InvalidInput {
-            what: "a∘b − c",
-            reason: format!("lengths {}, {} and {} differ", n, b.len, c.len),
+            what,
+            reason: format!("lengths {n} and {} differ", other.len),
         });
     }
     let Ok(n32) = u32::try_from(n) else {
         return Err(GpuError::InvalidInput {
-            what: "a∘b − c",
+            what,
             reason: format!("{n} scalars exceed the 2^32 one launch takes"),
         });
     };
     if n == 0 {
         return Ok(());
     }
-    let mut factor_words = [0u32; SCALAR_WORDS];
-    factor_words.copy_from_slice(as_words(std::slice::from_ref(&factor)));
-    let kernel = gpu.kernel("ntt_ab_minus_c")?;
+    let factor_words = factor.map(|factor| {
+        let mut words = [0u32; SCALAR_WORDS];
+        words.copy_from_slice(as_words(std::slice::from_ref(&factor)));
+        words
+    });
+    let function = gpu.kernel(kernel)?;
     let config = LaunchConfig {
         grid_dim: (n32.div_ceil(THREADS), 1, 1),
         block_dim: (THREADS, 1, 1),
         shared_mem_bytes: 0,
     };
-    // SAFETY: a, b and c hold n < 2^32 scalars each (checked above); threads at or past n return,
-    // the others read b[i], c[i] and read and write a[i]. `factor_words` is one Montgomery scalar,
-    // passed by value as the kernel's `fr_t` (eight u32).
-    unsafe {
-        gpu.stream()
-            .launch_builder(&kernel)
-            .arg(&mut a.words)
-            .arg(&b.words)
-            .arg(&c.words)
-            .arg(&factor_words)
-            .arg(&n32)
-            .launch(config)
-            .call("ntt_ab_minus_c")?;
+    let stream = gpu.stream();
+    let mut launch = stream.launch_builder(&function);
+    launch.arg(&mut a.words);
+    for other in others {
+        launch.arg(&other.words);
     }
+    if let Some(words) = &factor_words {
+        launch.arg(words);
+    }
+    launch.arg(&n32);
+    // SAFETY: `a` and every vector of `others` hold n < 2^32 scalars (checked above), in the
+    // order of the kernel's parameters, which the kernels of this family share: threads at or
+    // past n return, the others read element i of each and read and write a[i]; a factor is
+    // one Montgomery scalar, passed by value as the kernel's `fr_t` (eight u32).
+    unsafe { launch.launch(config) }.call(kernel)?;
     Ok(())
 }
 

@@ -5,7 +5,10 @@
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use cudarc::driver::PinnedHostSlice;
+use std::sync::Arc;
+
+use cudarc::driver::sys;
+use cudarc::driver::{CudaContext, PinnedHostSlice};
 
 use crate::error::DriverContext;
 use crate::layout::DeviceWords;
@@ -15,7 +18,7 @@ use crate::{Gpu, GpuError};
 /// taken from what the OS can page, so a daemon reports it beside its limit.
 static PINNED_BYTES: AtomicU64 = AtomicU64::new(0);
 
-/// Page-locked host bytes the process's [`Pinned`] buffers hold now.
+/// Page-locked host bytes the process's [`Pinned`] buffers and [`HostLocked`] ranges hold now.
 pub fn pinned_bytes() -> u64 {
     PINNED_BYTES.load(Ordering::Relaxed)
 }
@@ -26,7 +29,10 @@ struct Accounted(u64);
 
 impl Accounted {
     fn words(words: usize) -> Self {
-        let bytes = (words * std::mem::size_of::<u32>()) as u64;
+        Self::bytes((words * std::mem::size_of::<u32>()) as u64)
+    }
+
+    fn bytes(bytes: u64) -> Self {
         PINNED_BYTES.fetch_add(bytes, Ordering::Relaxed);
         Accounted(bytes)
     }
@@ -124,5 +130,63 @@ impl<T: DeviceWords> Pinned<T> {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+}
+
+/// Host memory the caller owns, page-locked where it is (`cuMemHostRegister`), for every device
+/// of the process: copies from it run at full link speed and overlap kernels, as from a
+/// [`Pinned`] buffer, without a second copy of it (a 32 GiB PoRep's parameters are 47 GB).
+/// Unlocked when dropped.
+///
+/// The registration does not borrow the memory: copies still read it through slices the caller
+/// borrows for as long as they run. A caller drops the registration before the memory is freed;
+/// if it does not, the driver's unlock of memory no longer mapped only fails (ignored here).
+#[derive(Debug)]
+pub struct HostLocked {
+    /// Start of the locked range, as an address: the registration never reads through it.
+    address: usize,
+    ctx: Arc<CudaContext>,
+    _accounted: Accounted,
+}
+
+impl HostLocked {
+    /// Page-locks the memory of `values` in place.
+    pub fn new<T: DeviceWords>(gpu: &Gpu, values: &[T]) -> Result<Self, GpuError> {
+        let bytes = std::mem::size_of_val(values);
+        if bytes == 0 {
+            return Err(GpuError::InvalidInput {
+                what: "host memory to lock",
+                reason: "an empty range".into(),
+            });
+        }
+        gpu.context().bind_to_thread().call("cuCtxSetCurrent")?;
+        let address = values.as_ptr() as usize;
+        // SAFETY: the range is the live memory of `values`; registering changes how its pages are
+        // held, not their contents, and the device only reads them through copies the caller
+        // schedules from borrowed slices.
+        unsafe {
+            sys::cuMemHostRegister_v2(
+                address as *mut std::ffi::c_void,
+                bytes,
+                sys::CU_MEMHOSTREGISTER_PORTABLE,
+            )
+        }
+        .result()
+        .call("cuMemHostRegister")?;
+        Ok(HostLocked {
+            address,
+            ctx: Arc::clone(gpu.context()),
+            _accounted: Accounted::bytes(bytes as u64),
+        })
+    }
+}
+
+impl Drop for HostLocked {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: `address` starts a range this value registered and nothing unregistered
+            // since; the call only unlocks pages.
+            let _ = unsafe { sys::cuMemHostUnregister(self.address as *mut std::ffi::c_void) };
+        }
     }
 }

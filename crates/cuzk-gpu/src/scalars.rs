@@ -24,6 +24,9 @@ fn alloc(gpu: &Gpu, what: &'static str, len: usize) -> Result<CudaSlice<u32>, Gp
         .call("cuMemAlloc (scalars)")
 }
 
+/// Scalars [`DeviceScalars::remove_front`] moves per copy at most (64 MiB).
+const SHIFT_CHUNK: usize = 1 << 21;
+
 /// Refuses a range that is not inside `len` values.
 fn check_range(what: &'static str, start: usize, end: usize, len: usize) -> Result<(), GpuError> {
     if start > end || end > len {
@@ -176,6 +179,40 @@ impl DeviceScalars {
             words: out,
             len: index.len,
         })
+    }
+
+    /// Drops the first `count` scalars, moving the rest to the front within the same buffer:
+    /// a suffix without a second vector of its size (L's scalars are the witness past its
+    /// inputs). Moved through a bounce buffer of at most [`SHIFT_CHUNK`] scalars, chunk by chunk
+    /// from the front, so that no chunk's destination overlaps a source not yet read.
+    pub fn remove_front(&mut self, gpu: &Gpu, count: usize) -> Result<(), GpuError> {
+        check_range("scalar prefix removal", 0, count, self.len)?;
+        let kept = self.len - count;
+        if count > 0 && kept > 0 {
+            let chunk = kept.min(SHIFT_CHUNK);
+            let mut bounce = alloc(gpu, "scalar shift buffer", chunk)?;
+            let stream = gpu.stream();
+            for start in (0..kept).step_by(chunk) {
+                let end = (start + chunk).min(kept);
+                let words = (end - start) * SCALAR_WORDS;
+                let from = (count + start) * SCALAR_WORDS;
+                stream
+                    .memcpy_dtod(
+                        &self.words.slice(from..from + words),
+                        &mut bounce.slice_mut(..words),
+                    )
+                    .call("cuMemcpyDtoD (scalar shift)")?;
+                let to = start * SCALAR_WORDS;
+                stream
+                    .memcpy_dtod(
+                        &bounce.slice(..words),
+                        &mut self.words.slice_mut(to..to + words),
+                    )
+                    .call("cuMemcpyDtoD (scalar shift)")?;
+            }
+        }
+        self.len = kept;
+        Ok(())
     }
 
     /// Keeps the first `len` scalars (no copy; the rest of the buffer is no longer used).

@@ -8,7 +8,8 @@ mod common;
 
 use blstrs::Scalar;
 use cuzk_gpu::ntt::{
-    ab_minus_c, bit_reverse, ntt, ntt_host, Coset, Direction, NttOrder, NttTables, Transform,
+    ab_minus_c, bit_reverse, minus_scaled, mul_assign, ntt, ntt_host, Coset, Direction, NttOrder,
+    NttTables, Transform,
 };
 use cuzk_gpu::{DeviceScalars, Gpu, GpuError, Pinned};
 use cuzk_math::EvaluationDomain;
@@ -258,6 +259,17 @@ fn quotient_chain_matches_the_cpu() {
                 &expect,
                 &format!("2^{log} quotient, last step {last_order:?}"),
             );
+            // In two steps with two vectors at a time, as a device short of memory computes it.
+            let (mut h, db) = (on_coset(&a), on_coset(&b));
+            mul_assign(&gpu, &mut h, &db).unwrap();
+            drop(db);
+            minus_scaled(&gpu, &mut h, &on_coset(&c), z_inv).unwrap();
+            ntt(&gpu, &tables, &mut h, Transform::coset_intt(last_order)).unwrap();
+            assert_same(
+                &h.to_vec(&gpu).unwrap(),
+                &expect,
+                &format!("2^{log} quotient in two steps, last step {last_order:?}"),
+            );
         }
     }
 }
@@ -328,6 +340,11 @@ fn bad_sizes_are_refused() {
     invalid(
         ab_minus_c(&gpu, &mut sixteen, &eight, &eight, Scalar::ONE),
         "a∘b − c of 16, 8, 8",
+    );
+    invalid(mul_assign(&gpu, &mut sixteen, &eight), "a∘b of 16, 8");
+    invalid(
+        minus_scaled(&gpu, &mut sixteen, &eight, Scalar::ONE),
+        "a − c of 16, 8",
     );
     // The refused calls left the data alone.
     assert_same(

@@ -115,6 +115,13 @@ pub trait ProverBackend: Send + Sync {
         false
     }
 
+    /// How proofs of `params` use the device, in one line (what stays resident, what streams,
+    /// the order of the work), once a proof or preload has placed them; `None` otherwise and on
+    /// the CPU.
+    fn plan(&self, _params: &Parameters) -> Option<String> {
+        None
+    }
+
     /// The device this backend proves on, `None` for the CPU; an error when the driver cannot
     /// say how much memory it has.
     fn device(&self) -> Result<Option<DeviceStatus>, ProveError> {

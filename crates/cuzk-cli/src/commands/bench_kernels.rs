@@ -22,7 +22,7 @@ use cuzk_gpu::msm::{
 };
 use cuzk_gpu::ntt::{ntt, NttOrder, NttTables, Transform};
 use cuzk_gpu::rate::{product_rate, ProductField};
-use cuzk_gpu::{DeviceScalars, Gpu, Pinned};
+use cuzk_gpu::{DeviceScalars, Gpu, HostLocked, Pinned};
 use cuzk_math::{G1Projective, G2Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
@@ -62,17 +62,17 @@ struct Multiples {
 fn time_msm<A: MsmAffine>(
     gpu: &Gpu,
     bases: &DeviceBases<A>,
-    pinned: &Pinned<A>,
+    host: &[A],
     log: u32,
     runs: usize,
 ) -> Result<(f64, f64)> {
     let scalars = DeviceScalars::upload(gpu, &random_scalars(1 << log))?;
     let resident = time_resident(gpu, bases, &scalars, runs)?;
-    msm_streamed(gpu, pinned, &scalars).context("warm-up (streamed)")?;
+    msm_streamed(gpu, host, &scalars).context("warm-up (streamed)")?;
     let mut streamed = Vec::with_capacity(runs);
     for _ in 0..runs {
         let start = Instant::now();
-        msm_streamed(gpu, pinned, &scalars)?;
+        msm_streamed(gpu, host, &scalars)?;
         streamed.push(start.elapsed().as_secs_f64() * 1e3);
     }
     Ok((resident, median_ms(streamed)))
@@ -110,7 +110,8 @@ where
     let (gpu, runs) = (table.gpu, table.runs);
     let host = cuzk_testkit::distinct_points::<P>(&mut OsRng, 1 << max);
     let bases = DeviceBases::upload(gpu, &host)?;
-    let pinned = Pinned::from_slice(gpu, &host)?;
+    // Streamed as proofs stream parameters: from the host vector, locked in place.
+    let _locked = HostLocked::new(gpu, &host)?;
     let multiples = match table.window_multiples {
         Some(Multiples { bits, sets }) => {
             let bits = bits.unwrap_or_else(|| multiple_window_bits(1 << max));
@@ -129,7 +130,7 @@ where
         None => None,
     };
     for log in logs {
-        let (ms, streamed_ms) = time_msm(gpu, &bases, &pinned, log, runs)?;
+        let (ms, streamed_ms) = time_msm(gpu, &bases, &host, log, runs)?;
         let products = f64::from(1u32 << log) * f64::from(windows(1 << log)) * products_per_add;
         let ceiling = products / table.fp_rate * 1e3 / ms;
         if !table.json {

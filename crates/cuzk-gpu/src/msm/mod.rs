@@ -11,7 +11,7 @@ use group::Group;
 
 use crate::error::DriverContext;
 use crate::layout::{as_words, DeviceWords, XyzzPoint, SCALAR_WORDS};
-use crate::{DeviceScalars, Gpu, GpuError, Pinned, MEMORY_MARGIN};
+use crate::{DeviceScalars, Gpu, GpuError, MEMORY_MARGIN};
 use pair_rounds::PairPlan;
 
 mod pair_rounds;
@@ -122,6 +122,40 @@ pub fn windows_of_width(window_bits: u32) -> u32 {
 pub fn working_memory<A: MsmAffine>(n: usize) -> usize {
     working_bytes::<A>(&MsmParams::new(n.min(MAX_PASS)))
 }
+
+/// Device bytes an MSM over the first n of `len` resident bases with window multiples of width
+/// `bits` allocates beyond them and its scalars (the pass with the fewest sets of buckets, as
+/// [`DeviceBases::working_memory`] counts it).
+pub fn multiples_working_memory<A: MsmAffine>(n: usize, len: usize, bits: u32) -> usize {
+    match n <= MAX_PASS.min(len) {
+        true => shared_params::<A>(n, len, bits, None, usize::MAX)
+            .map_or_else(|| working_memory::<A>(n), |p| working_bytes::<A>(&p)),
+        false => working_memory::<A>(n),
+    }
+}
+
+/// Points per pass of a streamed MSM over n points when memory allows ([`msm_streamed`] takes
+/// fewer only when it must).
+fn streamed_pass(n: usize) -> usize {
+    n.div_ceil(4).max(STREAMED_MIN_PASS).min(n).min(MAX_PASS)
+}
+
+/// The fewest device bytes an MSM over n points runs in without passes so small that their
+/// fixed costs dominate (passes of at most [`LEAST_PASS`] points): one pass's working memory and,
+/// when `streamed`, its two point buffers. [`msm_device`] and [`msm_streamed`] take larger
+/// passes when more is free, so this is what a plan must leave, not what the MSM will use.
+pub fn least_working_memory<A: MsmAffine>(n: usize, streamed: bool) -> usize {
+    let pass = n.min(LEAST_PASS);
+    let buffers = match streamed {
+        true => 2 * pass * A::WORDS * 4,
+        false => 0,
+    };
+    working_bytes::<A>(&MsmParams::new(pass)) + buffers
+}
+
+/// See [`least_working_memory`]: at 2^20 G1 points a pass needs ~2.3 GB and sums a point in
+/// about as much time as at 2^24.
+const LEAST_PASS: usize = 1 << 20;
 
 /// The names of one group's MSM kernels (`msm_<stage>_<group>`).
 #[derive(Debug)]
@@ -526,21 +560,21 @@ pub fn shared_bucket_sets<A: MsmAffine>(
         .map(|p| p.sets()))
 }
 
-/// Σ scalars[i]·points[i] with the points streamed from page-locked host memory, for bases that
-/// do not stay on the device: chunks of points are copied on the copy stream into two device
-/// buffers in turn, each copy overlapping the Pippenger pass over the chunk before it.
+/// Σ scalars[i]·points[i] with the points streamed from host memory, for bases that do not stay
+/// on the device: chunks of points are copied on the copy stream into two device buffers in turn,
+/// each copy overlapping the Pippenger pass over the chunk before it. The copies overlap only from
+/// page-locked memory ([`Pinned`](crate::Pinned), or memory locked in place by [`HostLocked`](crate::HostLocked));
+/// from pageable memory the driver stages each one and the host waits for it.
 pub fn msm_streamed<A: MsmAffine>(
     gpu: &Gpu,
-    points: &Pinned<A>,
+    points: &[A],
     scalars: &DeviceScalars,
 ) -> Result<A::Projective, GpuError> {
     let n = scalars_within("streamed MSM", scalars, points.len())?;
     if n == 0 {
         return Ok(A::Projective::identity());
     }
-    // Quarters, but passes of at least 2^22 points: smaller passes cost more per point than the
-    // copy they would hide (an H200 copies 2^22 G1 points in ~8 ms and sums them in ~58).
-    let wanted = n.div_ceil(4).max(1 << 22).min(n).min(MAX_PASS);
+    let wanted = streamed_pass(n);
     let (free, _) = gpu.memory()?;
     let chunk = fit_points(wanted, free, |p| {
         working_bytes::<A>(p) + 2 * p.n as usize * A::WORDS * 4
@@ -555,7 +589,7 @@ pub fn msm_streamed<A: MsmAffine>(
     let chunks = ranges(n, chunk);
     let upload = |(start, end): (usize, usize), buffer: &mut CudaSlice<u32>| {
         copy.memcpy_htod(
-            points.words_of(start, end)?,
+            as_words(&points[start..end]),
             &mut buffer.slice_mut(..(end - start) * A::WORDS),
         )
         .call("cuMemcpyHtoDAsync (MSM points)")?;
@@ -636,6 +670,9 @@ fn fit_points(
     }
 }
 
+/// Quarters, but passes of at least 2^22 points: smaller passes cost more per point than the
+/// copy they would hide (an H200 copies 2^22 G1 points in ~8 ms and sums them in ~58).
+const STREAMED_MIN_PASS: usize = 1 << 22;
 /// The smallest slice of points a split MSM runs as one pass.
 const MIN_PASS: usize = 1 << 12;
 /// Points per pass at most: keeps n·windows (entry indices) inside u32.

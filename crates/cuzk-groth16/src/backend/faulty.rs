@@ -116,6 +116,10 @@ impl ProverBackend for FaultyBackend {
         self.inner.host_bytes_per_proof(params, products_deferred)
     }
 
+    fn plan(&self, params: &Parameters) -> Option<String> {
+        self.inner.plan(params)
+    }
+
     fn computes_products(&self) -> bool {
         self.inner.computes_products()
     }

@@ -15,17 +15,18 @@
 //! hash-heavy circuits happens inside the MSM's digit pass, on the device.
 //!
 //! The proving key's points go to the device once per parameter set (at its first proof, or ahead
-//! of it by [`ProverBackend::preload`]) and stay while they fit beside a proof's working memory —
-//! with their window multiples (`DeviceBases::upload_with_window_multiples`: fewer additions per
-//! point) when those fit too; otherwise they are kept in page-locked host memory and streamed
-//! through the MSMs in double-buffered chunks. The choice follows the memory the device reports
-//! once the NTT tables of the proof's size are on it (up to as much as the data: 4 GiB at 2^27),
-//! and is returned with every proof's stages (`srs_resident`, `srs_window_bits`).
+//! of it by [`ProverBackend::preload`]) as a [`plan`] for the circuit and the device's memory
+//! chooses: all resident (with window multiples when they fit) and the MSMs side by side; or, on
+//! a device short of memory, one step at a time with H from two vectors, the queries that do not
+//! fit streamed from the parameters' own host vectors, page-locked in place
+//! ([`Parameters::lock_in_host`]: no second copy), through double-buffered chunks, and a, b and
+//! c computed on the host when the matrices do not fit. The plan is returned with every proof's
+//! stages (`srs_resident`, `srs_streamed_queries`, `srs_window_bits`) and by
+//! [`ProverBackend::plan`]; a device too small for any plan refuses the proof, naming the bytes.
 //!
 //! Several sets stay on the device side by side. A set that does not fit beside them takes the
-//! place of the least recently used that no proof is using (never one in use); if even that is not
-//! enough it is streamed and the others stay. A streamed set is kept too (pinning it again costs
-//! as much as an upload), but only the latest: each holds its whole key in page-locked host memory.
+//! place of the least recently used that no proof is using (never one in use); the plan counts
+//! what those would release.
 //! The query positions and matrices of the last [`CACHED_CIRCUITS`] circuits stay too, so that a
 //! PoSt proven between PoRep partitions uploads neither its own nor, after it, the PoRep's again.
 //!
@@ -36,6 +37,7 @@
 //! read it. If it fails there (the region may have taken the memory meanwhile), it takes its turn.
 
 mod circuit;
+mod plan;
 mod program;
 mod residency;
 mod staging;
@@ -49,7 +51,6 @@ use cuzk_gpu::sparse::DeviceSparse;
 use cuzk_gpu::{Gpu, GpuError, Pinned};
 use cuzk_math::Scalar;
 use cuzk_synth::{CompiledR1cs, ProvingAssignment};
-use rayon::prelude::*;
 
 use crate::prover::{DeviceLock, DeviceStatus, Started, Unshared};
 use crate::{Parameters, ProveError, ProverBackend, QuerySums};
@@ -59,6 +60,7 @@ pub use residency::DeviceQueries;
 pub(crate) use residency::QueryScalars;
 
 use circuit::*;
+use plan::{Placement, Plan, Program, Shape};
 use program::*;
 use residency::*;
 use staging::*;
@@ -163,7 +165,7 @@ impl GpuBackend {
             main: Arc::clone(&self.gpu),
             lanes: self.lanes()?,
         };
-        self.run(&streams, &placed, p, stages, true)
+        self.run(&streams, &placed, params, p, stages, true)
     }
 
     /// What a proof reads besides its own data, placed now where it is not yet. The caller holds
@@ -178,10 +180,9 @@ impl GpuBackend {
         // Before the SRS is placed, so that its placement sees the memory they hold (4 GiB at
         // 2^27 with the top pass's direct tables).
         let tables = self.ntt_tables(p.log_n)?;
-        let srs = self.srs(params, Self::working_bytes(p.log_n, p.witness), stages)?;
-        // After the SRS, which comes first: at 32 GiB the device holds both only with the SRS
-        // resident and the working memory counted per phase, not all at once as `working_bytes`
-        // does (7.3 GB of matrices against its 84 GB upper bound, within 139 GB).
+        let shape = shape(params, p.log_n, p.witness, p.products.as_deref());
+        let srs = self.srs(params, &shape, stages)?;
+        // After the SRS, whose plan counts them.
         let sparse = p
             .products
             .as_ref()
@@ -219,13 +220,49 @@ impl GpuBackend {
             None => None,
         };
         let free = self.gpu.memory().ok()?.0;
-        let fits = Self::working_bytes(p.log_n, p.witness) + cuzk_gpu::MEMORY_MARGIN <= free;
-        (srs.placement != Placement::Streamed && fits).then(|| Placed {
+        let shape = shape(params, p.log_n, p.witness, p.products.as_deref());
+        let side_by_side = Plan::of(&shape, srs.queries, Program::SideBySide, sparse.is_some());
+        let fits = side_by_side.working_bytes + cuzk_gpu::MEMORY_MARGIN <= free;
+        (srs.all_resident() && fits).then(|| Placed {
             tables,
             srs,
             sparse,
             index: Arc::clone(index),
         })
+    }
+
+    /// Whether the device computes a proof's a, b and c from its witness with `compiled`'s
+    /// matrices: they are there already, or fit beside the set's plan within the device's budget.
+    /// Otherwise the host computes them before the device is taken.
+    fn products_on_device(
+        &self,
+        params: &Parameters,
+        compiled: &Arc<CompiledR1cs>,
+        log_n: u32,
+        witness: usize,
+    ) -> bool {
+        if self.cached_sparse(compiled).is_some() {
+            return true;
+        }
+        let shape = shape(params, log_n, witness, Some(compiled));
+        let capacity = self.gpu.budget().saturating_sub(cuzk_gpu::MEMORY_MARGIN);
+        let cached = match &params.on_device {
+            Some(queries) => Some(queries.srs.queries),
+            None => self
+                .cache()
+                .find(&SrsKey::of(params))
+                .map(|srs| srs.queries),
+        };
+        let queries = match cached {
+            Some(queries) => queries,
+            None => match Plan::new(&shape, capacity, self.multiples_for(params)) {
+                Ok(plan) => plan.queries,
+                Err(_) => return false,
+            },
+        };
+        let fits = |program| Plan::of(&shape, queries, program, true).peak_bytes <= capacity;
+        let all_resident = !queries.contains(&Placement::Streamed);
+        (all_resident && fits(Program::SideBySide)) || fits(Program::OneAtATime)
     }
 
     /// Five lanes of this backend's device, made on first use: H's chain (scheduled first) and
@@ -282,7 +319,7 @@ impl GpuBackend {
         let streams = self.beside_streams().ok()?;
         let streams = streams.as_ref()?;
         let mut stages = Stages::default();
-        let sums = self.run(streams, &placed, p, &mut stages, false);
+        let sums = self.run(streams, &placed, params, p, &mut stages, false);
         // No copy from the staging buffer is in flight once the streams are idle.
         streams.synchronize().ok()?;
         Some((sums.ok()?, stages))
@@ -372,13 +409,12 @@ impl ProverBackend for GpuBackend {
         self.ntt_tables(log_n)?;
         let srs = self.srs(
             params,
-            Self::working_bytes(log_n, witness),
+            &shape(params, log_n, witness, None),
             &mut Stages::default(),
         )?;
         Ok(srs.resident_bytes().unwrap_or(0))
     }
 
-    /// Also drops a streamed set's page-locked host copy (reported as 0 bytes).
     fn evict(&self, params: &Parameters) -> u64 {
         let removed = self.cache().remove(&SrsKey::of(params));
         removed.and_then(|srs| srs.resident_bytes()).unwrap_or(0)
@@ -409,6 +445,17 @@ impl ProverBackend for GpuBackend {
             .and_then(|srs| srs.resident_bytes())
     }
 
+    fn plan(&self, params: &Parameters) -> Option<String> {
+        let placed = match &params.on_device {
+            Some(queries) => queries.srs.plan,
+            None => self.cache().find(&SrsKey::of(params))?.plan,
+        };
+        Some(match placed {
+            Some(plan) => plan.summary(),
+            None => "queries made on this device, resident".to_owned(),
+        })
+    }
+
     fn device(&self) -> Result<Option<DeviceStatus>, ProveError> {
         let (free, total) = self.gpu.memory()?;
         Ok(Some(DeviceStatus {
@@ -417,5 +464,22 @@ impl ProverBackend for GpuBackend {
             total_bytes: total as u64,
             free_bytes: free as u64,
         }))
+    }
+}
+
+/// What a proof of `params` over 2^`log_n` rows and `witness` variables is planned from;
+/// `compiled`: the matrices the device would compute a, b and c with.
+fn shape(
+    params: &Parameters,
+    log_n: u32,
+    witness: usize,
+    compiled: Option<&CompiledR1cs>,
+) -> Shape {
+    Shape {
+        log_n,
+        witness,
+        inputs: params.vk.ic.len(),
+        lengths: params.lengths(),
+        matrices: compiled.map(|c| DeviceSparse::bytes_of(c.coeffs(), &sparse_rows(c))),
     }
 }

@@ -1,10 +1,9 @@
 //! The device work of one proof.
 
-use cuzk_gpu::msm::working_memory;
-use cuzk_gpu::ntt::{ab_minus_c, ntt, NttOrder, NttTables, Transform};
+use cuzk_gpu::ntt::{ab_minus_c, minus_scaled, mul_assign, ntt, NttOrder, NttTables, Transform};
 use cuzk_gpu::sparse::DeviceSparse;
 use cuzk_gpu::{DeviceScalars, Gpu, GpuError, Timing};
-use cuzk_math::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_math::{G1Projective, G2Projective, Scalar};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -96,23 +95,15 @@ impl Stages {
 }
 
 impl GpuBackend {
-    /// Device bytes a proof over a domain of 2^`log_n` and `witness` variables needs besides the
-    /// SRS: a, b, c; the witness and the gathered query scalars (L, A, B and B's copy, each at
-    /// most the witness); the largest MSM's work buffers.
-    pub(super) fn working_bytes(log_n: u32, witness: usize) -> usize {
-        let scalar = std::mem::size_of::<Scalar>();
-        let n = 1usize << log_n;
-        scalar * (3 * n + 5 * witness)
-            + working_memory::<G1Affine>(n.max(witness)).max(working_memory::<G2Affine>(witness))
-    }
-
     /// One proof's device work on `streams`: the witness and its four MSMs first, H beside them
-    /// when their work buffers fit together, else everything one after another. `reserve`: grow
-    /// the memory pool for the MSMs side by side first (see [`Gpu::reserve_pool`]).
+    /// when every query is resident and their work buffers fit together, else one step at a time
+    /// ([`Self::one_at_a_time`]). `reserve`: grow the memory pool for the MSMs side by side first
+    /// (see [`Gpu::reserve_pool`]).
     pub(super) fn run(
         &self,
         streams: &Streams,
         placed: &Placed,
+        params: &Parameters,
         p: &mut Prepared,
         stages: &mut Stages,
         reserve: bool,
@@ -124,13 +115,19 @@ impl GpuBackend {
             sparse,
             index,
         } = placed;
-        let resident = srs.placement != Placement::Streamed;
+        let resident = srs.all_resident();
         stages.push("srs_resident", if resident { 1.0 } else { 0.0 });
-        let window_bits = match srs.placement {
+        let streamed = srs.queries.iter().filter(|q| **q == Placement::Streamed);
+        stages.push("srs_streamed_queries", streamed.count() as f64);
+        let window_bits = match srs.queries[0] {
             Placement::Multiples(bits) => f64::from(bits),
             _ => 0.0,
         };
         stages.push("srs_window_bits", window_bits);
+        if !resident {
+            stages.push("msm_side_by_side", 0.0);
+            return Self::one_at_a_time(gpu, placed, params, p, stages);
+        }
         let n = 1usize << p.log_n;
         let offset = p.witness_offset();
         let witness = stages.time(gpu, "h2d_witness_ms", || {
@@ -185,23 +182,19 @@ impl GpuBackend {
             let [h_lane, l, a, b_g1, b_g2] = &streams.lanes;
             let s = &scalars;
             std::thread::scope(|scope| {
-                let l = scope.spawn(|| l.time(|| srs.l.msm(l, &s.l)));
-                let a = scope.spawn(|| a.time(|| srs.a.msm(a, &s.a)));
-                let b_g1 = scope.spawn(|| b_g1.time(|| srs.b_g1.msm(b_g1, &s.b_g1)));
-                let b_g2 = scope.spawn(|| b_g2.time(|| srs.b_g2.msm(b_g2, &s.b_g2)));
+                let l = scope.spawn(|| l.time(|| srs.l.msm(l, &s.l, &params.l)));
+                let a = scope.spawn(|| a.time(|| srs.a.msm(a, &s.a, &params.a)));
+                let b_g1 = scope.spawn(|| b_g1.time(|| srs.b_g1.msm(b_g1, &s.b_g1, &params.b_g1)));
+                let b_g2 = scope.spawn(|| b_g2.time(|| srs.b_g2.msm(b_g2, &s.b_g2, &params.b_g2)));
                 // H's chain is the longest: on the lane the device schedules first.
                 let h = Self::h_coefficients(h_lane, tables, p, products.as_ref(), stages)
-                    .and_then(|h| h_lane.time(|| srs.h.msm(h_lane, &h)));
+                    .and_then(|h| h_lane.time(|| srs.h.msm(h_lane, &h, &params.h)));
                 query_sums(stages, h, joined(l), joined(a), joined(b_g1), joined(b_g2))
             })
         } else {
-            let h = Self::h_coefficients(gpu, tables, p, products.as_ref(), stages)?;
-            let h = gpu.time(|| srs.h.msm(gpu, &h));
-            let l = gpu.time(|| srs.l.msm(gpu, &scalars.l));
-            let a = gpu.time(|| srs.a.msm(gpu, &scalars.a));
-            let b_g1 = gpu.time(|| srs.b_g1.msm(gpu, &scalars.b_g1));
-            let b_g2 = gpu.time(|| srs.b_g2.msm(gpu, &scalars.b_g2));
-            query_sums(stages, h, l, a, b_g1, b_g2)
+            drop(scalars);
+            drop(products);
+            Self::one_at_a_time(gpu, placed, params, p, stages)
         };
         stages.push("msm_ms", start.elapsed().as_secs_f64() * 1e3);
         sums
@@ -216,52 +209,102 @@ impl GpuBackend {
         products: Option<&(Arc<DeviceSparse>, DeviceScalars)>,
         stages: &mut Stages,
     ) -> Result<DeviceScalars, GpuError> {
-        let n = 1usize << p.log_n;
-        let staging = &p.staging;
-        let [mut h, mut db, mut dc] = match products {
-            Some((sparse, z)) => stages.time(gpu, "products_ms", || {
-                // Zero past the rows: the NTTs' padding.
-                let product = |m| -> Result<DeviceScalars, GpuError> {
-                    let mut out = DeviceScalars::zeros(gpu, n)?;
-                    sparse.multiply(gpu, m, z, &mut out)?;
-                    Ok(out)
-                };
-                Ok([product(0)?, product(1)?, product(2)?])
-            })?,
-            None => stages.time(gpu, "h2d_abc_ms", || {
-                Ok([
-                    DeviceScalars::upload_pinned_range(gpu, staging, 0, n)?,
-                    DeviceScalars::upload_pinned_range(gpu, staging, n, 2 * n)?,
-                    DeviceScalars::upload_pinned_range(gpu, staging, 2 * n, 3 * n)?,
-                ])
-            })?,
+        let key = match products {
+            Some(_) => "products_ms",
+            None => "h2d_abc_ms",
         };
+        let [mut h, mut db, mut dc] = stages.time(gpu, key, || {
+            Ok([
+                h_vector(gpu, p, products, 0)?,
+                h_vector(gpu, p, products, 1)?,
+                h_vector(gpu, p, products, 2)?,
+            ])
+        })?;
         stages.time(gpu, "ntt_ms", || {
             for values in [&mut h, &mut db, &mut dc] {
-                ntt(
-                    gpu,
-                    tables,
-                    values,
-                    Transform::intt(NttOrder::NaturalToBitReversed),
-                )?;
-                ntt(
-                    gpu,
-                    tables,
-                    values,
-                    Transform::coset_ntt(NttOrder::BitReversedToNatural),
-                )?;
+                to_coset(gpu, tables, values)?;
             }
             ab_minus_c(gpu, &mut h, &db, &dc, p.z_inv)?;
-            ntt(
-                gpu,
-                tables,
-                &mut h,
-                Transform::coset_intt(NttOrder::NaturalToNatural),
-            )
-        })?;
-        // H has n − 1 coefficients (the top one is zero).
-        h.truncate(n - 1);
-        Ok(h)
+            from_coset(gpu, tables, h)
+        })
+    }
+
+    /// As [`Self::h_coefficients`] with two vectors of the domain on the device at a time:
+    /// a∘b, then c in b's place.
+    fn h_from_two_vectors(
+        gpu: &Gpu,
+        tables: &NttTables,
+        p: &Prepared,
+        products: Option<&(Arc<DeviceSparse>, DeviceScalars)>,
+        stages: &mut Stages,
+    ) -> Result<DeviceScalars, GpuError> {
+        stages.time(gpu, "h_two_vectors_ms", || {
+            let mut h = h_vector(gpu, p, products, 0)?;
+            to_coset(gpu, tables, &mut h)?;
+            let mut other = h_vector(gpu, p, products, 1)?;
+            to_coset(gpu, tables, &mut other)?;
+            mul_assign(gpu, &mut h, &other)?;
+            drop(other);
+            let mut c = h_vector(gpu, p, products, 2)?;
+            to_coset(gpu, tables, &mut c)?;
+            minus_scaled(gpu, &mut h, &c, p.z_inv)?;
+            drop(c);
+            from_coset(gpu, tables, h)
+        })
+    }
+
+    /// The device work of a proof short of memory: H first, from two vectors at a time, and its
+    /// MSM; then the witness, each gather and its MSMs in turn, L's scalars last (the witness
+    /// itself, its inputs dropped). Nothing overlaps but each streamed MSM's copies and sums.
+    fn one_at_a_time(
+        gpu: &Gpu,
+        placed: &Placed,
+        params: &Parameters,
+        p: &mut Prepared,
+        stages: &mut Stages,
+    ) -> Result<QuerySums, GpuError> {
+        let Placed {
+            tables,
+            srs,
+            sparse,
+            index,
+        } = placed;
+        let start = std::time::Instant::now();
+        let offset = p.witness_offset();
+        let upload_witness = |stages: &mut Stages| {
+            stages.time(gpu, "h2d_witness_ms", || {
+                DeviceScalars::upload_pinned_range(gpu, &p.staging, offset, offset + p.witness)
+            })
+        };
+        let products = match sparse {
+            Some(sparse) => Some((Arc::clone(sparse), upload_witness(stages)?)),
+            None => None,
+        };
+        let h = Self::h_from_two_vectors(gpu, tables, p, products.as_ref(), stages)?;
+        let h = gpu.time(|| srs.h.msm(gpu, &h, &params.h));
+        let mut witness = match products {
+            Some((_, witness)) => witness,
+            None => upload_witness(stages)?,
+        };
+        let gathered = |stages: &mut Stages, index| {
+            stages.time(gpu, "gather_ms", || witness.gather(gpu, index))
+        };
+        let a_scalars = gathered(stages, &index.a)?;
+        let a = gpu.time(|| srs.a.msm(gpu, &a_scalars, &params.a));
+        drop(a_scalars);
+        let b_scalars = gathered(stages, &index.b)?;
+        let b_g1 = gpu.time(|| srs.b_g1.msm(gpu, &b_scalars, &params.b_g1));
+        let b_g2 = gpu.time(|| srs.b_g2.msm(gpu, &b_scalars, &params.b_g2));
+        drop(b_scalars);
+        witness.remove_front(gpu, p.inputs)?;
+        let l = gpu.time(|| srs.l.msm(gpu, &witness, &params.l));
+        stages.push(
+            "h2d_bytes",
+            (std::mem::size_of::<Scalar>() * (offset + p.witness)) as f64,
+        );
+        let sums = query_sums(stages, h, l, a, b_g1, b_g2);
+        stages.push("msm_ms", start.elapsed().as_secs_f64() * 1e3);
+        sums
     }
 }
 
@@ -297,4 +340,55 @@ pub(super) fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
     handle
         .join()
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// Vector `m` of a, b, c (n values): from the staging buffer, or the product of matrix `m` with
+/// the witness on the device (zero past the rows: the NTTs' padding).
+fn h_vector(
+    gpu: &Gpu,
+    p: &Prepared,
+    products: Option<&(Arc<DeviceSparse>, DeviceScalars)>,
+    m: usize,
+) -> Result<DeviceScalars, GpuError> {
+    let n = 1usize << p.log_n;
+    match products {
+        Some((sparse, z)) => {
+            let mut out = DeviceScalars::zeros(gpu, n)?;
+            sparse.multiply(gpu, m, z, &mut out)?;
+            Ok(out)
+        }
+        None => DeviceScalars::upload_pinned_range(gpu, &p.staging, m * n, (m + 1) * n),
+    }
+}
+
+/// Values of a polynomial (natural order) → its evaluations on the coset (natural order).
+fn to_coset(gpu: &Gpu, tables: &NttTables, values: &mut DeviceScalars) -> Result<(), GpuError> {
+    ntt(
+        gpu,
+        tables,
+        values,
+        Transform::intt(NttOrder::NaturalToBitReversed),
+    )?;
+    ntt(
+        gpu,
+        tables,
+        values,
+        Transform::coset_ntt(NttOrder::BitReversedToNatural),
+    )
+}
+
+/// The quotient's evaluations on the coset → H's n − 1 coefficients (the top one is zero).
+fn from_coset(
+    gpu: &Gpu,
+    tables: &NttTables,
+    mut h: DeviceScalars,
+) -> Result<DeviceScalars, GpuError> {
+    ntt(
+        gpu,
+        tables,
+        &mut h,
+        Transform::coset_intt(NttOrder::NaturalToNatural),
+    )?;
+    h.truncate(h.len() - 1);
+    Ok(h)
 }

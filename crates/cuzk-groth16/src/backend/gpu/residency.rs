@@ -2,10 +2,9 @@
 
 use cuzk_gpu::fixed_base::{fixed_base_multiply_on_device, FixedBaseAffine};
 use cuzk_gpu::msm::{
-    msm_device, msm_streamed, multiple_window_bits, windows_of_width, working_memory, DeviceBases,
-    MsmAffine,
+    least_working_memory, msm_device, msm_streamed, multiple_window_bits, DeviceBases, MsmAffine,
 };
-use cuzk_gpu::{DeviceScalars, Gpu, GpuError, Pinned};
+use cuzk_gpu::{DeviceScalars, Gpu, GpuError};
 use cuzk_math::{FixedBaseTable, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use group::prime::PrimeCurve;
 use std::sync::{Arc, MutexGuard, PoisonError};
@@ -19,15 +18,8 @@ use super::*;
 #[derive(Debug)]
 pub(super) enum Bases<A> {
     Resident(DeviceBases<A>),
-    Streamed(Pinned<A>),
-}
-
-/// Where a parameter set's points go.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Placement {
-    /// On the device with their window multiples of this width.
-    Multiples(u32),
-    Resident,
+    /// In the parameters' own host vector (page-locked in place, see [`Parameters::lock_in_host`]),
+    /// copied through each MSM.
     Streamed,
 }
 
@@ -38,11 +30,10 @@ impl<A: MsmAffine> Bases<A> {
                 DeviceBases::upload_with_window_multiples(gpu, points, bits)?,
             ),
             Placement::Resident => Bases::Resident(DeviceBases::upload(gpu, points)?),
-            Placement::Streamed => Bases::Streamed(Pinned::from_slice(gpu, points)?),
+            Placement::Streamed => Bases::Streamed,
         })
     }
 
-    /// Device bytes the points hold (0 when streamed from host memory).
     /// `scalars[i] · G` on the device, for the table's generator G.
     pub(super) fn multiplied<G>(gpu: &Gpu, query: QueryScalars<'_, G>) -> Result<Self, GpuError>
     where
@@ -62,7 +53,7 @@ impl<A: MsmAffine> Bases<A> {
     pub(super) fn device_bytes(&self) -> usize {
         match self {
             Bases::Resident(bases) => bases.words().num_bytes(),
-            Bases::Streamed(_) => 0,
+            Bases::Streamed => 0,
         }
     }
 
@@ -70,18 +61,20 @@ impl<A: MsmAffine> Bases<A> {
     pub(super) fn working_memory(&self, n: usize) -> usize {
         match self {
             Bases::Resident(bases) => bases.working_memory(n),
-            Bases::Streamed(_) => working_memory::<A>(n),
+            Bases::Streamed => least_working_memory::<A>(n, true),
         }
     }
 
+    /// Σ scalars[i]·points[i]; `host` is the query's vector, read when the points are streamed.
     pub(super) fn msm(
         &self,
         gpu: &Gpu,
         scalars: &DeviceScalars,
+        host: &[A],
     ) -> Result<A::Projective, GpuError> {
         match self {
             Bases::Resident(bases) => msm_device(gpu, bases, scalars),
-            Bases::Streamed(points) => msm_streamed(gpu, points, scalars),
+            Bases::Streamed => msm_streamed(gpu, host, scalars),
         }
     }
 }
@@ -136,7 +129,10 @@ pub(crate) struct QueryScalars<'a, G: PrimeCurve> {
 #[derive(Debug)]
 pub(super) struct DeviceSrs {
     pub(super) key: SrsKey,
-    pub(super) placement: Placement,
+    /// Where each query is, by [`QUERIES`](super::plan::QUERIES).
+    pub(super) queries: [Placement; 5],
+    /// The plan it was placed by; `None` for queries made on the device (all resident).
+    pub(super) plan: Option<Plan>,
     pub(super) h: Bases<G1Affine>,
     pub(super) l: Bases<G1Affine>,
     pub(super) a: Bases<G1Affine>,
@@ -154,9 +150,15 @@ impl DeviceSrs {
             + self.b_g2.device_bytes()
     }
 
-    /// What [`ProverBackend::resident`] reports: its device bytes, `None` when streamed.
+    /// What [`ProverBackend::resident`] reports: its device bytes, `None` when every query is
+    /// streamed.
     pub(super) fn resident_bytes(&self) -> Option<u64> {
-        (self.placement != Placement::Streamed).then(|| self.device_bytes() as u64)
+        let any = self.queries.iter().any(|q| *q != Placement::Streamed);
+        any.then(|| self.device_bytes() as u64)
+    }
+
+    pub(super) fn all_resident(&self) -> bool {
+        !self.queries.contains(&Placement::Streamed)
     }
 }
 
@@ -194,25 +196,19 @@ impl SrsCache {
         Some(self.sets.swap_remove(i).0)
     }
 
-    /// Adds a newly placed set. A streamed one replaces the streamed sets no proof uses, so that
-    /// page-locked host memory holds one key beside those in flight. Returns what it removed, to
-    /// be dropped once the lock is released.
-    pub(super) fn insert(&mut self, srs: Arc<DeviceSrs>) -> Vec<Arc<DeviceSrs>> {
-        let mut removed = Vec::new();
-        if srs.placement == Placement::Streamed {
-            let mut i = 0;
-            while i < self.sets.len() {
-                let (old, _) = &self.sets[i];
-                if old.placement == Placement::Streamed && Arc::strong_count(old) == 1 {
-                    removed.push(self.sets.swap_remove(i).0);
-                } else {
-                    i += 1;
-                }
-            }
-        }
+    /// Adds a newly placed set.
+    pub(super) fn insert(&mut self, srs: Arc<DeviceSrs>) {
         let now = self.tick();
         self.sets.push((srs, now));
-        removed
+    }
+
+    /// Device bytes the sets no proof uses hold: what evictions could release.
+    pub(super) fn evictable_bytes(&self) -> usize {
+        self.sets
+            .iter()
+            .filter(|(srs, _)| Arc::strong_count(srs) == 1)
+            .map(|(srs, _)| srs.device_bytes())
+            .sum()
     }
 
     /// Removes the least recently used sets no proof uses until `needed` bytes fit in `free` and
@@ -327,7 +323,8 @@ impl GpuBackend {
                 ends: Vec::new(),
                 b_g2_ends: (None, None),
             },
-            placement: Placement::Resident,
+            queries: [Placement::Resident; 5],
+            plan: None,
             h: Bases::multiplied(gpu, h)?,
             l: Bases::multiplied(gpu, l)?,
             a: Bases::multiplied(gpu, a)?,
@@ -346,14 +343,13 @@ impl GpuBackend {
         self.srs.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The parameter set's points on this device, placing them on first use: resident when they
-    /// fit beside `working` bytes of a proof's own buffers (after evicting the least recently used
-    /// sets no proof holds, if that makes them fit), streamed from pinned memory otherwise. The
-    /// caller holds `region`.
+    /// The parameter set's points on this device, placing them on first use as the most
+    /// preferred [`Plan`] for `shape` that fits what is free and what the least recently used
+    /// sets no proof holds would release (evicted if it needs them). The caller holds `region`.
     pub(super) fn srs(
         &self,
         params: &Parameters,
-        working: usize,
+        shape: &Shape,
         stages: &mut Stages,
     ) -> Result<Arc<DeviceSrs>, GpuError> {
         if let Some(queries) = &params.on_device {
@@ -372,61 +368,57 @@ impl GpuBackend {
         if let Some(srs) = self.cache().get(&key) {
             return Ok(srs);
         }
-        let g1 = params.h.len() + params.l.len() + params.a.len() + params.b_g1.len();
-        let points = g1 * std::mem::size_of::<G1Affine>()
-            + params.b_g2.len() * std::mem::size_of::<G2Affine>();
-        let margin = working + cuzk_gpu::MEMORY_MARGIN;
-        let evicted = {
-            let (free, _) = self.gpu.memory()?;
-            self.cache().evict_for(free, points + margin)
-        };
+        let (free, _) = self.gpu.memory()?;
+        let room = (free + self.cache().evictable_bytes()).saturating_sub(cuzk_gpu::MEMORY_MARGIN);
+        let plan = Plan::new(shape, room, self.multiples_for(params)).map_err(|refused| {
+            GpuError::OutOfMemory {
+                what: "a proof of this circuit (its smallest plan)",
+                needed: refused.needed,
+                free: refused.room,
+            }
+        })?;
+        let evicted = self
+            .cache()
+            .evict_for(free, plan.peak_bytes + cuzk_gpu::MEMORY_MARGIN);
         if !evicted.is_empty() {
             drop(evicted);
             // Their memory is freed in the device stream's order: measure once it is.
             self.gpu.synchronize()?;
         }
-        let (free, _) = self.gpu.memory()?;
-        let longest = [
-            params.h.len(),
-            params.l.len(),
-            params.a.len(),
-            params.b_g1.len(),
-            params.b_g2.len(),
-        ]
-        .into_iter()
-        .max()
-        .unwrap_or(0);
-        let bits = multiple_window_bits(longest);
-        // The multiples' memory, and the plain copy one query's upload holds while they are made
-        // (at most `longest` of the larger points, G2's).
-        let multiples =
-            points * windows_of_width(bits) as usize + longest * std::mem::size_of::<G2Affine>();
-        let fits = |bytes: usize| bytes + margin <= free;
-        let placement = if longest >= self.multiples_from && fits(multiples) {
-            Placement::Multiples(bits)
-        } else if fits(points) {
-            Placement::Resident
-        } else {
-            Placement::Streamed
-        };
+        if !plan.all_resident() {
+            let locked = params.lock_in_host(&self.gpu);
+            stages.push("srs_host_locked", if locked { 1.0 } else { 0.0 });
+        }
         let gpu = &self.gpu;
         let start = std::time::Instant::now();
+        let [h, l, a, b_g1, b_g2] = plan.queries;
         let srs = Arc::new(DeviceSrs {
             key,
-            placement,
-            h: Bases::place(gpu, &params.h, placement)?,
-            l: Bases::place(gpu, &params.l, placement)?,
-            a: Bases::place(gpu, &params.a, placement)?,
-            b_g1: Bases::place(gpu, &params.b_g1, placement)?,
-            b_g2: Bases::place(gpu, &params.b_g2, placement)?,
+            queries: plan.queries,
+            plan: Some(plan),
+            h: Bases::place(gpu, &params.h, h)?,
+            l: Bases::place(gpu, &params.l, l)?,
+            a: Bases::place(gpu, &params.a, a)?,
+            b_g1: Bases::place(gpu, &params.b_g1, b_g1)?,
+            b_g2: Bases::place(gpu, &params.b_g2, b_g2)?,
         });
         // Cached once placed: a proof beside the region may read it from other streams.
         gpu.synchronize()?;
         stages.push("srs_place_ms", start.elapsed().as_secs_f64() * 1e3);
-        stages.push("srs_bytes", points as f64);
-        let replaced = self.cache().insert(srs.clone());
-        drop(replaced);
+        stages.push("srs_bytes", plan.resident_bytes as f64);
+        self.cache().insert(srs.clone());
         Ok(srs)
+    }
+
+    /// The window width `params`' queries may be stored with multiples of: sets whose longest
+    /// query has at least [`GpuBackend::window_multiples_from`] points.
+    pub(super) fn multiples_for(&self, params: &Parameters) -> Option<u32> {
+        let l = params.lengths();
+        let longest = [l.h, l.l, l.a, l.b_g1, l.b_g2]
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+        (longest >= self.multiples_from).then(|| multiple_window_bits(longest))
     }
 }
 

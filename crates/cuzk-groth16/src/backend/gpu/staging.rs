@@ -63,11 +63,19 @@ impl GpuBackend {
     pub(super) fn prepare(
         &self,
         params: &Parameters,
-        assignment: ProvingAssignment,
+        mut assignment: ProvingAssignment,
         stages: &mut Stages,
     ) -> Result<(Prepared, IndexSource), ProveError> {
         let domain = checked_domain(params, &assignment)?;
         let n = domain.size();
+        if let Some(compiled) = &assignment.deferred {
+            let witness = assignment.input_assignment.len() + assignment.aux_assignment.len();
+            if !self.products_on_device(params, compiled, n.trailing_zeros(), witness) {
+                let start = std::time::Instant::now();
+                assignment.complete();
+                stages.push("host_products_ms", start.elapsed().as_secs_f64() * 1e3);
+            }
+        }
         let ProvingAssignment {
             input_assignment: inputs,
             aux_assignment: aux,
