@@ -724,6 +724,8 @@ impl Daemon {
                         name: format!("{} (status unavailable: {e})", backend.name()),
                         total_bytes: 0,
                         free_bytes: 0,
+                        budget_bytes: 0,
+                        peak_bytes: 0,
                     },
                 };
                 let engine = activity.iter().find(|a| a.index == index);

@@ -688,6 +688,8 @@ fn test_gpu(ordinal: usize) -> DeviceStatus {
         name: "Test GPU".into(),
         total_bytes: 1 << 30,
         free_bytes: 1 << 29,
+        budget_bytes: 1 << 30,
+        peak_bytes: 0,
     }
 }
 

@@ -139,6 +139,10 @@ pub struct DeviceStatus {
     /// What allocations can still take: the driver's free memory plus what the backend's memory
     /// pool holds unused (capped by a limit set on the device handle, if any).
     pub free_bytes: u64,
+    /// Bytes cuzk may hold on the device (its memory budget, `--gpu-memory`); 0 if unknown.
+    pub budget_bytes: u64,
+    /// The most bytes cuzk's buffers have held on it.
+    pub peak_bytes: u64,
 }
 
 /// What [`ProverBackend::prove_start_shared`] produced.

@@ -374,6 +374,7 @@ async fn run_jobs(
 /// What a run leaves beside its TIMELINE.
 struct Ran<'a> {
     backends: &'a [Arc<dyn ProverBackend>],
+    params: &'a Parameters,
     /// The engine's view of its devices at the end.
     activity: &'a [DeviceActivity],
     wall_s: f64,
@@ -397,6 +398,12 @@ fn devices(ran: &Ran, gpu: &GpuSummary, timeline: &Timeline) -> Value {
                 ]),
             };
             entry.insert("backend".into(), backend.name().into());
+            // How proofs used the device: the plan, the memory budget and the most held.
+            entry.insert("plan".into(), backend.plan(ran.params).into());
+            if let Ok(Some(status)) = backend.device() {
+                entry.insert("device_budget_bytes".into(), status.budget_bytes.into());
+                entry.insert("device_peak_bytes".into(), status.peak_bytes.into());
+            }
             let last_fault = ran.activity.get(index).and_then(|a| a.last_fault.clone());
             entry.insert("last_fault".into(), last_fault.into());
             Value::Object(entry)
@@ -476,6 +483,17 @@ fn print_text(summary: &Value, plan: &Plan) {
     );
     for line in report::device_lines(summary) {
         println!("{line}");
+    }
+    for device in summary["devices"].as_array().map_or(&[][..], Vec::as_slice) {
+        if let Some(plan) = device["plan"].as_str() {
+            let gb = |key: &str| device[key].as_f64().unwrap_or(f64::NAN) / 1e9;
+            println!(
+                "  device plan    cuda:{}: {plan}; held at most {:.1} of {:.1} GB",
+                device["device"],
+                gb("device_peak_bytes"),
+                gb("device_budget_bytes")
+            );
+        }
     }
     println!(
         "  syntheses      at most {} in flight",
@@ -573,6 +591,7 @@ pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
     let timeline = probe::without_probes(whole);
     let ran = Ran {
         backends: &backends,
+        params: &params,
         activity: &activity,
         wall_s: elapsed.as_secs_f64(),
         peak,

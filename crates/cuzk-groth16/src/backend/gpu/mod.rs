@@ -463,6 +463,8 @@ impl ProverBackend for GpuBackend {
             name: self.gpu.name().to_owned(),
             total_bytes: total as u64,
             free_bytes: free as u64,
+            budget_bytes: self.gpu.budget() as u64,
+            peak_bytes: self.gpu.held()?.1 as u64,
         }))
     }
 }
