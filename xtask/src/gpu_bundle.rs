@@ -11,10 +11,11 @@ use std::process::{Command, Stdio};
 use anyhow::{bail, Context, Result};
 
 /// The test targets that need a GPU (they skip with a printed reason without one), by package.
-const GPU_TESTS: [(&str, &str); 4] = [
+const GPU_TESTS: [(&str, &str); 5] = [
     ("cuzk-gpu", "arith"),
     ("cuzk-gpu", "msm"),
     ("cuzk-gpu", "ntt"),
+    ("cuzk-gpu", "scalars"),
     ("cuzk-groth16", "gpu_backend"),
 ];
 

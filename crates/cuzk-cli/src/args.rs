@@ -333,7 +333,7 @@ pub struct ProvingArgs {
     /// Partitions synthesized at once (default: one per partition, at most the CPU threads).
     #[arg(long)]
     pub partition_workers: Option<usize>,
-    /// Host memory for partitions in flight (as for `bench`).
+    /// Host memory the run may use, everything counted (as for `bench`).
     #[arg(long, default_value = "auto", value_parser = parse_memory)]
     pub memory_budget: MemoryArg,
     /// Check every parameter point (curve and subgroup): minutes for a 1 GB file. Off by default
@@ -557,8 +557,11 @@ pub struct BenchArgs {
     /// core at once; 0 (the default) runs them at the process's priority.
     #[arg(long, default_value_t = cuzk_pipeline::SYNTHESIS_NICE, value_parser = clap::value_parser!(i32).range(0..=19))]
     pub synthesis_nice: i32,
-    /// Host memory for partitions in flight: bytes with an optional K, M, G or T suffix (powers of
-    /// 1024), or `auto` (the machine's memory less a margin).
+    /// Host memory the run may use, everything counted: bytes with an optional K, M, G or T
+    /// suffix (powers of 1024), or `auto` (the machine's memory, or its cgroup's limit when
+    /// lower, less a margin). The parameters, the compiled R1CS and the GPU workers' staging are
+    /// taken from it and partitions in flight get the rest; a run where not even one partition
+    /// fits stops before it reads the parameters, naming what it needs.
     #[arg(long, default_value = "auto", value_parser = parse_memory)]
     pub memory_budget: MemoryArg,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]

@@ -2,6 +2,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed test or bench should stop loudly
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -782,6 +784,80 @@ fn porep_commands_name_what_is_unusable() {
     let output = cuzk(&["setup", "--porep", "3KiB", "--out", &empty]);
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("\"3KiB\""), "{}", stderr(&output));
+}
+
+/// A 2 KiB PoRep on the CPU against host memory too small for it: with `--memory-budget 1G`, and
+/// inside a memory cgroup of 1.5 GiB (the automatic budget follows the cgroup), `prove porep`
+/// exits 2 before it reads the parameters, naming each part it needs and what is there, never
+/// killed by the kernel; in a cgroup of 3 GiB it proves. The cgroup runs skip, saying why, where
+/// this machine cannot make a memory cgroup.
+#[test]
+fn porep_too_big_for_its_memory_is_refused_and_one_that_fits_proves() {
+    let params = common::porep_params();
+    let params_dir = params.to_str().unwrap();
+    let files = Files::new();
+    let output = cuzk(&["sample-sector", "--size", "2KiB", "--out", &files.path("s")]);
+    assert!(output.status.success(), "sample: {}", stderr(&output));
+    let c1 = files.path("s/c1.json");
+    let args = |out: &'static str, extra: &[&'static str]| {
+        let mut args: Vec<String> = ["prove", "porep", "--backend", "cpu", "--c1", &c1]
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+        args.extend(["--params-dir", params_dir, "--out"].map(String::from));
+        args.push(files.path(out));
+        args.extend(extra.iter().map(|a| a.to_string()));
+        args
+    };
+    let refused = |output: &Output, out: &str, source: &str| {
+        let text = stderr(output);
+        assert_eq!(output.status.code(), Some(2), "{text}");
+        for part in [
+            "not enough host memory",
+            "parameters",
+            "one partition in flight",
+            source,
+        ] {
+            assert!(text.contains(part), "{part:?} in {text}");
+        }
+        assert!(!Path::new(&files.path(out)).exists(), "no proof");
+    };
+    let explicit = args("explicit.proof", &["--memory-budget", "1G"]);
+    let output = cuzk(&explicit.iter().map(String::as_str).collect::<Vec<_>>());
+    refused(&output, "explicit.proof", "(--memory-budget) available");
+
+    // The compiled R1CS is recorded at a first proof, outside any cgroup, if it is not cached.
+    let proof = cuzk_filecoin::SealProof::from_size_or_name("2KiB").unwrap();
+    if !cuzk_filecoin::ParamFiles::new(&params, proof)
+        .unwrap()
+        .r1cs
+        .is_file()
+    {
+        let first = args("first.proof", &[]);
+        let output = cuzk(&first.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(output.status.success(), "prove: {}", stderr(&output));
+    }
+    let small = match common::MemoryCgroup::new("small", 1500 << 20) {
+        Ok(cgroup) => cgroup,
+        Err(why) => {
+            eprintln!("SKIPPED the memory cgroup runs: cannot make a memory cgroup here: {why}");
+            return;
+        }
+    };
+    let small_args = args("small.proof", &[]);
+    let output = small.cuzk(&small_args.iter().map(String::as_str).collect::<Vec<_>>());
+    refused(&output, "small.proof", "cgroup memory");
+    drop(small);
+    let large = common::MemoryCgroup::new("large", 3 << 30).unwrap();
+    let large_args = args("large.proof", &[]);
+    let output = large.cuzk(&large_args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        output.status.success(),
+        "prove in 3 GiB: {:?} {}",
+        output.status,
+        stderr(&output)
+    );
+    assert_eq!(std::fs::read(files.path("large.proof")).unwrap().len(), 192);
 }
 
 /// `sample-sector` writes a 32 GiB sector's C1 output (10 partitions), its sector.json and its

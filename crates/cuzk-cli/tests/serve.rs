@@ -7,6 +7,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed test should stop loudly
 
+mod common;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
@@ -20,7 +22,6 @@ use cuzk_daemon::proto::{
     AwaitProofRequest, GetMetricsRequest, GetStatusRequest, ProofKind, ProveRequest, ProveResponse,
     SubmitProofRequest,
 };
-use cuzk_filecoin::{ParamFiles, SealProof};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_cuzk");
@@ -729,40 +730,6 @@ fn python() -> Result<PathBuf, String> {
     Err(why.join("; "))
 }
 
-/// 2 KiB PoRep parameters in the directory crates/cuzk-filecoin/tests/porep.rs also uses,
-/// generated (and moved in whole) when absent.
-fn porep_params() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuzk-filecoin-params");
-    fs::create_dir_all(&dir).unwrap();
-    let proof = SealProof::from_size_or_name("2KiB").unwrap();
-    let files = ParamFiles::new(&dir, proof).unwrap();
-    if files.params.is_file() && files.vk.is_file() {
-        return dir;
-    }
-    let start = Instant::now();
-    let scratch = tempfile::Builder::new()
-        .prefix(".setup-")
-        .tempdir_in(&dir)
-        .unwrap();
-    let out = cuzk(&[
-        "setup",
-        "--porep",
-        "2KiB",
-        "--out",
-        scratch.path().to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "setup: {}", text(&out.stderr));
-    let made = ParamFiles::new(scratch.path(), proof).unwrap();
-    // The .vk last: a directory with both files holds a matching pair.
-    fs::rename(&made.params, &files.params).unwrap();
-    fs::rename(&made.vk, &files.vk).unwrap();
-    eprintln!(
-        "generated 2 KiB PoRep parameters in {:.1} s",
-        start.elapsed().as_secs_f64()
-    );
-    dir
-}
-
 /// Runs `command` with stdout and stderr to files, killed past `limit`.
 fn run_bounded(
     mut command: Command,
@@ -900,7 +867,7 @@ fn curios_invocation_and_config_serve_retries_as_curio_sends_them() {
         }
     };
     const MINER: u64 = 1000;
-    let params = porep_params();
+    let params = common::porep_params();
     let dir = tempfile::tempdir().unwrap();
     let (c1, sector) = sealed_sector(&dir.path().join("a"), MINER);
     let (other_c1, other_sector) = sealed_sector(&dir.path().join("b"), MINER);

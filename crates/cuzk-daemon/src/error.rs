@@ -3,6 +3,7 @@
 //! A proof that fails is not an rpc error: it is an OK reply with status `FAILED` (see
 //! [`crate::jobs`]). These are the whole-call failures.
 
+use cuzk_pipeline::engine::MemoryError;
 use tonic::{Code, Status};
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -14,6 +15,12 @@ pub enum DaemonError {
     NotFound(String),
     #[error("circuit {circuit}: {reason}")]
     Parameters { circuit: String, reason: String },
+    /// Proving with the circuit's set cannot fit the host's memory, checked before it loads.
+    #[error("circuit {circuit}: {source}")]
+    Memory {
+        circuit: String,
+        source: MemoryError,
+    },
     #[error("circuit {circuit}: in use by {users} proof(s) in flight; evict it when they end")]
     InUse { circuit: String, users: usize },
     #[error("the daemon is shutting down and takes no new proofs")]
@@ -35,6 +42,7 @@ impl DaemonError {
             DaemonError::InvalidArgument { .. } => Code::InvalidArgument,
             DaemonError::NotFound(_) => Code::NotFound,
             DaemonError::Parameters { .. } | DaemonError::InUse { .. } => Code::FailedPrecondition,
+            DaemonError::Memory { .. } => Code::ResourceExhausted,
             DaemonError::ShuttingDown => Code::Unavailable,
             DaemonError::Internal(_) => Code::Internal,
         }

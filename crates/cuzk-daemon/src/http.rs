@@ -162,12 +162,15 @@ pub fn status_json(status: &proto::GetStatusResponse) -> Value {
             "out_of_service_reason": gpu.out_of_service_reason,
             "device_faults": gpu.device_faults,
             "partitions_proven": gpu.partitions_proven,
+            "memory_budget_bytes": gpu.memory_budget_bytes,
+            "memory_peak_bytes": gpu.memory_peak_bytes,
         })).collect::<Vec<_>>(),
         "loaded_srs": status.loaded_srs.iter().map(|set| json!({
             "circuit_id": set.circuit_id,
             "tier": set.tier().as_str_name(),
             "size_bytes": set.size_bytes,
             "ref_count": set.ref_count,
+            "device_plans": set.device_plans,
         })).collect::<Vec<_>>(),
         "queues": status.queues.iter().map(|queue| json!({
             "proof_kind": queue.proof_kind,

@@ -155,6 +155,9 @@ pub struct GpuReport {
     pub name: String,
     pub total_bytes: u64,
     pub free_bytes: u64,
+    /// Device memory cuzk may hold there, and the most it has held.
+    pub budget_bytes: u64,
+    pub peak_bytes: u64,
     pub job: Option<(String, Kind)>,
     /// Partitions proven on it, and attempts failed by its faults.
     pub partitions: u64,
@@ -737,6 +740,8 @@ impl Daemon {
                     name: device.name,
                     total_bytes: device.total_bytes,
                     free_bytes: device.free_bytes,
+                    budget_bytes: device.budget_bytes,
+                    peak_bytes: device.peak_bytes,
                     job,
                     partitions: engine.map_or(0, |a| a.partitions),
                     faults: engine.map_or(0, |a| a.faults),

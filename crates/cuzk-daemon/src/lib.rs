@@ -6,7 +6,8 @@
 //! - [`kinds`]: proof kinds, priorities and circuit ids as the API names them.
 //! - [`circuits`]: what a request proves: Filecoin's circuits, or [`circuits::synthetic`] ones
 //!   for tests and benches of the daemon itself.
-//! - [`srs`]: parameter sets in tiers (cold file, warm host memory, hot on the GPUs).
+//! - [`srs`]: parameter sets in tiers (cold file, warm host memory, hot on the GPUs);
+//!   [`memory`]: the host memory they and partitions share, checked before a set loads.
 //! - [`ids`]: what a request asks for (its content digest), and whether it joins, retries or
 //!   supersedes the attempt under its id.
 //! - [`jobs`]: the daemon's core: attempts, job lifecycle, await, cancel, status.
@@ -29,6 +30,7 @@ pub mod ids;
 pub mod jobs;
 pub mod kinds;
 pub mod live;
+pub mod memory;
 pub mod metrics;
 pub mod server;
 pub mod service;

@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use cuzk_groth16::backend::{select, DeviceOptions};
 use cuzk_groth16::ProverBackend;
-use cuzk_pipeline::engine::machine_memory;
 use cuzk_pipeline::sink::{StderrSink, TimelineSink, WriterSink};
 use cuzk_pipeline::{Engine, EngineConfig};
 use tokio::sync::{oneshot, watch};
@@ -22,9 +21,10 @@ use tonic::transport::Server;
 use crate::circuits::filecoin::FilecoinCircuits;
 use crate::circuits::synthetic::SyntheticCircuits;
 use crate::circuits::Circuits;
-use crate::config::{Budget, CircuitSet, Config, Listen, TimelineTarget};
+use crate::config::{CircuitSet, Config, Listen, TimelineTarget};
 use crate::jobs::{Daemon, Parts};
 use crate::live::Live;
+use crate::memory::HostBudgets;
 use crate::metrics::{Metrics, RecordSink};
 use crate::service::Service;
 use crate::srs::SrsManager;
@@ -111,27 +111,6 @@ fn timeline(target: &TimelineTarget) -> Result<Option<Arc<dyn TimelineSink>>, Se
     })
 }
 
-/// Host bytes for partitions in flight and for parameter sets.
-fn budgets(config: &Config) -> Result<(u64, u64), ServeError> {
-    let total = match config.total_budget {
-        Budget::Bytes(bytes) => bytes,
-        Budget::Auto => machine_memory()
-            .map_err(|e| ServeError::Setup(format!("memory.total_budget = \"auto\": {e}")))?
-            .saturating_sub(config.safety_margin),
-    };
-    let srs = match config.srs_budget {
-        Budget::Auto => total / 2,
-        Budget::Bytes(bytes) => bytes,
-    };
-    if srs >= total {
-        return Err(ServeError::Setup(format!(
-            "memory.srs_budget ({srs} bytes) leaves nothing of memory.total_budget ({total} bytes) \
-             for partitions"
-        )));
-    }
-    Ok((total - srs, srs))
-}
-
 /// Builds the daemon the configuration describes (the engine starts on the current runtime).
 pub fn build(
     config: &Config,
@@ -142,7 +121,8 @@ pub fn build(
         Some(devices) => devices,
         None => backends(config)?,
     };
-    let (engine_budget, srs_budget) = budgets(config)?;
+    let memory = HostBudgets::from_config(config)?;
+    let (engine_budget, srs_budget) = (memory.partitions, memory.sets);
     // One synthesis task per core by default, as `cuzk bench`: a task waits on its partition's
     // memory reservation and on the blocking pool, so fewer would leave cores idle.
     let workers = config
@@ -170,7 +150,7 @@ pub fn build(
         Arc::clone(&circuits),
         devices.clone(),
         Some(engine.health()),
-        srs_budget,
+        memory.clone(),
         config.eviction_min_idle,
         Arc::clone(&metrics),
     );
@@ -178,6 +158,7 @@ pub fn build(
         devices = ?devices.iter().map(|d| d.name().to_owned()).collect::<Vec<_>>(),
         engine_budget,
         srs_budget,
+        host_memory = %memory.total,
         "daemon built"
     );
     Ok(Daemon::start(Parts {

@@ -90,6 +90,8 @@ pub fn status_reply(report: StatusReport) -> proto::GetStatusResponse {
                     out_of_service_reason: gpu.out_of_service.unwrap_or_default(),
                     device_faults: gpu.faults,
                     partitions_proven: gpu.partitions,
+                    memory_budget_bytes: gpu.budget_bytes,
+                    memory_peak_bytes: gpu.peak_bytes,
                 }
             })
             .collect(),
@@ -106,6 +108,7 @@ pub fn status_reply(report: StatusReport) -> proto::GetStatusResponse {
                 .into(),
                 size_bytes: set.bytes,
                 ref_count: u32::try_from(set.users).unwrap_or(u32::MAX),
+                device_plans: set.plans,
             })
             .collect(),
         queues: report

@@ -6,7 +6,9 @@
 //! same time (single flight, outside the map's lock). Users hold a [`Lease`]; a set with a lease
 //! out is never evicted. When a new set does not fit the host budget, idle sets go least
 //! recently used first, but only those idle for at least `eviction_min_idle` (so two circuits
-//! in turn do not thrash): until one qualifies the load waits. Device memory is the backends'
+//! in turn do not thrash): until one qualifies the load waits. Before a set loads, what proving
+//! with it takes is checked against the host's memory ([`HostBudgets::check`]): one that can
+//! never fit fails at once, naming memory. Device memory is the backends'
 //! to manage (they evict their least recently used idle sets when a new one does not fit).
 
 use std::collections::HashMap;
@@ -18,6 +20,7 @@ use cuzk_pipeline::DeviceHealth;
 use tokio::sync::{watch, Notify};
 
 use crate::circuits::{Circuits, ParamSet};
+use crate::memory::HostBudgets;
 use crate::metrics::Metrics;
 use crate::DaemonError;
 
@@ -40,6 +43,8 @@ pub struct SetStatus {
     pub idle: Option<Duration>,
     /// Whether it would be evicted to make room now: loaded, unused, idle long enough.
     pub evictable: bool,
+    /// How each device in service proves with it, where it is placed ("NAME: plan").
+    pub plans: Vec<String>,
 }
 
 /// What a load ends with, shared by everyone who waited for it.
@@ -65,6 +70,8 @@ struct Inner {
     health: Option<DeviceHealth>,
     /// Host bytes the warm sets may hold together.
     budget: u64,
+    /// The host's memory, for the plan a set is checked against before it loads.
+    memory: HostBudgets,
     min_idle: Duration,
     sets: Mutex<HashMap<String, Entry>>,
     /// Fired when a lease ends or a set goes: a waiting load may now fit.
@@ -179,6 +186,13 @@ impl Inner {
         }
     }
 
+    /// Each device in service's plan for the set, where it is placed.
+    fn plans(&self, set: &ParamSet) -> Vec<String> {
+        self.in_service()
+            .filter_map(|d| Some(format!("{}: {}", d.name(), d.plan(&set.params)?)))
+            .collect()
+    }
+
     fn tier(&self, set: &ParamSet) -> Tier {
         if self
             .in_service()
@@ -239,12 +253,13 @@ enum Room {
 }
 
 impl SrsManager {
-    /// Over `devices`, the engine's backends; `health` says which the engine still proves on.
+    /// Over `devices`, the engine's backends; `health` says which the engine still proves on;
+    /// warm sets hold at most `memory.sets`.
     pub fn new(
         circuits: Arc<dyn Circuits>,
         devices: Vec<Arc<dyn ProverBackend>>,
         health: Option<DeviceHealth>,
-        budget: u64,
+        memory: HostBudgets,
         min_idle: Duration,
         metrics: Arc<Metrics>,
     ) -> Self {
@@ -253,7 +268,8 @@ impl SrsManager {
                 circuits,
                 devices,
                 health,
-                budget,
+                budget: memory.sets,
+                memory,
                 min_idle,
                 sets: Mutex::new(HashMap::new()),
                 released: Notify::new(),
@@ -347,6 +363,7 @@ impl SrsManager {
                         users: entry.users,
                         idle: Some(idle),
                         evictable: entry.users == 0 && idle >= self.inner.min_idle,
+                        plans: self.inner.plans(set),
                     },
                     Slot::Loading(_) => SetStatus {
                         circuit: circuit.clone(),
@@ -355,6 +372,7 @@ impl SrsManager {
                         users: entry.users,
                         idle: Some(idle),
                         evictable: false,
+                        plans: Vec::new(),
                     },
                 }
             })
@@ -369,6 +387,7 @@ impl SrsManager {
                     users: 0,
                     idle: None,
                     evictable: false,
+                    plans: Vec::new(),
                 });
             }
         }
@@ -481,6 +500,13 @@ impl SrsManager {
         circuit: &str,
         needed: u64,
     ) -> Result<Room, DaemonError> {
+        if let Some(files) = self.inner.circuits.set_files(circuit) {
+            let check = self.inner.memory.check(&files);
+            check.map_err(|source| DaemonError::Memory {
+                circuit: circuit.to_owned(),
+                source,
+            })?;
+        }
         let budget = self.inner.budget;
         if needed > budget {
             return Err(DaemonError::Parameters {
@@ -631,11 +657,16 @@ mod tests {
     }
 
     fn manager(fake: &Arc<Fake>, budget: u64, min_idle: Duration) -> SrsManager {
+        let memory = HostBudgets {
+            total: cuzk_pipeline::engine::HostMemory::new(2 * budget, "test"),
+            sets: budget,
+            partitions: budget,
+        };
         SrsManager::new(
             Arc::clone(fake) as Arc<dyn Circuits>,
             vec![Arc::new(cuzk_groth16::backend::CpuBackend)],
             None,
-            budget,
+            memory,
             min_idle,
             Arc::new(Metrics::new().unwrap()),
         )

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use bellperson::groth16::aggregate::setup_fake_srs;
 use blstrs::Bls12;
-use cuzk_groth16::params_file::{write_atomically, PointCheck};
+use cuzk_groth16::params_file::{write_atomically, ParamsHeader, PointCheck};
 use cuzk_groth16::setup::{parameters_for_compiled, Multiplier, ToxicWaste};
 use cuzk_groth16::Parameters;
 use cuzk_synth::{CompiledR1cs, FORMAT_VERSION};
@@ -145,6 +145,19 @@ impl ParamFiles {
     pub fn load(&self, check: PointCheck) -> Result<Parameters, FilecoinError> {
         self.require(&self.params)?;
         Ok(Parameters::read_file(&self.params, check)?)
+    }
+
+    /// The proving parameters' lengths and size, from the file's length prefixes alone: what a
+    /// memory plan needs before the points are read. A missing file says what to do.
+    pub fn header(&self) -> Result<ParamsHeader, FilecoinError> {
+        self.require(&self.params)?;
+        Ok(ParamsHeader::read_file(&self.params)?)
+    }
+
+    /// The size of the cached compiled R1CS, `None` while there is none (it is recorded at its
+    /// first use); the matrices take about as many bytes in memory.
+    pub fn r1cs_file_bytes(&self) -> Option<u64> {
+        std::fs::metadata(&self.r1cs).ok().map(|m| m.len())
     }
 
     /// For a non-interactive PoRep: the SRS must be there, and filecoin-proofs (which reads it)

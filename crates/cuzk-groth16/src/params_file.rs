@@ -17,6 +17,7 @@ use cuzk_math::{G1Affine, G2Affine};
 use memmap2::Mmap;
 use rayon::prelude::*;
 
+use crate::keys::QueryLengths;
 use crate::point_bytes::UncompressedPoint;
 use crate::{Parameters, ParamsError, VerifyingKey};
 
@@ -64,6 +65,13 @@ impl<'a> Reader<'a> {
         let raw = self.take(field, P::SIZE)?;
         P::decode(raw, self.checked)
             .map_err(|reason| self.invalid::<P>(field.to_owned(), offset, reason))
+    }
+
+    /// A length-prefixed list of points, passed over without reading them: its length.
+    fn skip_points<P: UncompressedPoint>(&mut self, field: &str) -> Result<usize, ParamsError> {
+        let count = self.length(field)?;
+        self.take(field, count.saturating_mul(P::SIZE))?;
+        Ok(count)
     }
 
     /// A length-prefixed list of points, decoded in parallel.
@@ -151,6 +159,59 @@ impl VerifyingKey {
             checked: true,
         }
         .verifying_key()
+    }
+}
+
+/// What a parameters file holds, from its length prefixes alone: a memory plan made before the
+/// points are read ([`ParamsHeader::read_file`] touches a few pages of a file of any size).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamsHeader {
+    /// |ic|: the public inputs, the constant one included.
+    pub inputs: usize,
+    pub lengths: QueryLengths,
+    /// The file's bytes; the decoded points take as many in memory.
+    pub file_bytes: u64,
+}
+
+impl ParamsHeader {
+    /// Reads the length of every query through a memory map, passing over the points; a file
+    /// whose lengths do not add up to its size is refused as [`Parameters::read_file`] would.
+    pub fn read_file(path: &Path) -> Result<Self, ParamsError> {
+        let map = map_file(path)?;
+        let file = display(path);
+        let mut reader = Reader {
+            file: &file,
+            bytes: &map,
+            offset: 0,
+            checked: false,
+        };
+        reader.take("vk", 3 * G1Affine::SIZE + 3 * G2Affine::SIZE)?;
+        let inputs = reader.skip_points::<G1Affine>("vk.ic")?;
+        let lengths = QueryLengths {
+            h: reader.skip_points::<G1Affine>("h")?,
+            l: reader.skip_points::<G1Affine>("l")?,
+            a: reader.skip_points::<G1Affine>("a")?,
+            b_g1: reader.skip_points::<G1Affine>("b_g1")?,
+            b_g2: reader.skip_points::<G2Affine>("b_g2")?,
+        };
+        let extra = map.len() - reader.offset;
+        if extra != 0 {
+            return Err(ParamsError::TrailingBytes { file, extra });
+        }
+        Ok(ParamsHeader {
+            inputs,
+            lengths,
+            file_bytes: map.len() as u64,
+        })
+    }
+
+    /// The header of parameters already in memory (for a set on a device: what the host holds).
+    pub fn of(params: &Parameters) -> Self {
+        ParamsHeader {
+            inputs: params.vk.ic.len(),
+            lengths: params.lengths(),
+            file_bytes: params.file_size() as u64,
+        }
     }
 }
 

@@ -8,9 +8,11 @@
 //! C = s·A + r·B₁ − r·s·δ + Σ_H + Σ_L   where B₁ = β + Σ_B + s·δ in G1
 //! ```
 
+use std::sync::Arc;
+
 use bellpepper_core::Circuit;
 use cuzk_math::{EvaluationDomain, G1Projective, G2Projective, Scalar};
-use cuzk_synth::ProvingAssignment;
+use cuzk_synth::{CompiledR1cs, ProvingAssignment};
 use ff::Field;
 use group::Curve;
 use rand_core::RngCore;
@@ -108,10 +110,12 @@ pub trait ProverBackend: Send + Sync {
         0
     }
 
-    /// Whether it computes a, b and c itself from a witness whose products were deferred
-    /// ([`ProvingAssignment::deferred`]): then the engine leaves them to it and the host never
-    /// holds them. Any backend proves deferred assignments (by computing them on the host first).
-    fn computes_products(&self) -> bool {
+    /// Whether it computes a, b and c itself, for proofs of `params` with `compiled`'s matrices,
+    /// from a witness whose products were deferred ([`ProvingAssignment::deferred`]): then the
+    /// engine leaves them to it and the host never holds them. Any backend proves deferred
+    /// assignments, by computing them on the host first (what a GPU does when the matrices do
+    /// not fit its memory), so a `false` here is what lets the host plan for them.
+    fn computes_products(&self, _params: &Parameters, _compiled: &Arc<CompiledR1cs>) -> bool {
         false
     }
 

@@ -6,7 +6,7 @@ mod common;
 
 use common::{rng, synthetic, CubicCircuit};
 use cuzk_groth16::backend::CpuBackend;
-use cuzk_groth16::params_file::PointCheck;
+use cuzk_groth16::params_file::{ParamsHeader, PointCheck};
 use cuzk_groth16::setup::generate_random_parameters;
 use cuzk_groth16::{
     prove, verify_proof, Parameters, ParamsError, PreparedVerifyingKey, Proof, ProofError,
@@ -102,6 +102,28 @@ fn files_are_read_through_mmap_and_missing_files_are_named() {
         VerifyingKey::read_params_file(&path).expect("vk"),
         params.vk
     );
+    // The header alone says what the points will take, and refuses what the full read refuses.
+    let header = ParamsHeader::read_file(&path).expect("header");
+    assert_eq!(header, ParamsHeader::of(&params));
+    assert_eq!(
+        header.file_bytes,
+        std::fs::metadata(&path).expect("size").len()
+    );
+    let mut bytes = params.to_bytes();
+    bytes.push(0);
+    let longer = dir.path().join("longer.params");
+    std::fs::write(&longer, &bytes).expect("write");
+    assert!(matches!(
+        ParamsHeader::read_file(&longer),
+        Err(ParamsError::TrailingBytes { extra: 1, .. })
+    ));
+    bytes.truncate(bytes.len() - 97);
+    std::fs::write(&longer, &bytes).expect("write");
+    assert!(matches!(
+        ParamsHeader::read_file(&longer),
+        Err(ParamsError::Truncated { .. })
+    ));
+    std::fs::remove_file(&longer).expect("remove");
     let only_file: Vec<_> = std::fs::read_dir(dir.path()).expect("dir").collect();
     assert_eq!(only_file.len(), 1, "no temporary file left behind");
 

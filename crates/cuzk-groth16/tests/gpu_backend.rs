@@ -129,8 +129,10 @@ fn gpu_proofs_match_cpu_proofs() {
     same_as_cpu(&gpu, &params, circuit, &inputs, "cubic circuit");
 }
 
-/// With the device's free memory capped below the proving key plus a proof's working memory, the
-/// key is streamed from page-locked memory and the proofs are the same.
+/// With no points allowed to stay on the device and its free memory capped, every query is
+/// streamed from the parameters' host vectors (locked in place), the proof runs one step at a time
+/// (H from two vectors, L from the witness itself) and the proofs are the same; with room for
+/// some, those stay and the rest stream.
 #[test]
 fn streams_the_proving_key_when_memory_is_short() {
     let Ok(device) = cuzk_gpu::Gpu::first() else {
@@ -144,15 +146,24 @@ fn streams_the_proving_key_when_memory_is_short() {
     let circuit = common::synthetic((1 << 16) - 4, 0.5, 7);
     let params = generate_random_parameters(circuit.clone(), &mut rng).unwrap();
     let inputs = circuit.public_input_values();
-    device.limit_memory(Some(cuzk_gpu::MEMORY_MARGIN + (60 << 20)));
-    let gpu = GpuBackend::with_gpu(device.clone());
-    let stages = same_as_cpu(&gpu, &params, circuit, &inputs, "capped memory");
+    device.limit_memory(Some(cuzk_gpu::MEMORY_MARGIN + (512 << 20)));
+    let gpu = GpuBackend::with_gpu(device.clone()).resident_points_up_to(0);
+    let stages = same_as_cpu(&gpu, &params, circuit.clone(), &inputs, "capped memory");
     device.limit_memory(None);
-    let resident = stages
-        .iter()
-        .find(|(k, _)| *k == "srs_resident")
-        .map(|s| s.1);
-    assert_eq!(resident, Some(0.0), "the key was streamed: {stages:?}");
+    let stage = |key: &str| stages.iter().find(|(k, _)| *k == key).map(|s| s.1);
+    assert_eq!(stage("srs_resident"), Some(0.0), "streamed: {stages:?}");
+    assert_eq!(stage("srs_streamed_queries"), Some(5.0), "{stages:?}");
+    assert_eq!(stage("msm_side_by_side"), Some(0.0), "{stages:?}");
+    assert!(stage("h_two_vectors_ms").is_some(), "{stages:?}");
+    assert!(gpu
+        .plan(&params)
+        .is_some_and(|plan| plan.contains("streamed h l a b_g1 b_g2")));
+    // Room for L's points only: L stays, the rest stream.
+    let l_bytes = params.l.len() * std::mem::size_of::<cuzk_math::G1Affine>();
+    let gpu = GpuBackend::with_gpu(device.clone()).resident_points_up_to(l_bytes);
+    let stages = same_as_cpu(&gpu, &params, circuit, &inputs, "L resident");
+    let stage = |key: &str| stages.iter().find(|(k, _)| *k == key).map(|s| s.1);
+    assert_eq!(stage("srs_streamed_queries"), Some(4.0), "{stages:?}");
 }
 
 /// With the proving key placed with its window multiples (forced here at small sizes, where the
@@ -395,8 +406,8 @@ fn resident_bytes_count_window_multiples() {
     assert_eq!(gpu.evict(&params), bytes);
 }
 
-/// A set that does not fit is preloaded into page-locked host memory: not resident, 0 device
-/// bytes, and its proofs stream it without pinning it again.
+/// A set kept off the device is preloaded as streamed: not resident, 0 device bytes, and its
+/// proofs stream it without placing it again.
 #[test]
 fn preload_streams_when_memory_is_short() {
     let Ok(device) = cuzk_gpu::Gpu::first() else {
@@ -410,8 +421,8 @@ fn preload_streams_when_memory_is_short() {
     let circuit = common::synthetic((1 << 16) - 4, 0.5, 51);
     let params = generate_random_parameters(circuit.clone(), &mut rng).unwrap();
     let inputs = circuit.public_input_values();
-    device.limit_memory(Some(cuzk_gpu::MEMORY_MARGIN + (60 << 20)));
-    let gpu = GpuBackend::with_gpu(device.clone());
+    device.limit_memory(Some(cuzk_gpu::MEMORY_MARGIN + (512 << 20)));
+    let gpu = GpuBackend::with_gpu(device.clone()).resident_points_up_to(0);
     assert_eq!(gpu.preload(&params).unwrap(), 0);
     assert_eq!(gpu.resident(&params), None);
     let stages = same_as_cpu(&gpu, &params, circuit, &inputs, "preloaded, streamed");

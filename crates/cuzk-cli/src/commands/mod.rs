@@ -17,10 +17,20 @@ pub mod verify;
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use cuzk_pipeline::engine::{auto_memory_budget, HostMemory};
 use serde_json::{json, Value};
 
-use crate::args::GlobalArgs;
+use crate::args::{GlobalArgs, MemoryArg};
 use crate::Outcome;
+
+/// The host memory a run may use, everything it holds counted: `--memory-budget` as given, or
+/// the automatic budget (the machine's memory, or its cgroup's limit when lower, less a margin).
+pub fn host_memory(arg: MemoryArg) -> Result<HostMemory> {
+    Ok(match arg {
+        MemoryArg::Bytes(bytes) => HostMemory::new(bytes, "--memory-budget"),
+        MemoryArg::Auto => auto_memory_budget().context("--memory-budget auto")?,
+    })
+}
 
 /// Writes a small output file atomically (temporary file, then rename).
 pub fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {

@@ -14,14 +14,14 @@ use cuzk_filecoin::{
 };
 use cuzk_groth16::params_file::PointCheck;
 use cuzk_groth16::{Parameters, ProverBackend};
-use cuzk_pipeline::engine::{auto_memory_budget, resident_bytes};
+use cuzk_pipeline::engine::HostPlan;
 use cuzk_pipeline::sink::{MemorySink, TimelineSink, WriterSink};
 use cuzk_pipeline::{Engine, EngineConfig, JobRequest};
 use cuzk_synth::CompiledR1cs;
 use serde_json::json;
 
 use crate::args::{
-    GlobalArgs, MemoryArg, PorepInputArgs, PorepProveArgs, PorepVerifyArgs, ProvingArgs, SetupArgs,
+    GlobalArgs, PorepInputArgs, PorepProveArgs, PorepVerifyArgs, ProvingArgs, SetupArgs,
     TestSectorArgs,
 };
 use crate::progress::Progress;
@@ -151,9 +151,15 @@ pub(super) struct Prover {
 
 impl Prover {
     /// Loads `files`' parameters and compiled R1CS and settles the engine's memory and TIMELINE.
+    /// The host memory plan is checked first from the files alone, so a run that cannot fit
+    /// stops before it reads them, then again with what the loaded set says (the GPU staging).
     pub fn load(global: &GlobalArgs, args: &ProvingArgs, files: &ParamFiles) -> Result<Self> {
         let progress = Progress::new(global.json);
         let backends = backend::select_all(args.backend, None, global)?;
+        let available = super::host_memory(args.memory_budget)?;
+        // Not cached yet, the compiled R1CS is recorded at its first use: its size is not known.
+        let r1cs_bytes = (!args.direct_synthesis).then(|| files.r1cs_file_bytes().unwrap_or(0));
+        HostPlan::for_set(&files.header()?, r1cs_bytes, false).partitions_budget(&available)?;
         let check = if args.check_params {
             PointCheck::Checked
         } else {
@@ -176,19 +182,13 @@ impl Prover {
             Some(compiled)
         };
         let mut config = EngineConfig::new(1, 1);
-        config.memory_budget = match args.memory_budget {
-            // What the parameters, the R1CS and the GPU staging hold is not the partitions'.
-            MemoryArg::Auto => auto_memory_budget()
-                .context("--memory-budget auto")?
-                .saturating_sub(resident_bytes(
-                    &params,
-                    compiled.as_deref(),
-                    &backends,
-                    config.gpu_workers_per_device,
-                ))
-                .max(1),
-            MemoryArg::Bytes(bytes) => bytes,
-        };
+        config.memory_budget = HostPlan::loaded(
+            &params,
+            compiled.as_ref(),
+            &backends,
+            config.gpu_workers_per_device,
+        )
+        .partitions_budget(&available)?;
         config.synthesis_concurrency = 1;
         let sink: Arc<dyn TimelineSink> = match &args.timeline {
             Some(path) => {

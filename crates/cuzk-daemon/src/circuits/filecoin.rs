@@ -14,7 +14,7 @@ use cuzk_filecoin::{
 use cuzk_groth16::params_file::PointCheck;
 use serde::Deserialize;
 
-use super::{BuildJob, CircuitFiles, Circuits, ParamSet, PreparedJob, Work};
+use super::{BuildJob, CircuitFiles, Circuits, ParamSet, PreparedJob, SetFiles, Work};
 use crate::kinds::Kind;
 use crate::proto::SubmitProofRequest;
 use crate::DaemonError;
@@ -336,6 +336,14 @@ impl Circuits for FilecoinCircuits {
         Ok(CircuitFiles {
             location: files.params.display().to_string(),
             bytes: std::fs::metadata(&files.params).ok().map(|m| m.len()),
+        })
+    }
+
+    fn set_files(&self, circuit: &str) -> Option<SetFiles> {
+        let files = ParamFiles::new(&self.params_dir, circuit_of(circuit)?).ok()?;
+        Some(SetFiles {
+            header: files.header().ok()?,
+            r1cs_bytes: self.compiled.then(|| files.r1cs_file_bytes().unwrap_or(0)),
         })
     }
 

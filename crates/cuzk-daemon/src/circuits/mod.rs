@@ -11,6 +11,7 @@ pub mod synthetic;
 
 use std::sync::Arc;
 
+use cuzk_groth16::params_file::ParamsHeader;
 use cuzk_groth16::Parameters;
 use cuzk_pipeline::{JobOutput, JobRequest};
 use cuzk_synth::CompiledR1cs;
@@ -43,6 +44,21 @@ pub trait Circuits: Send + Sync + 'static {
 
     /// Reads a circuit's parameters into host memory. Blocking, and slow for large circuits.
     fn load(&self, circuit: &str) -> Result<ParamSet, String>;
+
+    /// What a circuit's files say of proving with it, for the memory plan checked before it
+    /// loads (a few pages read); `None` when there are no files to ask (parameters made in
+    /// memory, or missing: the load then says what is wrong).
+    fn set_files(&self, _circuit: &str) -> Option<SetFiles> {
+        None
+    }
+}
+
+/// A parameter set's files, before they are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SetFiles {
+    pub header: ParamsHeader,
+    /// The compiled R1CS's bytes when synthesis uses one (0 until it is recorded).
+    pub r1cs_bytes: Option<u64>,
 }
 
 /// Where a circuit's parameters live on disk.

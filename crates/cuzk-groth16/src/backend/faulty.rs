@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use cuzk_synth::ProvingAssignment;
+use cuzk_synth::{CompiledR1cs, ProvingAssignment};
 
 use crate::prover::{DeviceLock, DeviceStatus, Started};
 use crate::{Parameters, ProveError, ProverBackend, QuerySums};
@@ -120,8 +120,8 @@ impl ProverBackend for FaultyBackend {
         self.inner.plan(params)
     }
 
-    fn computes_products(&self) -> bool {
-        self.inner.computes_products()
+    fn computes_products(&self, params: &Parameters, compiled: &Arc<CompiledR1cs>) -> bool {
+        self.inner.computes_products(params, compiled)
     }
 
     fn device(&self) -> Result<Option<DeviceStatus>, ProveError> {

@@ -1,13 +1,5 @@
-//! How many workers of each kind an engine runs, and how much host memory it may hold.
-
-use std::sync::Arc;
-
-use cuzk_groth16::{Parameters, ProverBackend};
-use cuzk_synth::CompiledR1cs;
-
-/// Memory left to the rest of the machine by [`auto_memory_budget`]: a tenth of it, at least 4 GiB.
-const MARGIN_FRACTION: u64 = 10;
-const MIN_MARGIN: u64 = 4 << 30;
+//! How many workers of each kind an engine runs, and how much host memory its partitions may
+//! hold (what the rest of a run holds, and the machine's memory: [`super::memory`]).
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EngineConfig {
@@ -95,52 +87,4 @@ pub enum ConfigError {
     NoRuntime,
     #[error("cannot tell the machine's memory: {0}")]
     MachineMemory(String),
-}
-
-/// The machine's memory minus a margin for everything else (a tenth, at least 4 GiB).
-pub fn auto_memory_budget() -> Result<u64, ConfigError> {
-    let total = machine_memory()?;
-    let margin = (total / MARGIN_FRACTION).max(MIN_MARGIN);
-    match total.checked_sub(margin) {
-        Some(budget) if budget > 0 => Ok(budget),
-        _ => Err(ConfigError::MachineMemory(format!(
-            "{total} bytes leave nothing after a margin of {margin}"
-        ))),
-    }
-}
-
-/// Host bytes a run holds beside its partitions in flight, for an automatic budget to leave
-/// aside: the parameters (decoded points take their file's bytes), the compiled R1CS, and each
-/// GPU worker's page-locked staging. At 32 GiB: 47.4 + 7.3 + 17.1 GB per GPU worker, most of a
-/// 128 GB host. Left out: the staging of each device's CRITICAL lane, which holds one CRITICAL
-/// partition's beside these (a WinningPoSt's: a few MB).
-pub fn resident_bytes(
-    params: &Parameters,
-    compiled: Option<&CompiledR1cs>,
-    backends: &[Arc<dyn ProverBackend>],
-    gpu_workers_per_device: usize,
-) -> u64 {
-    let staging: u64 = backends
-        .iter()
-        .map(|b| {
-            // A compiled R1CS means witness-only synthesis, the products left to the device.
-            let deferred = compiled.is_some() && b.computes_products();
-            b.host_bytes_per_proof(params, deferred) * gpu_workers_per_device as u64
-        })
-        .sum();
-    params.file_size() as u64 + compiled.map_or(0, CompiledR1cs::heap_bytes) + staging
-}
-
-/// `MemTotal` from /proc/meminfo.
-pub fn machine_memory() -> Result<u64, ConfigError> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo")
-        .map_err(|e| ConfigError::MachineMemory(format!("/proc/meminfo: {e}")))?;
-    meminfo
-        .lines()
-        .find_map(|line| {
-            let kib = line.strip_prefix("MemTotal:")?.trim().strip_suffix("kB")?;
-            kib.trim().parse::<u64>().ok()
-        })
-        .map(|kib| kib * 1024)
-        .ok_or_else(|| ConfigError::MachineMemory("/proc/meminfo has no MemTotal line".into()))
 }

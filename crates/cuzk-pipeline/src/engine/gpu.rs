@@ -136,6 +136,10 @@ impl Device {
         self.index
     }
 
+    pub(super) fn backend(&self) -> &Arc<dyn ProverBackend> {
+        &self.backend
+    }
+
     fn health(&self) -> MutexGuard<'_, Health> {
         // Each change is a count or an assignment: a panic cannot leave it half-made.
         self.health.lock().unwrap_or_else(PoisonError::into_inner)

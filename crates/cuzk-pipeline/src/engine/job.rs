@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use bellpepper_core::Circuit;
+use cuzk_groth16::params_file::ParamsHeader;
 use cuzk_groth16::{Parameters, Proof};
 use cuzk_math::Scalar;
 use cuzk_synth::{CompiledError, CompiledR1cs, ProvingAssignment, Recorded};
@@ -123,8 +124,8 @@ pub(crate) struct Synthesis {
 
 /// [`PartitionedCircuit`] with its circuit type erased, so one engine runs jobs of any circuits.
 pub(crate) trait Synthesize: Send + Sync {
-    /// Whether the job brings its own compiled R1CS.
-    fn has_compiled(&self) -> bool;
+    /// The job's own compiled R1CS, if it brings one.
+    fn own_compiled(&self) -> Option<&Arc<CompiledR1cs>>;
 
     /// Synthesizes partition `k`; by witness only, `defer_products` leaves a, b and c to the
     /// backend ([`ProverBackend::computes_products`](cuzk_groth16::ProverBackend)).
@@ -137,8 +138,8 @@ pub(crate) trait Synthesize: Send + Sync {
 }
 
 impl<P: PartitionedCircuit> Synthesize for P {
-    fn has_compiled(&self) -> bool {
-        self.compiled().is_some()
+    fn own_compiled(&self) -> Option<&Arc<CompiledR1cs>> {
+        self.compiled()
     }
 
     fn synthesize(
@@ -192,20 +193,35 @@ pub struct PartitionMemory {
 }
 
 impl PartitionMemory {
-    /// From the parameters' sizes, 32 bytes a scalar: a, b and c of the domain's size each (the
-    /// prover pads them to it) and the witness (one scalar per input and aux variable).
+    /// From the parameters' sizes ([`PartitionMemory::of_header`]).
     pub fn estimate(params: &Parameters) -> Self {
+        Self::of_header(&ParamsHeader::of(params))
+    }
+
+    /// From a parameters file's lengths alone, before its points are read; 32 bytes a scalar:
+    /// a, b and c of the domain's size each (the prover pads them to it) and the witness (one
+    /// scalar per input and aux variable).
+    pub fn of_header(header: &ParamsHeader) -> Self {
         const SCALAR: u64 = 32;
-        let lengths = params.lengths();
-        let domain = lengths.h as u64 + 1;
+        let domain = header.lengths.h as u64 + 1;
         PartitionMemory {
             abc: 3 * domain * SCALAR,
-            rest: (params.vk.ic.len() + lengths.l) as u64 * SCALAR,
+            rest: (header.inputs + header.lengths.l) as u64 * SCALAR,
         }
     }
 
     pub fn total(&self) -> u64 {
         self.abc + self.rest
+    }
+
+    /// What a partition reserves from the budget when its synthesis starts. With deferred
+    /// products (witness-only synthesis, a, b and c left to the device) the host never holds
+    /// a, b and c, only the witness, twice while a sectioned circuit's parts are joined.
+    pub fn reserved(&self, products_deferred: bool) -> u64 {
+        match products_deferred {
+            true => 2 * self.rest,
+            false => self.total(),
+        }
     }
 }
 

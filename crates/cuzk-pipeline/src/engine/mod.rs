@@ -3,7 +3,8 @@
 //!
 //! Every partition reserves its estimated host memory from one [`MemoryBudget`] before its
 //! synthesis starts and gives it back in two steps, so the budget bounds what is in flight whatever
-//! the worker counts say. A failing partition (error or panic, in any stage) ends its own job with
+//! the worker counts say; what the run holds beside its partitions, and the host memory it may
+//! use at all, are planned before anything loads ([`memory`]). A failing partition (error or panic, in any stage) ends its own job with
 //! the reason; the workers go on with the other jobs; but a device fault costs only an attempt:
 //! the partition is retried once on another device, and a device that keeps failing is taken
 //! out of service (`gpu`). A job's [`Priority`] orders its partitions
@@ -14,6 +15,7 @@
 mod config;
 mod gpu;
 mod job;
+pub mod memory;
 pub mod priority;
 mod scheduler;
 mod shapes;
@@ -29,14 +31,13 @@ use tokio::runtime::Handle;
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 
-pub use config::{
-    auto_memory_budget, machine_memory, resident_bytes, ConfigError, EngineConfig, SYNTHESIS_NICE,
-};
+pub use config::{ConfigError, EngineConfig, SYNTHESIS_NICE};
 pub use gpu::{DeviceActivity, DeviceHealth, FAULTS_IN_A_ROW};
 pub use job::{
     JobError, JobOutput, JobProgress, JobRequest, JobResult, JobTimings, Partition,
     PartitionMemory, PartitionedCircuit, Priority,
 };
+pub use memory::{auto_memory_budget, machine_memory, HostMemory, HostPlan, MemoryError, PlanPart};
 pub use scheduler::MAX_PASSED_OVER;
 
 use crate::budget::MemoryBudget;
@@ -62,8 +63,6 @@ struct Shared {
     budget: MemoryBudget,
     /// The compiled R1CS of the circuit shapes seen.
     shapes: ShapeCache,
-    /// Every backend computes a, b and c itself: witness-only syntheses leave them to it.
-    defer_products: bool,
     /// [`EngineConfig::synthesis_nice`].
     synthesis_nice: i32,
     /// Threads of their own for CRITICAL jobs' syntheses, started on first use (`None` if they
@@ -116,7 +115,6 @@ impl Engine {
         config.check(devices.len())?;
         let runtime = Handle::try_current().map_err(|_| ConfigError::NoRuntime)?;
         priority::lower_rayon_pool_once(config.synthesis_nice);
-        let defer_products = devices.iter().all(|backend| backend.computes_products());
         let devices: Vec<_> = devices
             .into_iter()
             .enumerate()
@@ -131,7 +129,6 @@ impl Engine {
             gpu_wake: Notify::new(),
             budget: MemoryBudget::new(config.memory_budget),
             shapes: ShapeCache::new(config.compiled_synthesis),
-            defer_products,
             synthesis_nice: config.synthesis_nice,
             critical_pool: OnceLock::new(),
             devices: devices.clone(),
@@ -270,6 +267,17 @@ impl Shared {
             }
             None => lowered(self.synthesis_nice, work).await,
         }
+    }
+
+    /// Whether `job`'s partitions leave a, b and c to the devices: it brings its compiled R1CS
+    /// and every device computes them for its set (a GPU whose memory cannot hold the matrices
+    /// beside the set does not, and the host computes them in full, as the budget then plans).
+    fn defers_products(&self, job: &JobInfo) -> bool {
+        let Some(compiled) = job.circuit.own_compiled() else {
+            return false;
+        };
+        let computes = |d: &Arc<gpu::Device>| d.backend().computes_products(&job.params, compiled);
+        self.devices.iter().all(computes)
     }
 
     /// Whether a device other than `device` is in service.

@@ -67,7 +67,7 @@ impl ShapeCache {
             method: Method::Direct,
             recording: None,
         };
-        let Some(key) = shape.filter(|_| self.enabled && !circuit.has_compiled()) else {
+        let Some(key) = shape.filter(|_| self.enabled && circuit.own_compiled().is_none()) else {
             return direct;
         };
         let mut state = self.state();

@@ -50,14 +50,10 @@ async fn synthesize(
         failed_on,
     } = taken;
     let what = format!("job {} partition {partition}", job.id);
-    // A job's own compiled R1CS means witness-only synthesis: with deferred products the host
-    // never holds a, b and c, only the witness, twice while a sectioned circuit's parts are
-    // joined (the rest is given back at `prove_start`).
-    let defer_products = shared.defer_products && job.circuit.has_compiled();
-    let bytes = match defer_products {
-        true => 2 * job.memory.rest,
-        false => job.memory.total(),
-    };
+    // A job's own compiled R1CS means witness-only synthesis, and products deferred to the
+    // device if it computes them (what is held beyond the witness goes back at `prove_start`).
+    let defer_products = shared.defers_products(job);
+    let bytes = job.memory.reserved(defer_products);
     let reserving = shared.budget.reserve(&what, bytes);
     let Some(reserved) = unless_ended(job, reserving).await else {
         return Ok(None);

@@ -19,11 +19,11 @@ use cuzk_filecoin::{
     SnapRequest,
 };
 use cuzk_groth16::backend::{Faults, FaultyBackend, GpuBackend};
-use cuzk_groth16::params_file::PointCheck;
+use cuzk_groth16::params_file::{ParamsHeader, PointCheck};
 use cuzk_groth16::setup::{parameters_for_compiled, parameters_on_device, Multiplier, ToxicWaste};
 use cuzk_groth16::{Parameters, ProverBackend};
 use cuzk_pipeline::analysis::{max_synth_in_flight, per_device, summarize, GpuSummary};
-use cuzk_pipeline::engine::{auto_memory_budget, resident_bytes};
+use cuzk_pipeline::engine::{HostMemory, HostPlan};
 use cuzk_pipeline::sink::MemorySink;
 use cuzk_pipeline::timeline::Timeline;
 use cuzk_pipeline::{DeviceActivity, Engine, EngineConfig, JobError, JobRequest, Partition};
@@ -31,7 +31,7 @@ use cuzk_synth::CompiledR1cs;
 use serde_json::{json, Map, Value};
 use tokio::sync::Semaphore;
 
-use crate::args::{BackendChoice, BenchArgs, GlobalArgs, InjectedFault, MemoryArg};
+use crate::args::{BackendChoice, BenchArgs, GlobalArgs, InjectedFault};
 use crate::circuit::CircuitSpec;
 use crate::progress::Progress;
 use crate::{backend, report, Outcome};
@@ -242,12 +242,37 @@ impl Workload {
         params.context("parameters")
     }
 
+    /// The header of the parameter file the jobs prove with, read before its points; `None`
+    /// for parameters made in the process.
+    fn header(&self) -> Result<Option<ParamsHeader>> {
+        Ok(match self {
+            Workload::Porep {
+                test_params: None,
+                files,
+                ..
+            }
+            | Workload::Post { files, .. }
+            | Workload::Snap { files, .. } => Some(files.header()?),
+            Workload::Porep { .. } | Workload::Synthetic(_) => None,
+        })
+    }
+
+    /// The host memory plan of proving with `params`, loaded, on `backends`.
+    fn host_plan(
+        &self,
+        params: &Parameters,
+        backends: &[Arc<dyn ProverBackend>],
+        gpu_workers_per_device: usize,
+    ) -> HostPlan {
+        HostPlan::loaded(params, self.compiled(), backends, gpu_workers_per_device)
+    }
+
     /// The compiled R1CS the run holds, if any.
-    fn compiled(&self) -> Option<&CompiledR1cs> {
+    fn compiled(&self) -> Option<&Arc<CompiledR1cs>> {
         match self {
             Workload::Porep { compiled, .. }
             | Workload::Post { compiled, .. }
-            | Workload::Snap { compiled, .. } => compiled.as_deref(),
+            | Workload::Snap { compiled, .. } => compiled.as_ref(),
             Workload::Synthetic(_) => None,
         }
     }
@@ -287,6 +312,8 @@ struct Plan {
     concurrency: usize,
     partitions: usize,
     warmup_jobs: usize,
+    /// The host memory the whole run may use; the engine's budget is what its plan leaves.
+    available: HostMemory,
     config: EngineConfig,
 }
 
@@ -295,10 +322,7 @@ impl Plan {
         ensure!(args.jobs > 0, "--jobs must be at least 1");
         ensure!(args.concurrency > 0, "--concurrency must be at least 1");
         ensure!(args.partitions > 0, "--partitions must be at least 1");
-        let memory_budget = match args.memory_budget {
-            MemoryArg::Auto => auto_memory_budget().context("--memory-budget auto")?,
-            MemoryArg::Bytes(bytes) => bytes,
-        };
+        let available = super::host_memory(args.memory_budget)?;
         let workload = Workload::from_args(args, global)?;
         let partitions = match &workload {
             Workload::Synthetic(_) => args.partitions,
@@ -318,12 +342,14 @@ impl Plan {
                     .unwrap_or_else(rayon::current_num_threads),
                 synthesis_concurrency: args.synthesis_concurrency,
                 gpu_workers_per_device: args.gpu_workers,
-                memory_budget,
+                // Settled once the parameters are loaded: what the run's plan leaves.
+                memory_budget: available.bytes,
                 compiled_synthesis: !args.direct_synthesis,
                 synthesis_nice: args.synthesis_nice,
                 // One circuit per bench: nothing to group.
                 group_by_circuit: false,
             },
+            available,
         })
     }
 
@@ -431,8 +457,9 @@ fn summary(plan: &Plan, ran: &Ran, timeline: &Timeline) -> Value {
         "steady_state_s_per_proof": gpu.steady.as_ref().map(|s| s.s_per_job),
         "compiled_synthesis": plan.config.compiled_synthesis,
         // The engine leaves a, b and c to the backends when the job brings its compiled R1CS.
-        "products_on_device": plan.workload.compiled().is_some()
-            && backends.iter().all(|b| b.computes_products()),
+        "products_on_device": plan.workload.compiled().is_some_and(|compiled| {
+            backends.iter().all(|b| b.computes_products(ran.params, compiled))
+        }),
         "gpu_busy_fraction": gpu.busy_fraction,
         "gpu_idle_windows": gpu.idle_windows.len(),
         "gpu_starved_fraction": gpu.starved_fraction,
@@ -541,20 +568,21 @@ pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
         Workload::Synthetic(_) => backend::multiplier(args.backend, global, true)?,
         _ => Multiplier::Cpu,
     };
+    // Before a parameter file is read: what its header and the compiled R1CS say.
+    if let Some(header) = plan.workload.header()? {
+        let r1cs_bytes = plan.workload.compiled().map(|c| c.heap_bytes());
+        HostPlan::for_set(&header, r1cs_bytes, false).partitions_budget(&plan.available)?;
+    }
     let params = Arc::new(plan.workload.params(progress, &multiplier)?);
     let probe = Probe::from_args(&args, progress)?;
-    if matches!(args.memory_budget, MemoryArg::Auto) {
-        // What the parameters, the R1CS and the backends' buffers hold is not the partitions'.
-        let held = resident_bytes(
-            &params,
-            plan.workload.compiled(),
-            &backends,
-            plan.config.gpu_workers_per_device,
-        ) + probe
-            .as_ref()
-            .map_or(0, |p| resident_bytes(p.params(), p.compiled(), &[], 0));
-        plan.config.memory_budget = plan.config.memory_budget.saturating_sub(held).max(1);
+    // The parameters, the R1CS and the backends' staging are not the partitions'.
+    let mut host = plan
+        .workload
+        .host_plan(&params, &backends, plan.config.gpu_workers_per_device);
+    if let Some(probe) = &probe {
+        host = host.beside(&probe.host_plan(), "--probe");
     }
+    plan.config.memory_budget = host.partitions_budget(&plan.available)?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

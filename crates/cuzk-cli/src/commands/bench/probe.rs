@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 use cuzk_groth16::setup::Multiplier;
 use cuzk_groth16::Parameters;
 use cuzk_pipeline::analysis::Spread;
+use cuzk_pipeline::engine::HostPlan;
 use cuzk_pipeline::timeline::Timeline;
 use cuzk_pipeline::{Engine, JobTimings, Priority};
 use serde_json::{json, Value};
@@ -65,12 +66,9 @@ impl Probe {
         }))
     }
 
-    pub fn params(&self) -> &Parameters {
-        &self.params
-    }
-
-    pub fn compiled(&self) -> Option<&cuzk_synth::CompiledR1cs> {
-        self.workload.compiled()
+    /// What its parameter set and compiled R1CS hold beside the load's.
+    pub fn host_plan(&self) -> HostPlan {
+        self.workload.host_plan(&self.params, &[], 0)
     }
 
     /// Probe `n`, start to finish.

@@ -103,6 +103,9 @@ pub struct GpuBackend {
     /// Parameter sets whose longest query has this many points or more go to the device with their
     /// window multiples when those fit.
     multiples_from: usize,
+    /// Device bytes of points the plans keep resident at most (see
+    /// [`GpuBackend::resident_points_up_to`]).
+    resident_cap: usize,
 }
 
 /// The default of [`GpuBackend::window_multiples_from`]: at 2^20 G1 points 19-bit multiples took
@@ -132,6 +135,7 @@ impl GpuBackend {
             beside: Mutex::new(None),
             pool_reserved: AtomicUsize::new(0),
             multiples_from: MULTIPLES_FROM,
+            resident_cap: usize::MAX,
         }
     }
 
@@ -147,6 +151,13 @@ impl GpuBackend {
     /// memory); `usize::MAX` never does.
     pub fn window_multiples_from(mut self, points: usize) -> Self {
         self.multiples_from = points;
+        self
+    }
+
+    /// Keeps at most `bytes` of parameter points resident on the device, streaming the rest from
+    /// host memory: room left for other work on the device, or streaming tried on a large one.
+    pub fn resident_points_up_to(mut self, bytes: usize) -> Self {
+        self.resident_cap = bytes;
         self
     }
 
@@ -255,7 +266,12 @@ impl GpuBackend {
         };
         let queries = match cached {
             Some(queries) => queries,
-            None => match Plan::new(&shape, capacity, self.multiples_for(params)) {
+            None => match Plan::new(
+                &shape,
+                capacity,
+                self.multiples_for(params),
+                self.resident_cap,
+            ) {
                 Ok(plan) => plan.queries,
                 Err(_) => return false,
             },
@@ -429,9 +445,11 @@ impl ProverBackend for GpuBackend {
         (len * std::mem::size_of::<Scalar>()) as u64
     }
 
-    /// On the device, with the compiled matrices (uploaded once per circuit).
-    fn computes_products(&self) -> bool {
-        true
+    /// On the device, with the compiled matrices (uploaded once per circuit), when they fit.
+    fn computes_products(&self, params: &Parameters, compiled: &Arc<CompiledR1cs>) -> bool {
+        let lengths = params.lengths();
+        let log_n = (lengths.h + 1).trailing_zeros();
+        self.products_on_device(params, compiled, log_n, params.vk.ic.len() + lengths.l)
     }
 
     /// Window multiples included; `None` for a set streamed from host memory.

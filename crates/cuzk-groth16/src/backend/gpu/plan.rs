@@ -97,9 +97,16 @@ pub struct Refused {
 }
 
 impl Plan {
-    /// The most preferred plan whose peak fits in `room` bytes; `multiples`: the window width to
-    /// store multiples with, if the set may have them.
-    pub fn new(shape: &Shape, room: usize, multiples: Option<u32>) -> Result<Plan, Refused> {
+    /// The most preferred plan whose peak fits in `room` bytes and whose resident points take at
+    /// most `resident_cap`; `multiples`: the window width to store multiples with, if the set
+    /// may have them.
+    pub fn new(
+        shape: &Shape,
+        room: usize,
+        multiples: Option<u32>,
+        resident_cap: usize,
+    ) -> Result<Plan, Refused> {
+        let fits = |plan: &Plan| plan.peak_bytes <= room && plan.resident_bytes <= resident_cap;
         let all = |placement| [placement; 5];
         let side_by_side = multiples
             .map(|bits| all(Placement::Multiples(bits)))
@@ -113,7 +120,7 @@ impl Plan {
                     shape.matrices.is_some(),
                 )
             });
-        if let Some(plan) = side_by_side.into_iter().find(|p| p.peak_bytes <= room) {
+        if let Some(plan) = side_by_side.into_iter().find(fits) {
             return Ok(plan);
         }
         let matrices = [shape.matrices.is_some(), false];
@@ -131,7 +138,7 @@ impl Plan {
                 let mut queries = plan.queries;
                 queries[q] = Placement::Resident;
                 let candidate = Plan::of(shape, queries, Program::OneAtATime, on_device);
-                if candidate.peak_bytes <= room {
+                if fits(&candidate) {
                     plan = candidate;
                 }
             }
@@ -299,17 +306,17 @@ mod tests {
     fn a_large_device_keeps_everything_resident() {
         // 2^27 (32 GiB) on 139 GB: 55 GB of points resident with the matrices; the five MSMs'
         // passes at full size want more than the device has at once, so they run one by one.
-        let plan = Plan::new(&porep(27, true), 139 * GB, Some(20)).unwrap();
+        let plan = Plan::new(&porep(27, true), 139 * GB, Some(20), usize::MAX).unwrap();
         assert_eq!(plan.program, Program::OneAtATime);
         assert_eq!(plan.queries, [Placement::Resident; 5]);
         assert!(plan.matrices_on_device);
         assert!(plan.peak_bytes <= 139 * GB);
         // 2^20 there: side by side with window multiples.
-        let plan = Plan::new(&porep(20, true), 139 * GB, Some(19)).unwrap();
+        let plan = Plan::new(&porep(20, true), 139 * GB, Some(19), usize::MAX).unwrap();
         assert_eq!(plan.program, Program::SideBySide);
         assert_eq!(plan.queries, [Placement::Multiples(19); 5]);
         // 2 KiB: side by side with window multiples on the smallest device.
-        let plan = Plan::new(&porep(10, true), 12 * GIB, Some(19)).unwrap();
+        let plan = Plan::new(&porep(10, true), 12 * GIB, Some(19), usize::MAX).unwrap();
         assert_eq!(plan.queries, [Placement::Multiples(19); 5]);
         assert_eq!(plan.program, Program::SideBySide);
     }
@@ -320,7 +327,7 @@ mod tests {
         let mut previous = None;
         for gib in [12, 16, 24, 32, 48] {
             let room = gib * GIB;
-            let plan = Plan::new(&shape, room, Some(20)).unwrap();
+            let plan = Plan::new(&shape, room, Some(20), usize::MAX).unwrap();
             assert_eq!(plan.program, Program::OneAtATime, "{gib} GiB");
             assert!(plan.peak_bytes <= room, "{gib} GiB: {}", plan.summary());
             // Resident queries only ever join as memory grows.
@@ -338,12 +345,12 @@ mod tests {
             }
         }
         // 12 GiB holds neither the matrices beside H's vectors and the witness nor any query.
-        let plan = Plan::new(&shape, 12 * GIB, Some(20)).unwrap();
+        let plan = Plan::new(&shape, 12 * GIB, Some(20), usize::MAX).unwrap();
         assert!(!plan.matrices_on_device);
         assert_eq!(plan.queries, [Placement::Streamed; 5], "{}", plan.summary());
         // 24 GiB keeps the matrices.
         assert!(
-            Plan::new(&shape, 24 * GIB, Some(20))
+            Plan::new(&shape, 24 * GIB, Some(20), usize::MAX)
                 .unwrap()
                 .matrices_on_device
         );
@@ -352,22 +359,22 @@ mod tests {
     #[test]
     fn sixty_four_gib_sectors_need_two_domain_vectors() {
         // 2^28: H's two vectors alone are 17.2 GB, so 24 GiB runs it and 16 GiB is refused.
-        let plan = Plan::new(&porep(28, true), 24 * GIB, Some(20)).unwrap();
+        let plan = Plan::new(&porep(28, true), 24 * GIB, Some(20), usize::MAX).unwrap();
         assert_eq!(plan.program, Program::OneAtATime);
         assert!(plan.peak_bytes <= 24 * GIB, "{}", plan.summary());
-        let refused = Plan::new(&porep(28, true), 16 * GIB, Some(20)).unwrap_err();
+        let refused = Plan::new(&porep(28, true), 16 * GIB, Some(20), usize::MAX).unwrap_err();
         assert!(refused.needed > (2 * 32) << 28, "{refused}");
     }
 
     #[test]
     fn too_little_memory_is_refused_with_what_is_needed() {
         let shape = porep(27, true);
-        let refused = Plan::new(&shape, 6 * GIB, Some(20)).unwrap_err();
+        let refused = Plan::new(&shape, 6 * GIB, Some(20), usize::MAX).unwrap_err();
         assert_eq!(refused.room, 6 * GIB);
         // The smallest plan: two vectors of the domain (8.6 GB) or the witness with A's gather.
         assert!(refused.needed > 8 * GB, "{refused}");
-        assert!(Plan::new(&shape, refused.needed, None).is_ok());
-        assert!(Plan::new(&shape, refused.needed - 1, None).is_err());
+        assert!(Plan::new(&shape, refused.needed, None, usize::MAX).is_ok());
+        assert!(Plan::new(&shape, refused.needed - 1, None, usize::MAX).is_err());
         assert!(refused.to_string().contains("device memory"));
     }
 
@@ -377,15 +384,31 @@ mod tests {
         for log_n in [10, 13, 17, 20, 23, 24, 26, 27] {
             for matrices in [true, false] {
                 let shape = porep(log_n, matrices);
-                let plan = Plan::new(&shape, 12 * GIB, Some(20));
+                let plan = Plan::new(&shape, 12 * GIB, Some(20), usize::MAX);
                 assert!(plan.is_ok(), "2^{log_n}: {plan:?}");
             }
         }
     }
 
     #[test]
+    fn a_resident_cap_streams_the_rest() {
+        let shape = porep(20, true);
+        let none = Plan::new(&shape, 139 * GB, Some(19), 0).unwrap();
+        assert_eq!(none.queries, [Placement::Streamed; 5]);
+        assert_eq!(
+            (none.program, none.resident_bytes),
+            (Program::OneAtATime, 0)
+        );
+        // Room for L alone: it is the first to stay.
+        let l_bytes = shape.lengths.l * std::mem::size_of::<G1Affine>();
+        let some = Plan::new(&shape, 139 * GB, Some(19), l_bytes).unwrap();
+        assert_eq!(some.queries[L], Placement::Resident, "{}", some.summary());
+        assert_eq!(some.resident_bytes, l_bytes);
+    }
+
+    #[test]
     fn summaries_name_each_part() {
-        let plan = Plan::new(&porep(27, true), 16 * GIB, Some(20)).unwrap();
+        let plan = Plan::new(&porep(27, true), 16 * GIB, Some(20), usize::MAX).unwrap();
         let summary = plan.summary();
         assert!(summary.starts_with("one at a time"), "{summary}");
         assert!(

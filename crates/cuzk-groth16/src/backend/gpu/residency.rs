@@ -370,7 +370,8 @@ impl GpuBackend {
         }
         let (free, _) = self.gpu.memory()?;
         let room = (free + self.cache().evictable_bytes()).saturating_sub(cuzk_gpu::MEMORY_MARGIN);
-        let plan = Plan::new(shape, room, self.multiples_for(params)).map_err(|refused| {
+        let multiples = self.multiples_for(params);
+        let plan = Plan::new(shape, room, multiples, self.resident_cap).map_err(|refused| {
             GpuError::OutOfMemory {
                 what: "a proof of this circuit (its smallest plan)",
                 needed: refused.needed,

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# A 32 GiB PoRep bench on the H200 as smaller cards see it: another process holds all but N GiB of
+# the device's memory (hold_gpu_memory.py, driver API), then `cuzk bench` runs with parameters
+# read from the `.params` file that `porep32_h200.sh PACK setup` wrote to /tmp/p32.
+# Usage: benches/device/small_gpu_h200.sh PACK "N..." [BENCH FLAGS ...]
+#   N: free GiB to leave (e.g. "16 24 max"; max = no holder). Default flags: -j 3 -c 1.
+# Per N: summary JSON, bench output and memory samples under $OUT; a table last (device region
+# median and p90, s/sector, GPU busy, most device memory cuzk held, peak RSS, the plan).
+set -uo pipefail
+PACK=${1:?usage: small_gpu_h200.sh PACK "N..." [FLAGS]}
+SIZES=${2:?usage: small_gpu_h200.sh PACK "N..." [FLAGS]}
+shift 2
+FLAGS=("$@")
+[ ${#FLAGS[@]} -eq 0 ] && FLAGS=(-j 3 -c 1)
+HERE=$(cd "$(dirname "$0")" && pwd)
+OUT=${OUT:-/tmp/small-gpu-out}
+BIN=/tmp/porep32-bin
+SECTOR=/tmp/sector-${SIZE:-32GiB}
+mkdir -p "$OUT" "$BIN"
+python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$PACK" "$BIN"
+chmod +x "$BIN/cuzk"
+rows=()
+for n in $SIZES; do
+  holder=""
+  if [ "$n" != max ]; then
+    rm -f /tmp/held.ready
+    python3 "$HERE/hold_gpu_memory.py" "$n" /tmp/held.ready > "$OUT/holder-$n.txt" 2>&1 & holder=$!
+    for _ in $(seq 120); do [ -f /tmp/held.ready ] && break; sleep 1; done
+    cat "$OUT/holder-$n.txt"
+  fi
+  /usr/bin/time -v ${BENCH_TIMEOUT:+timeout "$BENCH_TIMEOUT"} "$BIN/cuzk" bench --c1 "$SECTOR/c1.json" \
+    --params-dir /tmp/p32 --backend gpu --json-out "$OUT/bench-$n.json" "${FLAGS[@]}" \
+    > "$OUT/bench-$n.txt" 2>&1
+  rc=$?
+  [ -n "$holder" ] && kill "$holder" && wait "$holder" 2>/dev/null
+  tail -14 "$OUT/bench-$n.txt"
+  rss=$(awk '/Maximum resident/ {printf "%.1f", $NF / 1048576}' "$OUT/bench-$n.txt")
+  row=$(python3 - "$OUT/bench-$n.json" <<'PY'
+import json, sys
+try:
+    s = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(f"no summary ({e.__class__.__name__})"); sys.exit()
+g = (s.get("per_partition") or {}).get("gpu_ms") or {}
+d = (s.get("devices") or [{}])[0]
+steady = s.get("steady_state_s_per_proof")
+print(f"{g.get('median', float('nan')):.0f} | {g.get('p90', float('nan')):.0f} | "
+      f"{steady if steady is None else round(steady, 2)} | {100 * (s.get('gpu_busy_fraction') or 0):.0f}% | "
+      f"{(d.get('device_peak_bytes') or 0) / 2**30:.1f} of {(d.get('device_budget_bytes') or 0) / 2**30:.1f} GiB | "
+      f"{d.get('plan')}")
+PY
+)
+  rows+=("$n GiB | exit $rc | $row | rss $rss GiB")
+done
+echo; echo "free | exit | region median ms | p90 | s/sector | GPU busy | cuzk held (GiB) | plan | peak RSS"
+printf '%s\n' "${rows[@]}"

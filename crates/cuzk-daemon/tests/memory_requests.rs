@@ -1,0 +1,137 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! A request whose parameter set and one partition cannot fit the daemon's host memory, over a
+//! real socket: it ends FAILED naming memory, each part and the budget, before the set is read,
+//! and the daemon serves on. (One test: filecoin-proofs reads its parameter directory once per
+//! process.)
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cuzk_daemon::client::connect;
+use cuzk_daemon::config::Config;
+use cuzk_daemon::proto::await_proof_response::Status;
+use cuzk_daemon::proto::{self, SubmitProofRequest};
+use cuzk_daemon::server::circuits;
+use cuzk_daemon::{serve, Serving};
+use cuzk_filecoin::{
+    post_vanilla_proofs, seal_random_sector, ParamFiles, PostProof, SealProof, SectorSize,
+};
+use cuzk_groth16::setup::Multiplier;
+use cuzk_pipeline::engine::HostPlan;
+use tokio::sync::oneshot;
+use tonic::Code;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_request_too_big_for_host_memory_fails_naming_it_and_the_daemon_serves_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let params = dir.path().join("params");
+    std::fs::create_dir_all(&params).unwrap();
+    let mut rng = cuzk_testkit::rng("memory requests");
+    let winning = PostProof::from_number(0).unwrap();
+    ParamFiles::generate(&params, winning, &mut rng, &Multiplier::Cpu).unwrap();
+    // Half of what proving with the set takes at least: never enough.
+    let files = ParamFiles::new(&params, winning).unwrap();
+    let plan = HostPlan::for_set(&files.header().unwrap(), None, false);
+    let budget = plan.needed() / 2;
+    let socket = dir.path().join("cuzk.sock");
+    let config = Config::from_toml(
+        &format!(
+            "[daemon]\nlisten = \"unix://{}\"\n[gpus]\nbackend = \"cpu\"\n[memory]\n\
+             total_budget = \"{budget}\"\n[srs]\nparam_cache = \"{}\"\n",
+            socket.display(),
+            params.display()
+        ),
+        "test.toml",
+    )
+    .unwrap();
+    // First: it settles filecoin-proofs' parameter directory.
+    let circuits = circuits(&config).unwrap();
+    let sector_dir = dir.path().join("sector");
+    let sector = seal_random_sector(
+        SealProof::current(SectorSize::S2KiB),
+        &sector_dir,
+        Some(1000),
+        &mut rng,
+    )
+    .unwrap();
+    let randomness = [7u8; 32];
+    let request = SubmitProofRequest {
+        request_id: "winning".into(),
+        proof_kind: proto::ProofKind::WinningPost.into(),
+        registered_proof: winning.number(),
+        vanilla_proofs: post_vanilla_proofs(winning, &[(&sector, &sector_dir)], randomness)
+            .unwrap(),
+        randomness: randomness.to_vec(),
+        miner_id: 1000,
+        ..Default::default()
+    };
+
+    let (tell, bound) = oneshot::channel();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let served = tokio::spawn(serve(
+        config,
+        Arc::clone(&circuits),
+        Serving {
+            backends: None,
+            on_bound: Some(tell),
+        },
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let bound = bound.await.unwrap();
+    let mut client = connect(&bound.grpc.to_string(), None).await.unwrap();
+
+    for attempt in ["first", "retried"] {
+        let failed = client
+            .prove(proto::ProveRequest {
+                submit: Some(request.clone()),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .result
+            .unwrap();
+        assert_eq!(failed.status(), Status::Failed, "{attempt}");
+        let message = &failed.error_message;
+        for part in [
+            "winning-2k",
+            "not enough host memory",
+            "parameters",
+            "one partition in flight",
+            "([memory] total_budget) available",
+        ] {
+            assert!(message.contains(part), "{attempt}: {part:?} in {message}");
+        }
+    }
+
+    // Serving on: the status, a malformed request refused by its field; the set never read.
+    let status = client
+        .get_status(proto::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(status.total_proofs_failed, 2);
+    let cold = proto::srs_status::Tier::Cold;
+    assert!(
+        status.loaded_srs.iter().all(|s| s.tier() == cold),
+        "{:?}",
+        status.loaded_srs
+    );
+    let mut malformed = request.clone();
+    malformed.randomness.truncate(31);
+    let refused = client
+        .prove(proto::ProveRequest {
+            submit: Some(malformed),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument, "{refused}");
+
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(30), served)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
