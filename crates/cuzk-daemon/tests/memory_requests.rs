@@ -4,21 +4,17 @@
 //! and the daemon serves on. (One test: filecoin-proofs reads its parameter directory once per
 //! process.)
 
-use std::sync::Arc;
-use std::time::Duration;
+mod common;
 
-use cuzk_daemon::client::connect;
 use cuzk_daemon::config::Config;
 use cuzk_daemon::proto::await_proof_response::Status;
 use cuzk_daemon::proto::{self, SubmitProofRequest};
 use cuzk_daemon::server::circuits;
-use cuzk_daemon::{serve, Serving};
 use cuzk_filecoin::{
     post_vanilla_proofs, seal_random_sector, ParamFiles, PostProof, SealProof, SectorSize,
 };
 use cuzk_groth16::setup::Multiplier;
 use cuzk_pipeline::engine::HostPlan;
-use tokio::sync::oneshot;
 use tonic::Code;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -66,21 +62,7 @@ async fn a_request_too_big_for_host_memory_fails_naming_it_and_the_daemon_serves
         ..Default::default()
     };
 
-    let (tell, bound) = oneshot::channel();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let served = tokio::spawn(serve(
-        config,
-        Arc::clone(&circuits),
-        Serving {
-            backends: None,
-            on_bound: Some(tell),
-        },
-        async {
-            let _ = stopped.await;
-        },
-    ));
-    let bound = bound.await.unwrap();
-    let mut client = connect(&bound.grpc.to_string(), None).await.unwrap();
+    let (mut client, served) = common::start(config, &circuits).await;
 
     for attempt in ["first", "retried"] {
         let failed = client
@@ -128,10 +110,5 @@ async fn a_request_too_big_for_host_memory_fails_naming_it_and_the_daemon_serves
         .unwrap_err();
     assert_eq!(refused.code(), Code::InvalidArgument, "{refused}");
 
-    stop.send(()).unwrap();
-    tokio::time::timeout(Duration::from_secs(30), served)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    served.stop().await;
 }

@@ -4,19 +4,16 @@
 //! naming its field, the daemon serving on afterwards. (One test: filecoin-proofs reads its
 //! parameter directory once per process.)
 
-use std::sync::Arc;
-use std::time::Duration;
+mod common;
 
 use base64::Engine as _;
-use cuzk_daemon::client::{connect, porep_request};
+use cuzk_daemon::client::porep_request;
 use cuzk_daemon::config::Config;
 use cuzk_daemon::proto::await_proof_response::Status;
 use cuzk_daemon::proto::{self, SubmitProofRequest};
 use cuzk_daemon::server::circuits;
-use cuzk_daemon::{serve, Serving};
 use cuzk_filecoin::{seal_random_sector, SealProof, SectorSize};
 use serde_json::{json, Value};
-use tokio::sync::oneshot;
 use tonic::Code;
 
 fn wrapper(sector: u64, phase1: &[u8], size: u64) -> Vec<u8> {
@@ -53,21 +50,7 @@ async fn malformed_porep_requests_name_their_field() {
     let c1 = sector.c1.to_ffi_json();
     let id = sector.identity.sector_id;
 
-    let (tell, bound) = oneshot::channel();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let served = tokio::spawn(serve(
-        config,
-        Arc::clone(&circuits),
-        Serving {
-            backends: None,
-            on_bound: Some(tell),
-        },
-        async {
-            let _ = stopped.await;
-        },
-    ));
-    let bound = bound.await.unwrap();
-    let mut client = connect(&bound.grpc.to_string(), None).await.unwrap();
+    let (mut client, served) = common::start(config, &circuits).await;
 
     let valid = porep_request("porep-1000-1", &c1, "c1.json", 1000, id).unwrap();
     assert_eq!(valid.registered_proof, 5);
@@ -232,10 +215,5 @@ async fn malformed_porep_requests_name_their_field() {
         "no parameters on disk: {:?}",
         status.loaded_srs
     );
-    stop.send(()).unwrap();
-    tokio::time::timeout(Duration::from_secs(30), served)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    served.stop().await;
 }

@@ -5,22 +5,18 @@
 //! their field; a tampered vanilla proof failed with a reason, the daemon serving on. (One test:
 //! filecoin-proofs reads its parameter directory once per process.)
 
-use std::sync::Arc;
-use std::time::Duration;
+mod common;
 
-use cuzk_daemon::client::connect;
 use cuzk_daemon::config::Config;
 use cuzk_daemon::proto::await_proof_response::Status;
 use cuzk_daemon::proto::{self, SubmitProofRequest};
 use cuzk_daemon::server::circuits;
-use cuzk_daemon::{serve, Serving};
 use cuzk_filecoin::{
     post_vanilla_proofs, seal_random_sector, verify_post, ParamFiles, PostKind, PostProof,
     SealProof, SectorSize,
 };
 use cuzk_groth16::setup::Multiplier;
 use rand::RngCore;
-use tokio::sync::oneshot;
 use tonic::Code;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -74,21 +70,7 @@ async fn post_requests_are_proven_and_malformed_ones_named() {
         ..Default::default()
     };
 
-    let (tell, bound) = oneshot::channel();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let served = tokio::spawn(serve(
-        config,
-        Arc::clone(&circuits),
-        Serving {
-            backends: None,
-            on_bound: Some(tell),
-        },
-        async {
-            let _ = stopped.await;
-        },
-    ));
-    let bound = bound.await.unwrap();
-    let mut client = connect(&bound.grpc.to_string(), None).await.unwrap();
+    let (mut client, served) = common::start(config, &circuits).await;
     let mut prove = async |submit: SubmitProofRequest| {
         client
             .prove(proto::ProveRequest {
@@ -179,10 +161,5 @@ async fn post_requests_are_proven_and_malformed_ones_named() {
     let done = prove(again).await.unwrap().into_inner().result.unwrap();
     assert_eq!(done.status(), Status::Completed, "{}", done.error_message);
 
-    stop.send(()).unwrap();
-    tokio::time::timeout(Duration::from_secs(30), served)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    served.stop().await;
 }
