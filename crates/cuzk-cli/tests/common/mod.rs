@@ -59,27 +59,12 @@ impl MemoryCgroup {
     /// A cgroup named `name` limited to `bytes`, or why this machine cannot make one (no
     /// writable cgroup file system, no memory controller, not allowed).
     pub fn new(name: &str, bytes: u64) -> Result<Self, String> {
-        let cgroup = fs::read_to_string("/proc/self/cgroup")
-            .map_err(|e| format!("/proc/self/cgroup: {e}"))?;
         let mut why = Vec::new();
-        for line in cgroup.lines() {
-            let mut fields = line.splitn(3, ':');
-            let (Some(id), Some(controllers), Some(path)) =
-                (fields.next(), fields.next(), fields.next())
-            else {
-                continue;
-            };
-            let (root, limit_file) = if id == "0" && controllers.is_empty() {
-                ("/sys/fs/cgroup", "memory.max")
-            } else if controllers.split(',').any(|c| c == "memory") {
-                ("/sys/fs/cgroup/memory", "memory.limit_in_bytes")
-            } else {
-                continue;
-            };
-            let dir = Path::new(root)
-                .join(path.trim_start_matches('/'))
+        for cgroup in cuzk_pipeline::engine::own_memory_cgroups() {
+            let dir = cgroup
+                .dir
                 .join(format!("cuzk-test-{}-{name}", std::process::id()));
-            match Self::make(&dir, limit_file, bytes) {
+            match Self::make(&dir, cgroup.limit_file, bytes) {
                 Ok(()) => return Ok(MemoryCgroup { dir }),
                 Err(e) => {
                     let _ = fs::remove_dir(&dir);

@@ -168,10 +168,27 @@ fn mount(mountinfo: &str, unified: bool) -> Option<Mount> {
     })
 }
 
-/// The least limit set on the process's cgroup or one of its ancestors, v2 and v1 alike, with
-/// the file that sets it; `read` gives a file's text (a seam for tests).
-fn cgroup_limit(read: &dyn Fn(&Path) -> Option<String>) -> Option<HostMemory> {
-    let cgroup = read(Path::new("/proc/self/cgroup"))?;
+/// A memory cgroup the process is in, as this machine mounts it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnCgroup {
+    /// Its directory.
+    pub dir: PathBuf,
+    /// The file there that holds its limit (`memory.max` in v2, `memory.limit_in_bytes` in v1).
+    pub limit_file: &'static str,
+    /// The hierarchy's mount point: the farthest ancestor the process can see.
+    mount: PathBuf,
+}
+
+/// The process's memory cgroups, v2 then v1 (where a cgroup of its own can be made for a run).
+pub fn own_memory_cgroups() -> Vec<OwnCgroup> {
+    own_cgroups(&|path: &Path| std::fs::read_to_string(path).ok())
+}
+
+/// [`own_memory_cgroups`] with `read` giving a file's text (a seam for tests).
+fn own_cgroups(read: &dyn Fn(&Path) -> Option<String>) -> Vec<OwnCgroup> {
+    let Some(cgroup) = read(Path::new("/proc/self/cgroup")) else {
+        return Vec::new();
+    };
     let mountinfo = read(Path::new("/proc/self/mountinfo")).unwrap_or_default();
     let found = memberships(&cgroup);
     let hierarchies = [
@@ -183,8 +200,8 @@ fn cgroup_limit(read: &dyn Fn(&Path) -> Option<String>) -> Option<HostMemory> {
             "memory.limit_in_bytes",
         ),
     ];
-    let mut least: Option<HostMemory> = None;
-    for (path, unified, default_point, file) in hierarchies {
+    let mut own = Vec::new();
+    for (path, unified, default_point, limit_file) in hierarchies {
         let Some(path) = path else { continue };
         let mount = mount(&mountinfo, unified).unwrap_or_else(|| Mount {
             point: PathBuf::from(default_point),
@@ -196,14 +213,32 @@ fn cgroup_limit(read: &dyn Fn(&Path) -> Option<String>) -> Option<HostMemory> {
             .strip_prefix(mount.root.as_str())
             .unwrap_or("")
             .trim_start_matches('/');
-        let mut dir = mount.point.join(relative);
+        own.push(OwnCgroup {
+            dir: mount.point.join(relative),
+            limit_file,
+            mount: mount.point,
+        });
+    }
+    own
+}
+
+/// The least limit set on the process's cgroup or one of its ancestors, v2 and v1 alike, with
+/// the file that sets it; `read` gives a file's text (a seam for tests).
+fn cgroup_limit(read: &dyn Fn(&Path) -> Option<String>) -> Option<HostMemory> {
+    let mut least: Option<HostMemory> = None;
+    for OwnCgroup {
+        mut dir,
+        limit_file,
+        mount,
+    } in own_cgroups(read)
+    {
         loop {
-            let limit = read(&dir.join(file)).and_then(|text| parse_limit(&text));
+            let limit = read(&dir.join(limit_file)).and_then(|text| parse_limit(&text));
             if let Some(bytes) = limit.filter(|&b| least.as_ref().is_none_or(|l| b < l.bytes)) {
-                let source = format!("cgroup {file} of {}", dir.display());
+                let source = format!("cgroup {limit_file} of {}", dir.display());
                 least = Some(HostMemory::new(bytes, source));
             }
-            if dir == mount.point || !dir.pop() {
+            if dir == mount || !dir.pop() {
                 break;
             }
         }

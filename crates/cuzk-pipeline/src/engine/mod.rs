@@ -37,7 +37,10 @@ pub use job::{
     JobError, JobOutput, JobProgress, JobRequest, JobResult, JobTimings, Partition,
     PartitionMemory, PartitionedCircuit, Priority,
 };
-pub use memory::{auto_memory_budget, machine_memory, HostMemory, HostPlan, MemoryError, PlanPart};
+pub use memory::{
+    auto_memory_budget, machine_memory, own_memory_cgroups, HostMemory, HostPlan, MemoryError,
+    OwnCgroup, PlanPart,
+};
 pub use scheduler::MAX_PASSED_OVER;
 
 use crate::budget::MemoryBudget;
