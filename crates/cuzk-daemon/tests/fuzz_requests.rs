@@ -9,7 +9,7 @@
 //! and the daemon proves on afterwards. `CUZK_FUZZ_CASES` sets the cases per test;
 //! `CUZK_TEST_SEED` replays a run.
 
-#[path = "../../cuzk-filecoin/tests/fuzzing/mod.rs"]
+#[path = "../../cuzk-filecoin/tests/filecoin/fuzzing/mod.rs"]
 mod fuzzing;
 
 use std::sync::{Arc, OnceLock};

@@ -10,7 +10,7 @@ use std::time::Instant;
 use cuzk_filecoin::{ParamFiles, SealProof};
 
 /// 2 KiB PoRep parameters (and their compiled R1CS) in the directory
-/// crates/cuzk-filecoin/tests/porep.rs also uses, generated (and moved in whole) when absent.
+/// crates/cuzk-filecoin/tests/filecoin/porep.rs also uses, generated (and moved in whole) when absent.
 pub fn porep_params() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuzk-filecoin-params");
     fs::create_dir_all(&dir).unwrap();

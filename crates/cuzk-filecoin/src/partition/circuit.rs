@@ -6,7 +6,7 @@
 //! filecoin's circuit calls bellperson's gadget itself, from types private to its crate.
 //!
 //! It must allocate and constrain exactly what filecoin's circuit does, in the same order
-//! (tests/porep.rs holds its rows and witness against filecoin's). The Poseidon parts (the comm_r
+//! (tests/filecoin/porep.rs holds its rows and witness against filecoin's). The Poseidon parts (the comm_r
 //! check, column hashes, the tree C and R paths) call filecoin's public gadgets.
 
 use bellpepper_core::{ConstraintSystem, SynthesisError};

@@ -1,10 +1,9 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Real 2 KiB SnapDeals: a sector sealed by filecoin-proofs, updated with new data by
 //! filecoin-proofs (`encode_into`, the FFI's partition proofs), proven by cuzk on the CPU through
 //! the engine, judged by `filecoin_proofs::verify_empty_sector_update_proof`; tampered vanilla
 //! proofs, wrong commitments and malformed request files named before any proving.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};

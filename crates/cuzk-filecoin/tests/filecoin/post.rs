@@ -1,10 +1,9 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Real 2 KiB WinningPoSt and WindowPoSt: sectors sealed by filecoin-proofs, their vanilla
 //! proofs made as the FFI makes them for Curio, proven by cuzk on the CPU through the engine,
 //! judged by `filecoin_proofs::verify_winning_post` / `verify_window_post`; bad vanilla proofs
 //! and randomness named before any proving.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Every decoder of request bytes, fuzzed: C1 outputs (`C1Output::from_json`, then what checks
 //! and builds a sector's circuits from it), PoSt vanilla proofs (`PostRequest::sectors`,
 //! `PostCircuits::new`) and SnapDeals partition proofs (`SnapCircuits::new`), given random bytes
@@ -7,7 +6,7 @@
 //! file or field at fault. `CUZK_FUZZ_CASES` sets the cases per test (by default all run in
 //! about 25 s on two cores); `CUZK_TEST_SEED` replays a run.
 
-mod fuzzing;
+use crate::{common, fuzzing};
 
 use std::sync::OnceLock;
 
@@ -33,6 +32,8 @@ const SOURCE: &str = "fuzz-c1.json";
 /// Runs `decode` on an input described by `what`: a panic fails the case, naming the input; a
 /// refusal must name what is at fault.
 fn judge(what: &[String], decode: impl FnOnce() -> Result<(), FilecoinError>) -> Outcome {
+    // Decoders read filecoin-proofs' settings, which must name this binary's parameters first.
+    common::params_dir();
     match no_panic(what, decode)? {
         Ok(()) => Ok("ok".into()),
         Err(e) => named(&e).map_err(|why| TestCaseError::fail(format!("{why} on {what:?}"))),
@@ -90,6 +91,7 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
+        common::params_dir();
         let start = std::time::Instant::now();
         let mut rng = cuzk_testkit::rng("fuzz fixture");
         let proof = SealProof::current(SectorSize::S2KiB);

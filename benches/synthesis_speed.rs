@@ -5,12 +5,12 @@
 //! machine and threads. For docs/perf-notes.md:
 //!
 //! ```sh
-//! cargo run --release -p cuzk-filecoin --example synthesis_speed -- PARAMS_DIR [RUNS] [--bellperson]
+//! cargo bench -p cuzk-filecoin --bench synthesis_speed -- PARAMS_DIR [RUNS] [--bellperson]
 //! # any size's first partition from a C1 file (a sample sector's): the native witness checked
 //! # against the gadgets', then both timed
-//! cargo run --release -p cuzk-filecoin --example synthesis_speed -- PARAMS_DIR 3 --c1 c1.json
+//! cargo bench -p cuzk-filecoin --bench synthesis_speed -- PARAMS_DIR 3 --c1 c1.json
 //! # only the witness path, for a profiler:
-//! RAYON_NUM_THREADS=1 perf record -g target/release/examples/synthesis_speed PARAMS_DIR 10 --witness-only
+//! RAYON_NUM_THREADS=1 perf record -g target/release/deps/synthesis_speed-* PARAMS_DIR 10 --witness-only
 //! ```
 //! PARAMS_DIR holds the 2 KiB parameters (`cuzk setup --porep 2KiB`); bellperson's run proves
 //! with them too, so it also shows that bellperson reads cuzk's parameter files.
@@ -126,10 +126,17 @@ fn median(mut times: Vec<Duration>) -> (f64, f64) {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // `cargo bench` adds `--bench`; a run over every bench without a directory only says how.
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
     let usage =
         "usage: synthesis_speed PARAMS_DIR [RUNS] [--c1 FILE] [--witness-only] [--bellperson]";
-    let dir = PathBuf::from(args.first().ok_or(usage)?);
+    let Some(dir) = args.first().map(PathBuf::from) else {
+        eprintln!("{usage}");
+        return Ok(());
+    };
     let runs: usize = args.get(1).and_then(|r| r.parse().ok()).unwrap_or(3);
     let flag = |name: &str| args.iter().any(|a| a == name);
     use_parameter_dir(&dir)?;
