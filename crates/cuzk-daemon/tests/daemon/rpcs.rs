@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The daemon in this process over real sockets (unix and TCP on 127.0.0.1), driven by tonic
 //! clients, serving synthetic circuits on the CPU: every rpc, the status port, and the faults a
 //! long-running daemon must survive.

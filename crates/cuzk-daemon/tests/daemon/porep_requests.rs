@@ -1,10 +1,8 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Filecoin requests as Curio forms them, malformed in each way a request can be, against a
 //! daemon serving Filecoin's circuits over a real socket: each refused with `INVALID_ARGUMENT`
-//! naming its field, the daemon serving on afterwards. (One test: filecoin-proofs reads its
-//! parameter directory once per process.)
+//! naming its field, the daemon serving on afterwards.
 
-mod common;
+use crate::{common, filecoin};
 
 use base64::Engine as _;
 use cuzk_daemon::client::porep_request;
@@ -12,7 +10,7 @@ use cuzk_daemon::config::Config;
 use cuzk_daemon::proto::await_proof_response::Status;
 use cuzk_daemon::proto::{self, SubmitProofRequest};
 use cuzk_daemon::server::circuits;
-use cuzk_filecoin::{seal_random_sector, SealProof, SectorSize};
+use cuzk_filecoin::{sample_sector, seal_random_sector, SealProof, SectorSize};
 use serde_json::{json, Value};
 use tonic::Code;
 
@@ -29,8 +27,7 @@ fn wrapper(sector: u64, phase1: &[u8], size: u64) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn malformed_porep_requests_name_their_field() {
     let dir = tempfile::tempdir().unwrap();
-    let params = dir.path().join("params");
-    std::fs::create_dir_all(&params).unwrap();
+    let params = filecoin::params_dir();
     let socket = dir.path().join("cuzk.sock");
     let config = Config::from_toml(
         &format!(
@@ -182,9 +179,25 @@ async fn malformed_porep_requests_name_their_field() {
     );
 
     // A well-formed request whose parameters are missing: FAILED, saying which and what to do.
+    // A 512 MiB sector's: no test makes its parameters (the directory is every test's).
+    let large = sample_sector(
+        SealProof::current(SectorSize::S512MiB),
+        Some(1000),
+        &mut rng,
+    )
+    .unwrap()
+    .sector;
+    let large = porep_request(
+        "porep-1000-2",
+        &large.c1.to_ffi_json(),
+        "c1.json",
+        1000,
+        large.identity.sector_id,
+    )
+    .unwrap();
     let missing = client
         .prove(proto::ProveRequest {
-            submit: Some(valid.clone()),
+            submit: Some(large),
         })
         .await
         .unwrap()
@@ -193,7 +206,7 @@ async fn malformed_porep_requests_name_their_field() {
         .unwrap();
     assert_eq!(missing.status(), Status::Failed);
     assert!(
-        missing.error_message.contains("porep-2k"),
+        missing.error_message.contains("porep-512m"),
         "{}",
         missing.error_message
     );
@@ -210,9 +223,10 @@ async fn malformed_porep_requests_name_their_field() {
         .into_inner();
     // The one with missing parameters: malformed requests are refused, never counted.
     assert_eq!(status.total_proofs_failed, 1);
+    let cold = proto::srs_status::Tier::Cold;
     assert!(
-        status.loaded_srs.is_empty(),
-        "no parameters on disk: {:?}",
+        status.loaded_srs.iter().all(|s| s.tier() == cold),
+        "no parameters read: {:?}",
         status.loaded_srs
     );
     served.stop().await;

@@ -1,29 +1,25 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! WinningPoSt and WindowPoSt requests as Curio forms them (the FFI's vanilla proofs of a sealed
 //! 2 KiB sector, randomness, miner id), against a daemon serving Filecoin's circuits over a real
 //! socket: proven, the proofs accepted by filecoin's verifiers; malformed requests refused naming
-//! their field; a tampered vanilla proof failed with a reason, the daemon serving on. (One test:
-//! filecoin-proofs reads its parameter directory once per process.)
+//! their field; a tampered vanilla proof failed with a reason, the daemon serving on.
 
-mod common;
+use crate::{common, filecoin};
 
 use cuzk_daemon::config::Config;
 use cuzk_daemon::proto::await_proof_response::Status;
 use cuzk_daemon::proto::{self, SubmitProofRequest};
 use cuzk_daemon::server::circuits;
 use cuzk_filecoin::{
-    post_vanilla_proofs, seal_random_sector, verify_post, ParamFiles, PostKind, PostProof,
-    SealProof, SectorSize,
+    post_vanilla_proofs, seal_random_sector, verify_post, PostKind, PostProof, SealProof,
+    SectorSize,
 };
-use cuzk_groth16::setup::Multiplier;
 use rand::RngCore;
 use tonic::Code;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn post_requests_are_proven_and_malformed_ones_named() {
     let dir = tempfile::tempdir().unwrap();
-    let params = dir.path().join("params");
-    std::fs::create_dir_all(&params).unwrap();
+    let params = filecoin::params_dir();
     let socket = dir.path().join("cuzk.sock");
     let config = Config::from_toml(
         &format!(
@@ -51,7 +47,7 @@ async fn post_requests_are_proven_and_malformed_ones_named() {
         PostProof::from_number(10).unwrap(),
     );
     for proof in [winning, window] {
-        ParamFiles::generate(&params, proof, &mut rng, &Multiplier::Cpu).unwrap();
+        filecoin::parameters(proof, &mut rng);
     }
     let mut randomness = [0u8; 32];
     rng.fill_bytes(&mut randomness);

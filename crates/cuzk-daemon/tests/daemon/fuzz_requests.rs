@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The daemon's requests, fuzzed: `Circuits::check` of Filecoin's circuits on random
 //! `SubmitProofRequest`s of every kind and on mutations of valid ones (a 2 KiB sample sector's
 //! PoRep wrapper and C1 output, its PoSts, a sealed sector's update); the protobuf messages
@@ -9,8 +8,7 @@
 //! and the daemon proves on afterwards. `CUZK_FUZZ_CASES` sets the cases per test;
 //! `CUZK_TEST_SEED` replays a run.
 
-#[path = "../../cuzk-filecoin/tests/filecoin/fuzzing/mod.rs"]
-mod fuzzing;
+use crate::{filecoin, fuzzing};
 
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -66,10 +64,8 @@ fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        let params = dir.path().join("params");
-        std::fs::create_dir_all(&params).unwrap();
         // First: it settles filecoin-proofs' parameter directory.
-        let circuits = FilecoinCircuits::new(Some(&params), true).unwrap();
+        let circuits = FilecoinCircuits::new(Some(filecoin::params_dir()), true).unwrap();
         let mut rng = cuzk_testkit::rng("fuzz requests fixture");
         let proof = SealProof::current(SectorSize::S2KiB);
         let sample = sample_sector(proof, Some(1000), &mut rng).unwrap();

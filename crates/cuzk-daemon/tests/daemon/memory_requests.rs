@@ -1,32 +1,25 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! A request whose parameter set and one partition cannot fit the daemon's host memory, over a
 //! real socket: it ends FAILED naming memory, each part and the budget, before the set is read,
-//! and the daemon serves on. (One test: filecoin-proofs reads its parameter directory once per
-//! process.)
+//! and the daemon serves on.
 
-mod common;
+use crate::{common, filecoin};
 
 use cuzk_daemon::config::Config;
 use cuzk_daemon::proto::await_proof_response::Status;
 use cuzk_daemon::proto::{self, SubmitProofRequest};
 use cuzk_daemon::server::circuits;
-use cuzk_filecoin::{
-    post_vanilla_proofs, seal_random_sector, ParamFiles, PostProof, SealProof, SectorSize,
-};
-use cuzk_groth16::setup::Multiplier;
+use cuzk_filecoin::{post_vanilla_proofs, seal_random_sector, PostProof, SealProof, SectorSize};
 use cuzk_pipeline::engine::HostPlan;
 use tonic::Code;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_request_too_big_for_host_memory_fails_naming_it_and_the_daemon_serves_on() {
     let dir = tempfile::tempdir().unwrap();
-    let params = dir.path().join("params");
-    std::fs::create_dir_all(&params).unwrap();
+    let params = filecoin::params_dir();
     let mut rng = cuzk_testkit::rng("memory requests");
     let winning = PostProof::from_number(0).unwrap();
-    ParamFiles::generate(&params, winning, &mut rng, &Multiplier::Cpu).unwrap();
+    let (files, _) = filecoin::parameters(winning, &mut rng);
     // Half of what proving with the set takes at least: never enough.
-    let files = ParamFiles::new(&params, winning).unwrap();
     let plan = HostPlan::for_set(&files.header().unwrap(), None, false);
     let budget = plan.needed() / 2;
     let socket = dir.path().join("cuzk.sock");
