@@ -9,6 +9,7 @@ use std::process::{Command, Output};
 
 use bellperson::groth16 as bp;
 use blstrs::{Bls12, Scalar};
+use cuzk_filecoin::{CircuitId, PostKind, PostProof, UpdateProof};
 
 fn cuzk(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cuzk"))
@@ -970,14 +971,32 @@ fn request_commands_prove_and_verify_a_sealed_sector() {
         &files.path("s"),
     ]);
     assert!(output.status.success(), "seal: {}", stderr(&output));
-    let params = files.path("params");
+    let winning = PostProof::from_size_or_name("2KiB", PostKind::Winning).unwrap();
+    let window = PostProof::from_size_or_name("2KiB", PostKind::Window).unwrap();
+    let update = UpdateProof::from_size_or_name("2KiB").unwrap();
+    // Every kind's parameters are in one directory, made by `cuzk setup` where absent.
+    let params = common::shared_params("--winning-post", winning)
+        .to_string_lossy()
+        .into_owned();
     let empty = files.path("empty");
     std::fs::create_dir(&empty).unwrap();
     // Setup flag, bench flag and circuit of each kind.
-    for (kind, flag, bench_flag, circuit) in [
-        ("winning-post", "--winning-post", "--post", "post"),
-        ("window-post", "--window-post", "--post", "post"),
-        ("snap", "--snap", "--snap", "snap"),
+    for (kind, flag, bench_flag, circuit, id) in [
+        (
+            "winning-post",
+            "--winning-post",
+            "--post",
+            "post",
+            winning.into(),
+        ),
+        (
+            "window-post",
+            "--window-post",
+            "--post",
+            "post",
+            window.into(),
+        ),
+        ("snap", "--snap", "--snap", "snap", CircuitId::from(update)),
     ] {
         let request = files.path(&format!("s/{kind}.json"));
         let proof = files.path(&format!("s/{kind}.proof"));
@@ -990,8 +1009,7 @@ fn request_commands_prove_and_verify_a_sealed_sector() {
         );
         assert!(!Path::new(&proof).exists(), "no proof from a failed run");
 
-        let setup = cuzk(&["setup", flag, "2KiB", "--out", &params, "--backend", "cpu"]);
-        assert!(setup.status.success(), "setup: {}", stderr(&setup));
+        common::shared_params(flag, id);
         let prove = cuzk(&[
             "prove",
             kind,

@@ -1,7 +1,7 @@
 //! Scalars in device memory, shared by the NTT and the MSM.
 
 use blstrs::Scalar;
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaView, PushKernelArg};
 use ff::Field;
 
 use crate::error::DriverContext;
@@ -119,8 +119,13 @@ impl DeviceScalars {
     pub fn download_pinned(&self, gpu: &Gpu, out: &mut Pinned<Scalar>) -> Result<(), GpuError> {
         self.check_len("pinned scalar download", out.len())?;
         gpu.stream()
-            .memcpy_dtoh(&self.words, &mut out.words)
+            .memcpy_dtoh(&self.values(), &mut out.words)
             .call("cuMemcpyDtoHAsync (scalars)")
+    }
+
+    /// The words of the `len` values: the buffer may be longer once truncated or shifted.
+    fn values(&self) -> CudaView<'_, u32> {
+        self.words.slice(..self.len * SCALAR_WORDS)
     }
 
     fn check_len(&self, what: &'static str, host: usize) -> Result<(), GpuError> {
@@ -137,7 +142,7 @@ impl DeviceScalars {
     pub fn download(&self, gpu: &Gpu, out: &mut [Scalar]) -> Result<(), GpuError> {
         self.check_len("scalar download", out.len())?;
         gpu.stream()
-            .memcpy_dtoh(&self.words, scalars_as_words_mut(out))
+            .memcpy_dtoh(&self.values(), scalars_as_words_mut(out))
             .call("cuMemcpyDtoH (scalars)")
     }
 

@@ -7,15 +7,22 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
-use cuzk_filecoin::{ParamFiles, SealProof};
+use cuzk_filecoin::{CircuitId, ParamFiles, SealProof};
 
-/// 2 KiB PoRep parameters (and their compiled R1CS) in the directory
-/// crates/cuzk-filecoin/tests/filecoin/porep.rs also uses, generated (and moved in whole) when absent.
+/// 2 KiB PoRep parameters (and their compiled R1CS) in [`shared_params`]' directory.
 pub fn porep_params() -> PathBuf {
+    let proof = SealProof::from_size_or_name("2KiB").unwrap();
+    shared_params("--porep", proof)
+}
+
+/// `circuit`'s 2 KiB parameters (and compiled R1CS) in the directory
+/// crates/cuzk-filecoin/tests/filecoin also uses: made by `cuzk setup <flag> 2KiB` (and moved in
+/// whole) when absent, so each set is made once per target directory.
+pub fn shared_params(flag: &str, circuit: impl Into<CircuitId>) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuzk-filecoin-params");
     fs::create_dir_all(&dir).unwrap();
-    let proof = SealProof::from_size_or_name("2KiB").unwrap();
-    let files = ParamFiles::new(&dir, proof).unwrap();
+    let circuit = circuit.into();
+    let files = ParamFiles::new(&dir, circuit).unwrap();
     if files.params.is_file() && files.vk.is_file() {
         return dir;
     }
@@ -25,16 +32,16 @@ pub fn porep_params() -> PathBuf {
         .tempdir_in(&dir)
         .unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_cuzk"))
-        .args(["setup", "--porep", "2KiB", "--out"])
+        .args(["setup", flag, "2KiB", "--out"])
         .arg(scratch.path())
         .output()
         .unwrap();
     assert!(
         out.status.success(),
-        "setup: {}",
+        "setup {flag}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let made = ParamFiles::new(scratch.path(), proof).unwrap();
+    let made = ParamFiles::new(scratch.path(), circuit).unwrap();
     // Setup recorded the R1CS: kept, so a first proof need not record it again.
     if made.r1cs.is_file() && !files.r1cs.is_file() {
         fs::rename(&made.r1cs, &files.r1cs).unwrap();
@@ -43,7 +50,7 @@ pub fn porep_params() -> PathBuf {
     fs::rename(&made.params, &files.params).unwrap();
     fs::rename(&made.vk, &files.vk).unwrap();
     eprintln!(
-        "generated 2 KiB PoRep parameters in {:.1} s",
+        "generated 2 KiB {flag} parameters in {:.1} s",
         start.elapsed().as_secs_f64()
     );
     dir

@@ -96,7 +96,7 @@ async fn post_requests_are_proven_and_malformed_ones_named() {
             sector.identity.prover_id,
             &sectors,
             &done.proof,
-            &params,
+            params,
         )
         .unwrap();
         assert!(valid, "{proof}: filecoin's verifier");

@@ -181,8 +181,10 @@ impl Plan {
             Program::OneAtATime => {
                 // The products read the witness and the matrices; from the host, a, b, c arrive
                 // one after another into two vectors.
-                let h_vectors = SCALAR * (2 * n + if matrices_on_device { w } else { 0 });
-                let h_msm = SCALAR * n + working(H);
+                // With the matrices there, the witness is uploaded first and kept through H.
+                let witness_first = if matrices_on_device { w } else { 0 };
+                let h_vectors = SCALAR * (2 * n + witness_first);
+                let h_msm = SCALAR * (n + witness_first) + working(H);
                 let a_msm = SCALAR * (w + a) + working(A);
                 let b_msm = SCALAR * (w + b) + working(B_G1).max(working(B_G2));
                 let l_msm = SCALAR * w + working(L);

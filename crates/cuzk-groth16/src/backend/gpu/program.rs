@@ -83,11 +83,14 @@ impl Stages {
     }
 
     /// Every metric, the device stages' read now (the device is idle; a stage whose events cannot
-    /// be read, after a failure on the device, is left out).
+    /// be read, after a failure on the device, is left out). A key timed more than once (each
+    /// gather, each of H's vectors) gets the sum.
     pub(super) fn settle(mut self) -> Vec<StageMetric> {
         for (key, timing) in std::mem::take(&mut self.pending) {
-            if let Ok(ms) = timing.ms() {
-                self.push(key, f64::from(ms));
+            let Ok(ms) = timing.ms() else { continue };
+            match self.metrics.iter_mut().find(|m| m.key == key) {
+                Some(metric) => metric.value += f64::from(ms),
+                None => self.push(key, f64::from(ms)),
             }
         }
         self.metrics
@@ -209,11 +212,7 @@ impl GpuBackend {
         products: Option<&(Arc<DeviceSparse>, DeviceScalars)>,
         stages: &mut Stages,
     ) -> Result<DeviceScalars, GpuError> {
-        let key = match products {
-            Some(_) => "products_ms",
-            None => "h2d_abc_ms",
-        };
-        let [mut h, mut db, mut dc] = stages.time(gpu, key, || {
+        let [mut h, mut db, mut dc] = stages.time(gpu, vectors_key(products), || {
             Ok([
                 h_vector(gpu, p, products, 0)?,
                 h_vector(gpu, p, products, 1)?,
@@ -238,19 +237,31 @@ impl GpuBackend {
         products: Option<&(Arc<DeviceSparse>, DeviceScalars)>,
         stages: &mut Stages,
     ) -> Result<DeviceScalars, GpuError> {
-        stages.time(gpu, "h_two_vectors_ms", || {
-            let mut h = h_vector(gpu, p, products, 0)?;
+        // Each vector's making is timed too, under the key `h_coefficients` uses.
+        let mut made = Vec::with_capacity(3);
+        let mut vector = |m| {
+            let (values, timing) = gpu.timed(|| h_vector(gpu, p, products, m))?;
+            made.push(timing);
+            Ok::<_, GpuError>(values)
+        };
+        let h = stages.time(gpu, "h_two_vectors_ms", || {
+            let mut h = vector(0)?;
             to_coset(gpu, tables, &mut h)?;
-            let mut other = h_vector(gpu, p, products, 1)?;
+            let mut other = vector(1)?;
             to_coset(gpu, tables, &mut other)?;
             mul_assign(gpu, &mut h, &other)?;
             drop(other);
-            let mut c = h_vector(gpu, p, products, 2)?;
+            let mut c = vector(2)?;
             to_coset(gpu, tables, &mut c)?;
             minus_scaled(gpu, &mut h, &c, p.z_inv)?;
             drop(c);
             from_coset(gpu, tables, h)
-        })
+        })?;
+        let key = vectors_key(products);
+        stages
+            .pending
+            .extend(made.into_iter().map(|timing| (key, timing)));
+        Ok(h)
     }
 
     /// The device work of a proof short of memory: H first, from two vectors at a time, and its
@@ -280,8 +291,11 @@ impl GpuBackend {
             Some(sparse) => Some((Arc::clone(sparse), upload_witness(stages)?)),
             None => None,
         };
-        let h = Self::h_from_two_vectors(gpu, tables, p, products.as_ref(), stages)?;
-        let h = gpu.time(|| srs.h.msm(gpu, &h, &params.h));
+        // H's coefficients freed once summed: the steps after it have their room.
+        let h = {
+            let coefficients = Self::h_from_two_vectors(gpu, tables, p, products.as_ref(), stages)?;
+            gpu.time(|| srs.h.msm(gpu, &coefficients, &params.h))
+        };
         let mut witness = match products {
             Some((_, witness)) => witness,
             None => upload_witness(stages)?,
@@ -340,6 +354,14 @@ pub(super) fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
     handle
         .join()
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// The stage a, b and c are timed under: made on the device, or uploaded.
+fn vectors_key(products: Option<&(Arc<DeviceSparse>, DeviceScalars)>) -> &'static str {
+    match products {
+        Some(_) => "products_ms",
+        None => "h2d_abc_ms",
+    }
 }
 
 /// Vector `m` of a, b, c (n values): from the staging buffer, or the product of matrix `m` with
