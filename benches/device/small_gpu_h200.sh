@@ -4,7 +4,7 @@
 # read from the `.params` file that `porep32_h200.sh PACK setup` wrote to /tmp/p32.
 # Usage: benches/device/small_gpu_h200.sh PACK "N..." [BENCH FLAGS ...]
 #   N: free GiB to leave (e.g. "16 24 max"; max = no holder). Default flags: -j 3 -c 1.
-# Per N: summary JSON, bench output and memory samples under $OUT; a table last (device region
+# Per N: summary JSON, bench output and TIMELINE under $OUT; a table last (device region
 # median and p90, s/sector, GPU busy, most device memory cuzk held, peak RSS, the plan).
 set -uo pipefail
 PACK=${1:?usage: small_gpu_h200.sh PACK "N..." [FLAGS]}
@@ -29,11 +29,14 @@ for n in $SIZES; do
     cat "$OUT/holder-$n.txt"
   fi
   /usr/bin/time -v ${BENCH_TIMEOUT:+timeout "$BENCH_TIMEOUT"} "$BIN/cuzk" bench --c1 "$SECTOR/c1.json" \
-    --params-dir /tmp/p32 --backend gpu --json-out "$OUT/bench-$n.json" "${FLAGS[@]}" \
-    > "$OUT/bench-$n.txt" 2>&1
+    --params-dir /tmp/p32 --backend gpu --json-out "$OUT/bench-$n.json" \
+    --timeline "$OUT/timeline-$n.log" "${FLAGS[@]}" > "$OUT/bench-$n.txt" 2>&1
   rc=$?
   [ -n "$holder" ] && kill "$holder" && wait "$holder" 2>/dev/null
   tail -14 "$OUT/bench-$n.txt"
+  # A failed run's reason, and what its device faults were.
+  grep -E "^cuzk:" "$OUT/bench-$n.txt"
+  grep -m3 DEVICE_FAULT "$OUT/timeline-$n.log"
   rss=$(awk '/Maximum resident/ {printf "%.1f", $NF / 1048576}' "$OUT/bench-$n.txt")
   row=$(python3 - "$OUT/bench-$n.json" <<'PY'
 import json, sys

@@ -4,10 +4,8 @@
 
 use crate::{common, filecoin};
 
-use cuzk_daemon::config::Config;
 use cuzk_daemon::proto::await_proof_response::Status;
 use cuzk_daemon::proto::{self, SubmitProofRequest};
-use cuzk_daemon::server::circuits;
 use cuzk_filecoin::{post_vanilla_proofs, seal_random_sector, PostProof, SealProof, SectorSize};
 use cuzk_pipeline::engine::HostPlan;
 use tonic::Code;
@@ -15,26 +13,13 @@ use tonic::Code;
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_request_too_big_for_host_memory_fails_naming_it_and_the_daemon_serves_on() {
     let dir = tempfile::tempdir().unwrap();
-    let params = filecoin::params_dir();
     let mut rng = cuzk_testkit::rng("memory requests");
     let winning = PostProof::from_number(0).unwrap();
     let (files, _) = filecoin::parameters(winning, &mut rng);
     // Half of what proving with the set takes at least: never enough.
     let plan = HostPlan::for_set(&files.header().unwrap(), None, false);
     let budget = plan.needed() / 2;
-    let socket = dir.path().join("cuzk.sock");
-    let config = Config::from_toml(
-        &format!(
-            "[daemon]\nlisten = \"unix://{}\"\n[gpus]\nbackend = \"cpu\"\n[memory]\n\
-             total_budget = \"{budget}\"\n[srs]\nparam_cache = \"{}\"\n",
-            socket.display(),
-            params.display()
-        ),
-        "test.toml",
-    )
-    .unwrap();
-    // First: it settles filecoin-proofs' parameter directory.
-    let circuits = circuits(&config).unwrap();
+    let (config, circuits) = common::filecoin_daemon(dir.path(), &budget.to_string());
     let sector_dir = dir.path().join("sector");
     let sector = seal_random_sector(
         SealProof::current(SectorSize::S2KiB),

@@ -2,14 +2,12 @@
 //! daemon serving Filecoin's circuits over a real socket: each refused with `INVALID_ARGUMENT`
 //! naming its field, the daemon serving on afterwards.
 
-use crate::{common, filecoin};
+use crate::common;
 
 use base64::Engine as _;
 use cuzk_daemon::client::porep_request;
-use cuzk_daemon::config::Config;
 use cuzk_daemon::proto::await_proof_response::Status;
 use cuzk_daemon::proto::{self, SubmitProofRequest};
-use cuzk_daemon::server::circuits;
 use cuzk_filecoin::{sample_sector, seal_random_sector, SealProof, SectorSize};
 use serde_json::{json, Value};
 use tonic::Code;
@@ -27,19 +25,7 @@ fn wrapper(sector: u64, phase1: &[u8], size: u64) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn malformed_porep_requests_name_their_field() {
     let dir = tempfile::tempdir().unwrap();
-    let params = filecoin::params_dir();
-    let socket = dir.path().join("cuzk.sock");
-    let config = Config::from_toml(
-        &format!(
-            "[daemon]\nlisten = \"unix://{}\"\n[gpus]\nbackend = \"cpu\"\n[memory]\ntotal_budget = \"4GiB\"\n[srs]\nparam_cache = \"{}\"\n",
-            socket.display(),
-            params.display()
-        ),
-        "test.toml",
-    )
-    .unwrap();
-    // First: it settles filecoin-proofs' parameter directory.
-    let circuits = circuits(&config).unwrap();
+    let (config, circuits) = common::filecoin_daemon(dir.path(), "4GiB");
     let proof = SealProof::current(SectorSize::S2KiB);
     let mut rng = cuzk_testkit::rng("malformed porep requests");
     let sector =

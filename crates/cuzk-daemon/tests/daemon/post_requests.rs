@@ -5,10 +5,8 @@
 
 use crate::{common, filecoin};
 
-use cuzk_daemon::config::Config;
 use cuzk_daemon::proto::await_proof_response::Status;
 use cuzk_daemon::proto::{self, SubmitProofRequest};
-use cuzk_daemon::server::circuits;
 use cuzk_filecoin::{
     post_vanilla_proofs, seal_random_sector, verify_post, PostKind, PostProof, SealProof,
     SectorSize,
@@ -19,19 +17,7 @@ use tonic::Code;
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn post_requests_are_proven_and_malformed_ones_named() {
     let dir = tempfile::tempdir().unwrap();
-    let params = filecoin::params_dir();
-    let socket = dir.path().join("cuzk.sock");
-    let config = Config::from_toml(
-        &format!(
-            "[daemon]\nlisten = \"unix://{}\"\n[gpus]\nbackend = \"cpu\"\n[memory]\ntotal_budget = \"4GiB\"\n[srs]\nparam_cache = \"{}\"\n",
-            socket.display(),
-            params.display()
-        ),
-        "test.toml",
-    )
-    .unwrap();
-    // First: it settles filecoin-proofs' parameter directory.
-    let circuits = circuits(&config).unwrap();
+    let (config, circuits) = common::filecoin_daemon(dir.path(), "4GiB");
     let mut rng = cuzk_testkit::rng("post requests");
     let sector_dir = dir.path().join("sector");
     let sector = seal_random_sector(
@@ -96,7 +82,7 @@ async fn post_requests_are_proven_and_malformed_ones_named() {
             sector.identity.prover_id,
             &sectors,
             &done.proof,
-            params,
+            filecoin::params_dir(),
         )
         .unwrap();
         assert!(valid, "{proof}: filecoin's verifier");

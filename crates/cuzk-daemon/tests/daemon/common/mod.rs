@@ -1,15 +1,35 @@
 //! A daemon served on a real socket for one test, and its orderly stop.
 
+use std::path::Path;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use cuzk_daemon::circuits::Circuits;
 use cuzk_daemon::client::{connect, Client};
 use cuzk_daemon::config::Config;
-use cuzk_daemon::server::ServeError;
+use cuzk_daemon::server::{circuits, ServeError};
 use cuzk_daemon::{serve, Serving};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+
+/// The config of a daemon serving Filecoin's circuits on the CPU from the tests' one parameter
+/// directory, on a unix socket in `dir`, with `total_budget` of host memory; and its circuits,
+/// made here because making them settles filecoin-proofs' parameter directory.
+pub fn filecoin_daemon(dir: &Path, total_budget: &str) -> (Config, Arc<dyn Circuits>) {
+    let config = Config::from_toml(
+        &format!(
+            "[daemon]\nlisten = \"unix://{}\"\n[gpus]\nbackend = \"cpu\"\n[memory]\n\
+             total_budget = \"{total_budget}\"\n[srs]\nparam_cache = \"{}\"\n",
+            dir.join("cuzk.sock").display(),
+            crate::filecoin::params_dir().display()
+        ),
+        "test.toml",
+    )
+    .unwrap();
+    let circuits = circuits(&config).unwrap();
+    (config, circuits)
+}
 
 /// A running daemon: [`Served::stop`] shuts it down and checks that it ended cleanly.
 pub struct Served {
