@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# Runs GPU test binaries on the device: every file of the pack but `cuzk*` binaries, one test at a time
-# (they share one GPU), then a table of each binary's result.
+# Runs GPU test binaries on the device: every executable of the pack but `cuzk` and scripts, one
+# test at a time (they share one GPU), then a table of each binary's result.
 # Usage: benches/device/gpu_tests.sh PACK [CUZK_GPU_TEST_MAX_LOG]
-#   PACK: a .tar.xz of test binaries built here in release (`cargo test --release --no-run -p …
-#   --test …`, copied under short names and stripped).
+#   PACK: `cargo xtask gpu-bundle --pack .pack/all.tar.xz` here (carry .pack).
 set -uo pipefail
 PACK=${1:?usage: gpu_tests.sh PACK [MAX_LOG]}
 export CUZK_GPU_TEST_MAX_LOG=${2:-20}
@@ -16,7 +15,7 @@ nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader
 results=()
 for test in "$BIN"/*; do
   name=$(basename "$test")
-  case $name in cuzk*) continue ;; esac
+  case $name in cuzk | *.sh | COMMIT) continue ;; esac
   start=$SECONDS
   "$test" --test-threads 1 > "$OUT/$name.txt" 2>&1
   rc=$?

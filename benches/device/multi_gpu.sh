@@ -2,7 +2,7 @@
 # Issue 25: the engine on every GPU of the host against one GPU, and a device that dies in the
 # middle of a bench. On a one-GPU host it runs two backends on that GPU (`--devices 0,0`): the
 # placement and failure paths hold, but throughput cannot scale there.
-#   1. test binaries of the pack (`t-*`), one test at a time;
+#   1. the pack's GPU test binaries, one test at a time (gpu_tests.sh);
 #   2. 2 KiB PoRep, JOBS_2K jobs, 16 at once: one device, then all;
 #   3. the same on all devices with the last dying at its FAULT_AT-th proof (no job may be lost);
 #   4. a synthetic circuit of SYN constraints (default 2^24), JOBS_SYN jobs of 2 partitions, as
@@ -10,12 +10,7 @@
 #   then a table, and `cuzk analyze` of the faulty run.
 # Usage: [STEPS="tests 2k syn"] [SYN=N] [FAULT_AT=N] [BENCH_TIMEOUT=S] \
 #          benches/device/multi_gpu.sh PACK [JOBS_2K] [JOBS_SYN]
-#   PACK: a .tar.xz holding `cuzk` and the GPU test binaries named `t-*`, built here and
-#   stripped, e.g. after `cargo xtask kernels`:
-#     cargo build --release -p cuzk-cli
-#     cargo test --release --no-run --message-format=json -p cuzk-gpu -p cuzk-groth16 \
-#       -p cuzk-pipeline --test gpu_devices --test gpu_backend --test gpu_sparse --test gpu_setup \
-#       --test msm --test ntt --test sparse --test fixed_base --test arith   # executables: t-<name>
+#   PACK: `cargo xtask gpu-bundle --pack .pack/all.tar.xz` here (`cuzk` and the GPU tests).
 set -uo pipefail
 PACK=${1:?usage: multi_gpu.sh PACK [JOBS_2K] [JOBS_SYN]}
 JOBS_2K=${2:-160}
@@ -26,6 +21,7 @@ STEPS=${STEPS:-tests 2k syn}
 step() { [[ " $STEPS " == *" $1 "* ]]; }
 # Everything is written to WORK and packed into one file under OUT at the end (the device tool
 # brings back a few files only).
+HERE=$(cd "$(dirname "$0")" && pwd)
 FINAL=${OUT:-/tmp/multi-gpu-out}
 OUT=/tmp/multi-gpu-work
 BIN=/tmp/multi-gpu-bin
@@ -41,13 +37,7 @@ all=$(seq -s, 0 $((gpus - 1)))
 last=$(( $(tr ',' '\n' <<< "$all" | wc -l) - 1 ))
 echo "GPUs: $gpus; all devices: --devices $all; CPU cores: $(nproc)"
 
-step tests && for test in "$BIN"/t-*; do
-  [ -e "$test" ] || continue
-  name=$(basename "$test")
-  "$test" --test-threads 1 > "$OUT/$name.txt" 2>&1
-  echo "$name: exit $? | $(grep -E '^test result' "$OUT/$name.txt" | tail -1) | skipped $(grep -c SKIPPED "$OUT/$name.txt")"
-  grep -E "panicked|FAILED" "$OUT/$name.txt" | head -10
-done
+step tests && OUT="$OUT/tests" "$HERE/gpu_tests.sh" "$PACK"
 
 step 2k && { [ -f "$SECTOR/c1.json" ] || "$BIN/cuzk" sample-sector --size 2KiB --out "$SECTOR" --miner-id 1000 > /dev/null
 ls "$PARAMS"/*.params > /dev/null 2>&1 || "$BIN/cuzk" setup --porep 2KiB --backend gpu --out "$PARAMS" > /dev/null; }

@@ -15,7 +15,7 @@
 use std::env;
 use std::error::Error;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(cuzk_kernels)");
@@ -43,7 +43,11 @@ fn fatbin() -> Result<Option<PathBuf>, Box<dyn Error>> {
         return Ok(Some(path));
     }
 
-    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // Read when the script runs, not baked in when it is compiled: a target directory moved with
+    // its compiled build script would otherwise look for kernels where the crate used to be.
+    let manifest_dir = PathBuf::from(
+        env::var_os("CARGO_MANIFEST_DIR").ok_or("CARGO_MANIFEST_DIR is not set")?,
+    );
     let root = manifest_dir
         .ancestors()
         .nth(2)

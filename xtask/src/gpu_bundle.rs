@@ -1,6 +1,8 @@
-//! `cargo xtask gpu-bundle [--out DIR]`: the GPU test binaries and the `cuzk` binary, built here in
-//! release mode with the kernels embedded, gathered in one folder with a script that runs the
-//! tests — for a GPU machine that has the driver but no Rust toolchain (build here, copy, run).
+//! `cargo xtask gpu-bundle [--out DIR] [--pack FILE]`: the GPU test binaries and the `cuzk`
+//! binary, built here in release mode with the kernels embedded, gathered in one folder with a
+//! script that runs the tests — for a GPU machine that has the driver but no Rust toolchain
+//! (build here, copy, run). `--pack FILE` also writes the folder as one `.tar.xz`, what the device
+//! scripts under `benches/device/` carry.
 
 use std::fs;
 use std::io::BufRead;
@@ -10,13 +12,21 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
+const USAGE: &str = "usage: cargo xtask gpu-bundle [--out DIR] [--pack FILE]";
+
 /// The test targets that need a GPU (they skip with a printed reason without one), by package.
-const GPU_TESTS: [(&str, &str); 5] = [
+const GPU_TESTS: [(&str, &str); 11] = [
     ("cuzk-gpu", "arith"),
+    ("cuzk-gpu", "fixed_base"),
     ("cuzk-gpu", "msm"),
     ("cuzk-gpu", "ntt"),
     ("cuzk-gpu", "scalars"),
+    ("cuzk-gpu", "sparse"),
+    ("cuzk-gpu", "waiting"),
     ("cuzk-groth16", "gpu_backend"),
+    ("cuzk-groth16", "gpu_setup"),
+    ("cuzk-groth16", "gpu_sparse"),
+    ("cuzk-pipeline", "gpu_devices"),
 ];
 
 /// The script written beside the binaries: every test binary once, its summary line (and how many
@@ -42,34 +52,31 @@ exit $status
 "#;
 
 pub fn run(args: &[String]) -> Result<()> {
-    let out = match args {
-        [] => PathBuf::from("target/gpu-bundle"),
-        [flag, dir] if flag == "--out" => PathBuf::from(dir),
-        _ => bail!("usage: cargo xtask gpu-bundle [--out DIR]"),
-    };
+    let mut out = PathBuf::from("target/gpu-bundle");
+    let mut pack = None;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().map(PathBuf::from).context(USAGE);
+        match arg.as_str() {
+            "--out" => out = value()?,
+            "--pack" => pack = Some(value()?),
+            other => bail!("unknown argument {other:?}\n{USAGE}"),
+        }
+    }
     fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let built = workspace_executables()?;
+    let find = |package: &str, target: &str, test: bool| {
+        built
+            .iter()
+            .find(|e| e.package == package && e.target == target && e.test == test)
+            .with_context(|| format!("the workspace's test build made no {package} {target}"))
+    };
     let mut names = Vec::new();
     for (package, test) in GPU_TESTS {
-        let built = executable(
-            &[
-                "test",
-                "--release",
-                "-p",
-                package,
-                "--test",
-                test,
-                "--no-run",
-            ],
-            test,
-        )?;
-        place(&built, &out.join(test))?;
+        place(&find(package, test, true)?.path, &out.join(test))?;
         names.push(test);
     }
-    let cuzk = executable(
-        &["build", "--release", "-p", "cuzk-cli", "--bin", "cuzk"],
-        "cuzk",
-    )?;
-    place(&cuzk, &out.join("cuzk"))?;
+    place(&find("cuzk-cli", "cuzk", false)?.path, &out.join("cuzk"))?;
     let script = out.join("run-gpu-tests.sh");
     let partial = out.join(".run-gpu-tests.sh.partial");
     fs::write(&partial, RUN_SCRIPT.replace("TESTS", &names.join(" ")))
@@ -81,34 +88,95 @@ pub fn run(args: &[String]) -> Result<()> {
          (./cuzk bench-kernels, bench-prover, … for timings)",
         out.display()
     );
+    if let Some(pack) = pack {
+        write_pack(&out, &pack)?;
+        println!("packed as {}", pack.display());
+    }
     Ok(())
 }
 
-/// Runs cargo with `args` and returns the executable it built for the target named `target`.
-fn executable(args: &[&str], target: &str) -> Result<PathBuf> {
+/// An executable the build made.
+struct Executable {
+    package: String,
+    target: String,
+    /// A test target's (else a binary's).
+    test: bool,
+    path: PathBuf,
+}
+
+/// Builds every test of the workspace in release mode, as `.ci/run` does (one build: naming
+/// packages one by one resolves other features and rebuilds the dependencies for each), and
+/// returns the executables it made, `cuzk` among them (cuzk-cli's tests need it).
+fn workspace_executables() -> Result<Vec<Executable>> {
     let cargo = crate::cargo_program();
+    let args = [
+        "test",
+        "--workspace",
+        "--release",
+        "--no-run",
+        "--message-format=json-render-diagnostics",
+    ];
     let mut child = Command::new(&cargo)
         .args(args)
-        .arg("--message-format=json-render-diagnostics")
         .stdout(Stdio::piped())
         .spawn()
         .with_context(|| format!("running {cargo} {}", args.join(" ")))?;
-    let mut found = None;
+    let mut found = Vec::new();
     if let Some(stdout) = child.stdout.take() {
         for line in std::io::BufReader::new(stdout).lines() {
             let message: serde_json::Value = serde_json::from_str(&line?)?;
-            if message["reason"] == "compiler-artifact" && message["target"]["name"] == target {
-                if let Some(path) = message["executable"].as_str() {
-                    found = Some(PathBuf::from(path));
-                }
-            }
+            let (Some(path), Some(target), Some(id)) = (
+                message["executable"].as_str(),
+                message["target"]["name"].as_str(),
+                message["package_id"].as_str(),
+            ) else {
+                continue;
+            };
+            found.push(Executable {
+                package: package_name(id).to_owned(),
+                target: target.to_owned(),
+                test: message["profile"]["test"].as_bool() == Some(true),
+                path: PathBuf::from(path),
+            });
         }
     }
     let status = child.wait()?;
     if !status.success() {
         bail!("{cargo} {} failed: {status}", args.join(" "));
     }
-    found.with_context(|| format!("{cargo} {} built no executable {target}", args.join(" ")))
+    Ok(found)
+}
+
+/// The package name in a cargo package id: `path+file:///…/crates/cuzk-gpu#0.1.0` (a workspace
+/// member named as its folder) or `path+file:///…#cuzk-gpu@0.1.0`.
+fn package_name(id: &str) -> &str {
+    let (path, fragment) = id.rsplit_once('#').unwrap_or((id, ""));
+    match fragment.split_once('@') {
+        Some((name, _)) => name,
+        None => path.rsplit('/').next().unwrap_or(path),
+    }
+}
+
+/// `dir`'s files as one `.tar.xz` at `pack`, written beside it first and renamed.
+fn write_pack(dir: &Path, pack: &Path) -> Result<()> {
+    if let Some(parent) = pack.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    }
+    let mut partial = pack.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = PathBuf::from(partial);
+    let status = Command::new("tar")
+        .arg("-C")
+        .arg(dir)
+        .args(["-I", "xz -6 -T0", "-cf"])
+        .arg(&partial)
+        .arg(".")
+        .status()
+        .context("running tar")?;
+    if !status.success() {
+        bail!("tar failed writing {}: {status}", partial.display());
+    }
+    fs::rename(&partial, pack).with_context(|| format!("writing {}", pack.display()))
 }
 
 /// Copies `from` to `to` without its symbols when `strip` is there (release builds keep debug

@@ -2,10 +2,12 @@
 //!
 //! - `bench [NAME]`: runs the criterion benchmarks (all, or one of `prover`, `setup`, `math`) in release mode
 //!   and prints where the reports are.
-//! - `gpu-bundle [--out DIR]`: the GPU test binaries and `cuzk`, built in release mode with the
-//!   kernels embedded, in one folder with `run-gpu-tests.sh`, for a GPU machine without Rust.
-//! - `kernels [--archs 80,90] [--verbose]`: compiles `cuda/` into `target/cuda/cuzk.fatbin`, first
-//!   installing nvcc from PyPI into `target/cuda-toolchain` when none is found.
+//! - `gpu-bundle [--out DIR] [--pack FILE]`: the GPU test binaries and `cuzk`, built in release
+//!   mode with the kernels embedded, in one folder with `run-gpu-tests.sh`, for a GPU machine
+//!   without Rust (and as one `.tar.xz` for the device scripts).
+//! - `kernels [--archs 80,90] [--verbose] [--force]`: compiles `cuda/` into
+//!   `target/cuda/cuzk.fatbin` unless it is up to date, first installing nvcc from PyPI into
+//!   `target/cuda-toolchain` when none is found.
 //! - `sweep [--partition-workers L] [--gpu-workers L] [--concurrency L] [--out DIR] [-- BENCH ARGS]`:
 //!   `cuzk bench` over the grid of those lists, into `target/sweep/sweep.csv` and `sweep.svg`.
 //!
@@ -20,7 +22,7 @@ mod sweep;
 use anyhow::{bail, Result};
 
 const USAGE: &str =
-    "usage: cargo xtask bench [prover|setup|math]\n       cargo xtask gpu-bundle [--out DIR]\n       cargo xtask kernels [--archs 80,90] [--verbose]\n       cargo xtask sweep [--partition-workers 1,2] [--gpu-workers 1,2] [--concurrency 1,2] [--out DIR] [-- BENCH ARGS]";
+    "usage: cargo xtask bench [prover|setup|math]\n       cargo xtask gpu-bundle [--out DIR] [--pack FILE]\n       cargo xtask kernels [--archs 80,90] [--verbose] [--force]\n       cargo xtask sweep [--partition-workers 1,2] [--gpu-workers 1,2] [--concurrency 1,2] [--out DIR] [-- BENCH ARGS]";
 
 /// The cargo that runs this task (`$CARGO`), for the tasks that run cargo themselves.
 fn cargo_program() -> String {

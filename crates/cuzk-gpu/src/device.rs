@@ -283,18 +283,7 @@ impl Gpu {
         &self,
         f: impl FnOnce() -> Result<T, GpuError>,
     ) -> Result<(T, Timing), GpuError> {
-        // The wait sleeps: an event made without the blocking flag spins whatever the context says.
-        let timed = Some(CUevent_flags::CU_EVENT_BLOCKING_SYNC);
-        let start = self
-            .stream
-            .record_event(timed)
-            .call("cuEventRecord (start)")?;
-        let out = f()?;
-        let end = self
-            .stream
-            .record_event(timed)
-            .call("cuEventRecord (end)")?;
-        Ok((out, Timing { start, end }))
+        Timing::around(&self.stream, f)
     }
 
     /// Refuses an allocation of `needed` bytes that cannot fit, with a clear error instead of an
@@ -316,6 +305,24 @@ pub struct Timing {
 }
 
 impl Timing {
+    /// Runs `f`, which enqueues work on `stream`, between the two events.
+    pub(crate) fn around<T>(
+        stream: &CudaStream,
+        f: impl FnOnce() -> Result<T, GpuError>,
+    ) -> Result<(T, Timing), GpuError> {
+        // The wait sleeps: an event made without the blocking flag spins whatever the context says.
+        let timed = Some(CUevent_flags::CU_EVENT_BLOCKING_SYNC);
+        let start = stream.record_event(timed).call("cuEventRecord (start)")?;
+        let out = f()?;
+        let end = stream.record_event(timed).call("cuEventRecord (end)")?;
+        Ok((out, Timing { start, end }))
+    }
+
+    /// The event recorded after the work, for another stream to wait on.
+    pub(crate) fn end(&self) -> &CudaEvent {
+        &self.end
+    }
+
     /// Milliseconds between the events, once the device has passed the second (waits for it).
     pub fn ms(&self) -> Result<f32, GpuError> {
         self.start.elapsed_ms(&self.end).call("cuEventElapsedTime")

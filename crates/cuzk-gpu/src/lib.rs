@@ -34,7 +34,7 @@ pub use error::GpuError;
 pub use memory::{MemoryBudget, CONTEXT_ALLOWANCE};
 pub use pinned::{pinned_bytes, HostLocked, Pinned};
 pub use probe::{probe, DeviceInfo, GpuUnavailable};
-pub use scalars::{DeviceIndex, DeviceScalars};
+pub use scalars::{Arrival, DeviceIndex, DeviceScalars};
 
 /// Free device memory that plans leave unused: for the driver, for other processes' small
 /// allocations and for estimates that run short.

@@ -6,7 +6,7 @@ use ff::Field;
 
 use crate::error::DriverContext;
 use crate::layout::{as_words, scalars_as_words_mut, SCALAR_WORDS};
-use crate::{Gpu, GpuError, Pinned};
+use crate::{Gpu, GpuError, Pinned, Timing};
 
 /// Scalars in device memory, in the host's Montgomery layout.
 #[derive(Debug)]
@@ -98,6 +98,46 @@ impl DeviceScalars {
             )
             .call("cuMemcpyHtoDAsync (scalars)")?;
         Ok(DeviceScalars { words, len })
+    }
+
+    /// As [`Self::upload_pinned_range`], the copy queued on the device's copy stream: it overlaps
+    /// the kernels on the main stream until the main stream waits for its [`Arrival`].
+    pub fn upload_pinned_range_ahead(
+        gpu: &Gpu,
+        values: &Pinned<Scalar>,
+        start: usize,
+        end: usize,
+    ) -> Result<(Self, Arrival), GpuError> {
+        check_range("pinned scalar upload", start, end, values.len())?;
+        let mut uploaded = DeviceScalars {
+            words: alloc(gpu, "scalars", end - start)?,
+            len: end - start,
+        };
+        let arrival = uploaded.refill_pinned_ahead(gpu, values, start)?;
+        Ok((uploaded, arrival))
+    }
+
+    /// Overwrites the values with as many of page-locked memory from `start`, on the copy stream
+    /// once the work queued on the main stream so far (which may still read them) is done.
+    pub fn refill_pinned_ahead(
+        &mut self,
+        gpu: &Gpu,
+        values: &Pinned<Scalar>,
+        start: usize,
+    ) -> Result<Arrival, GpuError> {
+        let end = start + self.len;
+        check_range("pinned scalar refill", start, end, values.len())?;
+        let copy = gpu.copy_stream();
+        copy.join(gpu.stream())
+            .call("cuStreamWaitEvent (before a refill)")?;
+        let ((), copied) = Timing::around(copy, || {
+            copy.memcpy_htod(
+                values.words_of(start, end)?,
+                &mut self.words.slice_mut(..self.len * SCALAR_WORDS),
+            )
+            .call("cuMemcpyHtoDAsync (scalars ahead)")
+        })?;
+        Ok(Arrival(copied))
     }
 
     /// Values [start, end) as a new device vector (a copy within the device).
@@ -231,6 +271,23 @@ impl DeviceScalars {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+}
+
+/// A copy queued on the copy stream ([`DeviceScalars::upload_pinned_range_ahead`]): the main
+/// stream's work that reads its data must be queued after [`Arrival::wait`].
+#[must_use = "the copied values may be read only after waiting for their arrival"]
+#[derive(Debug)]
+pub struct Arrival(Timing);
+
+impl Arrival {
+    /// Orders the work queued on `gpu`'s main stream from now on after the copy (the host does
+    /// not wait); returns the copy's own device time.
+    pub fn wait(self, gpu: &Gpu) -> Result<Timing, GpuError> {
+        gpu.stream()
+            .wait(self.0.end())
+            .call("cuStreamWaitEvent (scalars copied)")?;
+        Ok(self.0)
     }
 }
 

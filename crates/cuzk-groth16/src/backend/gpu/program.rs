@@ -229,7 +229,9 @@ impl GpuBackend {
     }
 
     /// As [`Self::h_coefficients`] with two vectors of the domain on the device at a time:
-    /// a∘b, then c in b's place.
+    /// a∘b, then c in b's place — or in a third vector when one fits beside them. From the host,
+    /// each vector's copy is queued on the copy stream before the transforms ahead of it, which
+    /// it overlaps (one after another they left the device idle for each vector's copy).
     fn h_from_two_vectors(
         gpu: &Gpu,
         tables: &NttTables,
@@ -237,6 +239,59 @@ impl GpuBackend {
         products: Option<&(Arc<DeviceSparse>, DeviceScalars)>,
         stages: &mut Stages,
     ) -> Result<DeviceScalars, GpuError> {
+        if let Some(products) = products {
+            return Self::h_from_two_products(gpu, tables, p, products, stages);
+        }
+        let n = 1usize << p.log_n;
+        let mut copies = Vec::with_capacity(3);
+        let h = stages.time(gpu, "h_two_vectors_ms", || {
+            let upload = |m: usize| {
+                DeviceScalars::upload_pinned_range_ahead(gpu, &p.staging, m * n, (m + 1) * n)
+            };
+            let (mut h, a_copied) = upload(0)?;
+            let (mut b, b_copied) = upload(1)?;
+            copies.push(a_copied.wait(gpu)?);
+            to_coset(gpu, tables, &mut h)?;
+            let room = gpu.memory()?.0;
+            let c_ahead = match n * std::mem::size_of::<Scalar>() + cuzk_gpu::MEMORY_MARGIN <= room
+            {
+                true => Some(upload(2)?),
+                false => None,
+            };
+            copies.push(b_copied.wait(gpu)?);
+            to_coset(gpu, tables, &mut b)?;
+            mul_assign(gpu, &mut h, &b)?;
+            let (mut c, c_copied) = match c_ahead {
+                Some(ahead) => {
+                    drop(b);
+                    ahead
+                }
+                None => {
+                    let copied = b.refill_pinned_ahead(gpu, &p.staging, 2 * n)?;
+                    (b, copied)
+                }
+            };
+            copies.push(c_copied.wait(gpu)?);
+            to_coset(gpu, tables, &mut c)?;
+            minus_scaled(gpu, &mut h, &c, p.z_inv)?;
+            drop(c);
+            from_coset(gpu, tables, h)
+        })?;
+        stages
+            .pending
+            .extend(copies.into_iter().map(|timing| ("h2d_abc_ms", timing)));
+        Ok(h)
+    }
+
+    /// [`Self::h_from_two_vectors`] from the matrices' products with the witness on the device.
+    fn h_from_two_products(
+        gpu: &Gpu,
+        tables: &NttTables,
+        p: &Prepared,
+        products: &(Arc<DeviceSparse>, DeviceScalars),
+        stages: &mut Stages,
+    ) -> Result<DeviceScalars, GpuError> {
+        let products = Some(products);
         // Each vector's making is timed too, under the key `h_coefficients` uses.
         let mut made = Vec::with_capacity(3);
         let mut vector = |m| {
@@ -292,13 +347,33 @@ impl GpuBackend {
             None => None,
         };
         // H's coefficients freed once summed: the steps after it have their room.
-        let h = {
+        let (h, witness_ahead) = {
             let coefficients = Self::h_from_two_vectors(gpu, tables, p, products.as_ref(), stages)?;
-            gpu.time(|| srs.h.msm(gpu, &coefficients, &params.h))
+            // From the host, the witness's copy queued now overlaps H's last transforms (the copy
+            // stream is idle then) when it fits beside H's MSM at its least.
+            let witness_bytes = std::mem::size_of::<Scalar>() * p.witness;
+            let room = gpu.memory()?.0;
+            let beside = witness_bytes + srs.h.working_memory(coefficients.len());
+            let ahead = match products.is_none() && beside + cuzk_gpu::MEMORY_MARGIN <= room {
+                true => Some(DeviceScalars::upload_pinned_range_ahead(
+                    gpu,
+                    &p.staging,
+                    offset,
+                    offset + p.witness,
+                )?),
+                false => None,
+            };
+            let h = gpu.time(|| srs.h.msm(gpu, &coefficients, &params.h));
+            (h, ahead)
         };
-        let mut witness = match products {
-            Some((_, witness)) => witness,
-            None => upload_witness(stages)?,
+        let mut witness = match (products, witness_ahead) {
+            (Some((_, witness)), _) => witness,
+            (None, Some((witness, copied))) => {
+                let timing = copied.wait(gpu)?;
+                stages.pending.push(("h2d_witness_ms", timing));
+                witness
+            }
+            (None, None) => upload_witness(stages)?,
         };
         let gathered = |stages: &mut Stages, index| {
             stages.time(gpu, "gather_ms", || witness.gather(gpu, index))
