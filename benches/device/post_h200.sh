@@ -8,7 +8,9 @@
 # again as a CRITICAL probe while that load keeps the GPU busy.
 # Usage: benches/device/post_h200.sh PACK [JOBS]
 #   PACK: a .tar.xz holding `cuzk`, built here and stripped. SIZE=8MiB for another sector size;
-#   KINDS="winning-post porep" for fewer kinds; BACKEND=cpu tries it without a GPU.
+#   KINDS="winning-post porep" for fewer kinds; BACKEND=cpu tries it without a GPU; HOLD=16 runs
+#   everything with 16 GiB of device memory free (hold.sh); SECTOR and PARAMS: directories to
+#   reuse (e.g. porep32_h200.sh's /tmp/sector-32GiB and /tmp/p32, whose PoRep set a PROBE needs).
 set -uo pipefail
 PACK=${1:?usage: post_h200.sh PACK [JOBS]}
 JOBS=${2:-30}
@@ -21,8 +23,8 @@ case $SIZE in 32GiB|64GiB) SAMPLE=1 ;; esac
 KINDS=${KINDS:-winning-post window-post snap porep}
 [ "$SAMPLE" = 1 ] && KINDS=${KINDS/snap/}
 PROBE=${PROBE:-}
-SECTOR=/tmp/post-sector-$SIZE
-PARAMS=/tmp/post-params-$SIZE
+SECTOR=${SECTOR:-/tmp/post-sector-$SIZE}
+PARAMS=${PARAMS:-/tmp/post-params-$SIZE}
 mkdir -p "$OUT" "$BIN" "$PARAMS"
 python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$PACK" "$BIN"
 chmod +x "$BIN/cuzk"
@@ -32,6 +34,10 @@ if [ ! -f "$SECTOR/c1.json" ]; then
   make=seal-test-sector; [ "$SAMPLE" = 1 ] && make=sample-sector
   /usr/bin/time -f "$make $SIZE: %e s, %M KiB" "$BIN/cuzk" $make --size "$SIZE" --out "$SECTOR" --miner-id 1000 > /dev/null
 fi
+# shellcheck source=hold.sh
+. "$(dirname "$0")/hold.sh"
+hold "${HOLD:-max}"
+trap release EXIT
 for kind in $KINDS; do
   /usr/bin/time -f "setup $kind $SIZE: %e s, %M KiB" "$BIN/cuzk" setup "--$kind" "$SIZE" --backend "$BACKEND" --out "$PARAMS" > /dev/null || echo "setup $kind: failed"
 done

@@ -12,7 +12,8 @@ SIZES=${2:?usage: small_gpu_h200.sh PACK "N..." [FLAGS]}
 shift 2
 FLAGS=("$@")
 [ ${#FLAGS[@]} -eq 0 ] && FLAGS=(-j 3 -c 1)
-HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=hold.sh
+. "$(dirname "$0")/hold.sh"
 OUT=${OUT:-/tmp/small-gpu-out}
 BIN=/tmp/porep32-bin
 SECTOR=/tmp/sector-${SIZE:-32GiB}
@@ -21,18 +22,12 @@ python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2
 chmod +x "$BIN/cuzk"
 rows=()
 for n in $SIZES; do
-  holder=""
-  if [ "$n" != max ]; then
-    rm -f /tmp/held.ready
-    python3 "$HERE/hold_gpu_memory.py" "$n" /tmp/held.ready > "$OUT/holder-$n.txt" 2>&1 & holder=$!
-    for _ in $(seq 120); do [ -f /tmp/held.ready ] && break; sleep 1; done
-    cat "$OUT/holder-$n.txt"
-  fi
+  hold "$n"
   /usr/bin/time -v ${BENCH_TIMEOUT:+timeout "$BENCH_TIMEOUT"} "$BIN/cuzk" bench --c1 "$SECTOR/c1.json" \
     --params-dir /tmp/p32 --backend gpu --json-out "$OUT/bench-$n.json" \
     --timeline "$OUT/timeline-$n.log" "${FLAGS[@]}" > "$OUT/bench-$n.txt" 2>&1
   rc=$?
-  [ -n "$holder" ] && kill "$holder" && wait "$holder" 2>/dev/null
+  release
   tail -14 "$OUT/bench-$n.txt"
   # A failed run's reason, and what its device faults were.
   grep -E "^cuzk:" "$OUT/bench-$n.txt"
