@@ -595,7 +595,8 @@ pub struct BenchArgs {
     /// Milliseconds between one probe's end and the next's submission.
     #[arg(long, value_name = "MS", default_value_t = 250, requires = "probe")]
     pub probe_interval_ms: u64,
-    /// Write the TIMELINE here (for `cuzk analyze`).
+    /// Write the TIMELINE here (for `cuzk analyze`), each record as it happens: a run stopped
+    /// before its end keeps what happened until then.
     #[arg(long)]
     pub timeline: Option<PathBuf>,
     /// Write the JSON summary here (the global `--json` prints it on stdout instead of text).

@@ -201,6 +201,14 @@ impl Gpu {
         self.synchronize()
     }
 
+    /// Once the device is idle, gives back what the memory pool keeps unused (see
+    /// [`Gpu::memory`]): after an allocation failed, the next attempt then maps what it needs
+    /// anew instead of looking for it among the pieces earlier work left.
+    pub fn release_unused(&self) -> Result<(), GpuError> {
+        self.ctx.synchronize().call("cuCtxSynchronize")?;
+        self.pool.trim()
+    }
+
     /// The stream the layer's operations run on unless given another.
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream

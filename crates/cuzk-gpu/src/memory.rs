@@ -116,6 +116,15 @@ impl DevicePool {
         self.attribute(CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)
     }
 
+    /// Gives the device back what the pool holds unused: its free blocks may lie in pieces none
+    /// of which holds a large buffer, while a pool at its budget cannot map a new one.
+    pub(crate) fn trim(&self) -> Result<(), GpuError> {
+        // SAFETY: the pool handle lives for the process; trimming releases only unused memory.
+        unsafe { sys::cuMemPoolTrimTo(self.pool.0, 0) }
+            .result()
+            .call("cuMemPoolTrimTo")
+    }
+
     fn attribute(&self, attribute: CUmemPool_attribute) -> Result<usize, GpuError> {
         let mut value = 0u64;
         // SAFETY: `value` is a live u64, the value type of the pool's memory attributes; the pool

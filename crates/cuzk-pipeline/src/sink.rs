@@ -3,7 +3,7 @@
 
 use std::fmt::Display;
 use std::io::{self, Write};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use crate::timeline::{Record, Timeline};
@@ -34,6 +34,16 @@ impl<W: Write + Send> WriterSink<W> {
     pub fn new(writer: W) -> Self {
         WriterSink {
             state: Mutex::new((writer, None)),
+        }
+    }
+
+    /// Flushes the writer; the first write error since the last call, if any.
+    pub fn flush(&self) -> io::Result<()> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let (writer, error) = &mut *state;
+        match error.take() {
+            Some(e) => Err(e),
+            None => writer.flush(),
         }
     }
 
@@ -90,6 +100,25 @@ impl TimelineSink for MemorySink {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(record.clone());
+    }
+}
+
+/// Every record to each of these sinks in turn: `cuzk bench` keeps them for its figures and
+/// writes them to its `--timeline` file as they happen, so that a run killed before its end still
+/// leaves its log.
+pub struct Tee(pub Vec<Arc<dyn TimelineSink>>);
+
+impl std::fmt::Debug for Tee {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tee({} sinks)", self.0.len())
+    }
+}
+
+impl TimelineSink for Tee {
+    fn emit(&self, record: &Record) {
+        for sink in &self.0 {
+            sink.emit(record);
+        }
     }
 }
 
@@ -186,15 +215,19 @@ impl std::fmt::Debug for Clock {
 mod tests {
     use super::*;
 
-    #[test]
-    fn writer_sink_writes_one_line_per_record() {
-        let sink = WriterSink::new(Vec::new());
-        let record = Record {
+    fn record() -> Record {
+        Record {
             ms: 1.5,
             event: Event::GpuEnd.as_str().to_owned(),
             job_id: "j".into(),
             detail: vec![kv("partition", 0), kv("gpu_ms", 0.25)],
-        };
+        }
+    }
+
+    #[test]
+    fn writer_sink_writes_one_line_per_record() {
+        let sink = WriterSink::new(Vec::new());
+        let record = record();
         sink.emit(&record);
         sink.emit(&record);
         let text = sink.finish().map(String::from_utf8);
@@ -204,6 +237,28 @@ mod tests {
                 "TIMELINE,1.5,GPU_END,j,partition=0,gpu_ms=0.25\n\
                  TIMELINE,1.5,GPU_END,j,partition=0,gpu_ms=0.25\n"
             )
+        );
+    }
+
+    /// A tee's sinks each get every record as it comes: the file of a run stopped early holds
+    /// what happened until then.
+    #[test]
+    fn a_tee_gives_every_record_to_each_sink_at_once() {
+        let memory = Arc::new(MemorySink::default());
+        let file = Arc::new(WriterSink::new(Vec::new()));
+        let tee = Tee(vec![memory.clone(), file.clone()]);
+        tee.emit(&record());
+        assert_eq!(memory.timeline().records, vec![record()]);
+        assert!(file.flush().is_ok());
+        drop(tee);
+        let file = Arc::try_unwrap(file).map(WriterSink::finish);
+        let text = match file {
+            Ok(Ok(bytes)) => String::from_utf8(bytes).ok(),
+            _ => None,
+        };
+        assert_eq!(
+            text.as_deref(),
+            Some("TIMELINE,1.5,GPU_END,j,partition=0,gpu_ms=0.25\n")
         );
     }
 }

@@ -9,6 +9,7 @@
 
 mod probe;
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -24,7 +25,7 @@ use cuzk_groth16::setup::{parameters_for_compiled, parameters_on_device, Multipl
 use cuzk_groth16::{Parameters, ProverBackend};
 use cuzk_pipeline::analysis::{max_synth_in_flight, per_device, summarize, GpuSummary};
 use cuzk_pipeline::engine::{HostMemory, HostPlan};
-use cuzk_pipeline::sink::MemorySink;
+use cuzk_pipeline::sink::{MemorySink, Tee, TimelineSink, WriterSink};
 use cuzk_pipeline::timeline::Timeline;
 use cuzk_pipeline::{DeviceActivity, Engine, EngineConfig, JobError, JobRequest, Partition};
 use cuzk_synth::CompiledR1cs;
@@ -590,9 +591,19 @@ pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
         .build()
         .context("starting the async runtime")?;
     let sink = Arc::new(MemorySink::default());
+    // The file gets each record as it happens: a run stopped before its end keeps its log.
+    let written = match &args.timeline {
+        Some(path) => Some(Arc::new(WriterSink::new(
+            File::create(path).with_context(|| format!("creating {}", path.display()))?,
+        ))),
+        None => None,
+    };
+    let mut sinks: Vec<Arc<dyn TimelineSink>> = vec![sink.clone()];
+    sinks.extend(written.iter().map(|w| w.clone() as Arc<dyn TimelineSink>));
+    let engine_sink = Arc::new(Tee(sinks));
     let (ran, elapsed) = progress.stage("proving", || {
         runtime.block_on(async {
-            let engine = Engine::start(plan.config.clone(), backends.clone(), sink.clone())?;
+            let engine = Engine::start(plan.config.clone(), backends.clone(), engine_sink)?;
             let finished = Arc::new(AtomicUsize::new(0));
             let load = run_jobs(&engine, &plan, &params, &finished);
             let samples = match &probe {
@@ -609,12 +620,12 @@ pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
             anyhow::Ok((engine.memory().peak(), samples, engine.devices()))
         })
     });
-    // Written whatever the jobs' fate: the log of a failed run says what happened.
-    let whole = sink.timeline();
-    if let Some(path) = &args.timeline {
-        let text: String = whole.records.iter().map(|r| format!("{r}\n")).collect();
-        super::write_output(path, text.as_bytes())?;
+    if let (Some(written), Some(path)) = (&written, &args.timeline) {
+        written
+            .flush()
+            .with_context(|| format!("writing {}", path.display()))?;
     }
+    let whole = sink.timeline();
     let (peak, samples, activity) = ran?;
     let timeline = probe::without_probes(whole);
     let ran = Ran {

@@ -176,7 +176,15 @@ impl GpuBackend {
             main: Arc::clone(&self.gpu),
             lanes: self.lanes()?,
         };
-        self.run(&streams, &placed, params, p, stages, true)
+        let sums = self.run(&streams, &placed, params, p, stages, true);
+        if sums.as_ref().is_err_and(GpuError::is_out_of_memory) {
+            // The proof's buffers are gone: what the pool keeps of them goes back, so that the
+            // retry does not look for its buffers among those pieces again. (2^22, 90% boolean,
+            // an 8 GiB budget, H200: the plan fitted, yet a pair-rounds buffer was refused on the
+            // first attempt and on the retry; pieces are the suspect, not yet confirmed.)
+            let _ = self.gpu.release_unused();
+        }
+        sums
     }
 
     /// What a proof reads besides its own data, placed now where it is not yet. The caller holds
