@@ -72,21 +72,8 @@ printf '%s\n' "${rows[@]}"
 echo; echo "kind | device region stages, medians in ms (the first partition's SRS placement left out)"
 for kind in $KINDS; do
   [ -f "$OUT/timeline-$kind.log" ] || continue
-  python3 - "$kind" "$OUT/timeline-$kind.log" <<'PY'
-import statistics, sys
-stats = {}
-for line in open(sys.argv[2]):
-    if "PARTITION_STATS" not in line or "srs_place_ms" in line:
-        continue
-    for kv in line.strip().split(",")[4:]:
-        k, _, v = kv.partition("=")
-        try:
-            stats.setdefault(k, []).append(float(v))
-        except ValueError:
-            pass
-keys = ["prep_ms", "h2d_witness_ms", "gather_ms", "products_ms", "ntt_ms", "msm_h_ms", "msm_ms", "gpu_ms", "finalize_ms"]
-print(sys.argv[1], "|", ", ".join(f"{k[:-3]} {statistics.median(stats[k]):.1f}" for k in keys if k in stats))
-PY
+  echo "$kind | $(python3 "$(dirname "$0")/stage_medians.py" "$OUT/timeline-$kind.log" prep_ms \
+    h2d_witness_ms gather_ms products_ms ntt_ms msm_h_ms msm_ms gpu_ms finalize_ms)"
 done
 
 if [ -n "$PROBE" ]; then
