@@ -45,9 +45,8 @@ fn fatbin() -> Result<Option<PathBuf>, Box<dyn Error>> {
 
     // Read when the script runs, not baked in when it is compiled: a target directory moved with
     // its compiled build script would otherwise look for kernels where the crate used to be.
-    let manifest_dir = PathBuf::from(
-        env::var_os("CARGO_MANIFEST_DIR").ok_or("CARGO_MANIFEST_DIR is not set")?,
-    );
+    let manifest_dir =
+        PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").ok_or("CARGO_MANIFEST_DIR is not set")?);
     let root = manifest_dir
         .ancestors()
         .nth(2)

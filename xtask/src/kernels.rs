@@ -50,7 +50,10 @@ pub fn run(args: &[String]) -> Result<()> {
     let out = target.join("cuda/cuzk.fatbin");
     let cuda = root.join("cuda");
     if !force && cuzk_nvcc::is_fresh(&toolchain, &cuda, &out, &archs)? {
-        println!("{} is up to date (--force compiles it again)", out.display());
+        println!(
+            "{} is up to date (--force compiles it again)",
+            out.display()
+        );
         return Ok(());
     }
     let start = Instant::now();
