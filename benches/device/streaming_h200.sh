@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# Why streamed work is slow inside proofs (issue 36, session 27: copies ~27.7 GB/s in proofs
-# against 55.5 alone; a streamed G1 MSM 2.3× slower in a proof than in `bench-kernels`), on the
-# H200 in one call, a table last:
+# What streamed MSMs cost on the H200 (issue 36, session 27: a 32 GiB partition with 16 GiB free
+# took ≥ 13 s, ~4× what synthetic circuits predict), in one call, a table last:
 #   1. host→device copy rates (h2d_rate.py) alone and beside a CPU proving load;
 #   2. the streamed G1 MSM of `bench-kernels` at 2^24 and 2^25 with the whole device, under
 #      budgets that shrink its passes, and beside the CPU load;
