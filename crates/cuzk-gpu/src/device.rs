@@ -1,7 +1,7 @@
 //! One CUDA device: its context, the embedded kernel module, and its resources.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::sys::{self, CUdevice_attribute, CUevent_flags};
@@ -33,6 +33,9 @@ pub struct Gpu {
     /// Most free bytes `memory` reports (usize::MAX: no limit), for sharing a device between
     /// backends and for testing the paths taken when memory is short.
     memory_limit: AtomicUsize,
+    /// Pippenger passes run on this handle: an MSM short of memory splits its points into many
+    /// small passes, each costing more per point, and stage metrics show how many it took.
+    msm_passes: AtomicU64,
 }
 
 /// Makes the threads that wait for device `ordinal` (stream and event synchronisations, copies
@@ -98,6 +101,7 @@ impl Gpu {
             shared_per_multiprocessor,
             pool,
             memory_limit: AtomicUsize::new(usize::MAX),
+            msm_passes: AtomicU64::new(0),
         }))
     }
 
@@ -156,6 +160,7 @@ impl Gpu {
             shared_per_multiprocessor: self.shared_per_multiprocessor,
             pool: Arc::clone(&self.pool),
             memory_limit: AtomicUsize::new(self.memory_limit.load(Ordering::Relaxed)),
+            msm_passes: AtomicU64::new(0),
         }))
     }
 
@@ -268,6 +273,15 @@ impl Gpu {
     /// (now, peak): bytes cuzk's buffers hold on this device, and the most they have held.
     pub fn held(&self) -> Result<(usize, usize), GpuError> {
         Ok((self.pool.usage()?.0, self.pool.peak()?))
+    }
+
+    /// Pippenger passes run on this handle so far (see the field).
+    pub fn msm_passes(&self) -> u64 {
+        self.msm_passes.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn count_msm_pass(&self) {
+        self.msm_passes.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Caps the free memory this handle's operations plan with (`None`: what the device has).

@@ -155,6 +155,11 @@ fn streams_the_proving_key_when_memory_is_short() {
     assert_eq!(stage("srs_streamed_queries"), Some(5.0), "{stages:?}");
     assert_eq!(stage("msm_side_by_side"), Some(0.0), "{stages:?}");
     assert!(stage("h_two_vectors_ms").is_some(), "{stages:?}");
+    // Each MSM's Pippenger passes are counted: at least one each.
+    for query in ["h", "l", "a", "b_g1", "b_g2"] {
+        let passes = stage(&format!("msm_{query}_passes"));
+        assert!(passes.is_some_and(|p| p >= 1.0), "{query}: {stages:?}");
+    }
     assert!(gpu
         .plan(&params)
         .is_some_and(|plan| plan.contains("streamed h l a b_g1 b_g2")));

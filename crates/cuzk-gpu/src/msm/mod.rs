@@ -735,6 +735,7 @@ fn pippenger<A: MsmAffine>(
     if n == 0 {
         return Ok(A::Projective::identity());
     }
+    gpu.count_msm_pass();
     let stream = gpu.stream();
     let buckets = p.total_buckets();
     let xyzz_words = <A::Projective as XyzzPoint>::XYZZ_WORDS;

@@ -363,7 +363,9 @@ impl GpuBackend {
                 )?),
                 false => None,
             };
-            let h = gpu.time(|| srs.h.msm(gpu, &coefficients, &params.h));
+            let h = msm_counted(gpu, stages, "msm_h_passes", || {
+                srs.h.msm(gpu, &coefficients, &params.h)
+            });
             (h, ahead)
         };
         let mut witness = match (products, witness_ahead) {
@@ -379,14 +381,22 @@ impl GpuBackend {
             stages.time(gpu, "gather_ms", || witness.gather(gpu, index))
         };
         let a_scalars = gathered(stages, &index.a)?;
-        let a = gpu.time(|| srs.a.msm(gpu, &a_scalars, &params.a));
+        let a = msm_counted(gpu, stages, "msm_a_passes", || {
+            srs.a.msm(gpu, &a_scalars, &params.a)
+        });
         drop(a_scalars);
         let b_scalars = gathered(stages, &index.b)?;
-        let b_g1 = gpu.time(|| srs.b_g1.msm(gpu, &b_scalars, &params.b_g1));
-        let b_g2 = gpu.time(|| srs.b_g2.msm(gpu, &b_scalars, &params.b_g2));
+        let b_g1 = msm_counted(gpu, stages, "msm_b_g1_passes", || {
+            srs.b_g1.msm(gpu, &b_scalars, &params.b_g1)
+        });
+        let b_g2 = msm_counted(gpu, stages, "msm_b_g2_passes", || {
+            srs.b_g2.msm(gpu, &b_scalars, &params.b_g2)
+        });
         drop(b_scalars);
         witness.remove_front(gpu, p.inputs)?;
-        let l = gpu.time(|| srs.l.msm(gpu, &witness, &params.l));
+        let l = msm_counted(gpu, stages, "msm_l_passes", || {
+            srs.l.msm(gpu, &witness, &params.l)
+        });
         stages.push(
             "h2d_bytes",
             (std::mem::size_of::<Scalar>() * (offset + p.witness)) as f64,
@@ -414,6 +424,20 @@ pub(super) fn query_sums(
         b_g1: stages.record("msm_b_g1_ms", b_g1)?,
         b_g2: stages.record("msm_b_g2_ms", b_g2)?,
     })
+}
+
+/// An MSM run alone on `gpu`, with its device time; the Pippenger passes it took are recorded as
+/// `passes_key` (an MSM short of memory splits into many small passes, each dearer per point).
+fn msm_counted<T>(
+    gpu: &Gpu,
+    stages: &mut Stages,
+    passes_key: &'static str,
+    msm: impl FnOnce() -> Result<T, GpuError>,
+) -> Result<(T, f32), GpuError> {
+    let before = gpu.msm_passes();
+    let timed = gpu.time(msm);
+    stages.push(passes_key, (gpu.msm_passes() - before) as f64);
+    timed
 }
 
 /// The scalars the witness gives four of a proof's MSMs, on the device.
