@@ -80,8 +80,8 @@ pub struct Plan {
     pub resident_bytes: usize,
     /// Device bytes of a proof's own buffers at its largest step.
     pub working_bytes: usize,
-    /// Device bytes at the plan's peak: the resident points, the matrices if there, and the
-    /// largest step's buffers.
+    /// Device bytes at the plan's peak: the resident points, the matrices if there, the gathers'
+    /// positions, and the largest step's buffers.
     pub peak_bytes: usize,
 }
 
@@ -191,13 +191,15 @@ impl Plan {
                 h_vectors.max(h_msm).max(a_msm).max(b_msm).max(l_msm)
             }
         };
+        // The positions A's and B's gathers read stay on the device with the circuit.
+        let index = std::mem::size_of::<u32>() * (a + b);
         Plan {
             queries,
             program,
             matrices_on_device,
             resident_bytes,
             working_bytes: steps,
-            peak_bytes: resident_bytes + matrices + steps,
+            peak_bytes: resident_bytes + matrices + index + steps,
         }
     }
 
@@ -406,6 +408,18 @@ mod tests {
         let some = Plan::new(&shape, 139 * GB, Some(19), l_bytes).unwrap();
         assert_eq!(some.queries[L], Placement::Resident, "{}", some.summary());
         assert_eq!(some.resident_bytes, l_bytes);
+    }
+
+    #[test]
+    fn the_gathers_positions_count_towards_the_peak() {
+        // 0.65 GB at 2^27 (A over most variables, B over half): kept with the circuit.
+        let shape = porep(27, false);
+        let plan = Plan::of(&shape, [Placement::Streamed; 5], Program::OneAtATime, false);
+        let positions = 4 * (shape.lengths.a + shape.lengths.b_g1);
+        assert_eq!(
+            plan.peak_bytes,
+            plan.resident_bytes + positions + plan.working_bytes
+        );
     }
 
     #[test]
