@@ -7,21 +7,11 @@ import mmap
 import sys
 import time
 
+from cuda_driver import check, cuda, use_device0
+
 gib = float(sys.argv[1]) if len(sys.argv) > 1 else 4
 size = int(gib * (1 << 30))
-cuda = ctypes.CDLL("libcuda.so.1")
-
-
-def check(rc, what):
-    if rc != 0:
-        sys.exit(f"h2d_rate: {what} failed with CUDA error {rc}")
-
-
-check(cuda.cuInit(0), "cuInit")
-device, ctx = ctypes.c_int(), ctypes.c_void_p()
-check(cuda.cuDeviceGet(ctypes.byref(device), 0), "cuDeviceGet")
-check(cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), device), "cuDevicePrimaryCtxRetain")
-check(cuda.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+use_device0()
 dst = ctypes.c_uint64()
 check(cuda.cuMemAlloc_v2(ctypes.byref(dst), ctypes.c_size_t(size)), "cuMemAlloc")
 

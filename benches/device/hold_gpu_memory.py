@@ -6,20 +6,10 @@ import ctypes
 import sys
 import time
 
+from cuda_driver import check, cuda, use_device0
+
 free_gib, ready = float(sys.argv[1]), sys.argv[2]
-cuda = ctypes.CDLL("libcuda.so.1")
-
-
-def check(rc, what):
-    if rc != 0:
-        sys.exit(f"hold_gpu_memory: {what} failed with CUDA error {rc}")
-
-
-check(cuda.cuInit(0), "cuInit")
-device, ctx = ctypes.c_int(), ctypes.c_void_p()
-check(cuda.cuDeviceGet(ctypes.byref(device), 0), "cuDeviceGet")
-check(cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), device), "cuDevicePrimaryCtxRetain")
-check(cuda.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+use_device0()
 target = int(free_gib * (1 << 30))
 held, chunk = [], 1 << 30
 while True:

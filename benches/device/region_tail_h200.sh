@@ -32,21 +32,13 @@ for round in $(seq "$ROUNDS"); do
     # shellcheck disable=SC2086
     "$BIN/$binary" bench --c1 "$SECTOR/c1.json" --params-dir "$PARAMS" --backend gpu -j 160 -c 16 \
       --synthesis-concurrency 16 $flags --timeline "$run.log" > "$run.txt" 2>&1 || { echo "$name: failed"; tail -5 "$run.txt"; continue; }
-    row=$(python3 - "$run.log" "$run.txt" <<'PY'
+    row=$(PYTHONPATH="$(dirname "$0")" python3 - "$run.log" "$run.txt" <<'PY'
 import re, sys
+from stage_medians import stage_values
 def pct(v, p):
     v = sorted(v)
     return v[int(p * (len(v) - 1))]
-stats = {}
-for line in open(sys.argv[1]):
-    if "PARTITION_STATS" not in line or "srs_place_ms" in line:
-        continue
-    for kv in line.strip().split(",")[4:]:
-        k, _, v = kv.partition("=")
-        try:
-            stats.setdefault(k, []).append(float(v))
-        except ValueError:
-            pass
+stats = stage_values(sys.argv[1])
 steady = re.search(r"steady state\s+([\d.]+) s per proof", open(sys.argv[2]).read())
 region, msm, copy = stats["gpu_ms"], stats["msm_ms"], stats["prep_copy_ms"]
 print(f"{pct(region, .5):.1f} | {pct(region, .9):.1f} | {pct(region, .9) / pct(region, .5):.3f} | "
