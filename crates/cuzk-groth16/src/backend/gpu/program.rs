@@ -363,7 +363,7 @@ impl GpuBackend {
                 )?),
                 false => None,
             };
-            let h = msm_counted(gpu, stages, "msm_h_passes", || {
+            let h = msm_counted(gpu, stages, ["msm_h_passes", "msm_h_room_bytes"], || {
                 srs.h.msm(gpu, &coefficients, &params.h)
             });
             (h, ahead)
@@ -381,20 +381,26 @@ impl GpuBackend {
             stages.time(gpu, "gather_ms", || witness.gather(gpu, index))
         };
         let a_scalars = gathered(stages, &index.a)?;
-        let a = msm_counted(gpu, stages, "msm_a_passes", || {
+        let a = msm_counted(gpu, stages, ["msm_a_passes", "msm_a_room_bytes"], || {
             srs.a.msm(gpu, &a_scalars, &params.a)
         });
         drop(a_scalars);
         let b_scalars = gathered(stages, &index.b)?;
-        let b_g1 = msm_counted(gpu, stages, "msm_b_g1_passes", || {
-            srs.b_g1.msm(gpu, &b_scalars, &params.b_g1)
-        });
-        let b_g2 = msm_counted(gpu, stages, "msm_b_g2_passes", || {
-            srs.b_g2.msm(gpu, &b_scalars, &params.b_g2)
-        });
+        let b_g1 = msm_counted(
+            gpu,
+            stages,
+            ["msm_b_g1_passes", "msm_b_g1_room_bytes"],
+            || srs.b_g1.msm(gpu, &b_scalars, &params.b_g1),
+        );
+        let b_g2 = msm_counted(
+            gpu,
+            stages,
+            ["msm_b_g2_passes", "msm_b_g2_room_bytes"],
+            || srs.b_g2.msm(gpu, &b_scalars, &params.b_g2),
+        );
         drop(b_scalars);
         witness.remove_front(gpu, p.inputs)?;
-        let l = msm_counted(gpu, stages, "msm_l_passes", || {
+        let l = msm_counted(gpu, stages, ["msm_l_passes", "msm_l_room_bytes"], || {
             srs.l.msm(gpu, &witness, &params.l)
         });
         stages.push(
@@ -426,17 +432,19 @@ pub(super) fn query_sums(
     })
 }
 
-/// An MSM run alone on `gpu`, with its device time; the Pippenger passes it took are recorded as
-/// `passes_key` (an MSM short of memory splits into many small passes, each dearer per point).
+/// An MSM run alone on `gpu`, with its device time; recorded under `[passes, room]`: the
+/// Pippenger passes it took and the device memory free as it started (an MSM short of memory
+/// splits into many small passes, each dearer per point).
 fn msm_counted<T>(
     gpu: &Gpu,
     stages: &mut Stages,
-    passes_key: &'static str,
+    [passes, room]: [&'static str; 2],
     msm: impl FnOnce() -> Result<T, GpuError>,
 ) -> Result<(T, f32), GpuError> {
     let before = gpu.msm_passes();
+    stages.push(room, gpu.memory()?.0 as f64);
     let timed = gpu.time(msm);
-    stages.push(passes_key, (gpu.msm_passes() - before) as f64);
+    stages.push(passes, (gpu.msm_passes() - before) as f64);
     timed
 }
 
