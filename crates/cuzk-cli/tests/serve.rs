@@ -1,7 +1,8 @@
 //! `cuzk serve` as a process, as an operator and Curio meet it: SIGTERM with proofs in flight
 //! (drained, or cancelled past `drain_timeout`), a soak of many small proofs watched for memory
 //! growth, a client from another gRPC stack (Python grpcio, Curio's request form) whose PoRep
-//! proof filecoin-proofs accepts, and `--check-config`.
+//! proof filecoin-proofs accepts, a daemon in a memory cgroup too small for a PoRep, and
+//! `--check-config`.
 //!
 //! Every daemon listens on a unix socket in a temporary directory; nothing but loopback is used.
 
@@ -63,6 +64,28 @@ impl Daemon {
         ready_within: Duration,
         env: &[(&str, &str)],
     ) -> Daemon {
+        let (socket, config_path) = Self::write_config(dir, config);
+        let mut serve = Command::new(BIN);
+        serve.args(["serve", "--config"]).arg(&config_path);
+        Self::spawn(dir, serve, Address::Unix(socket), env, ready_within)
+    }
+
+    /// [`Daemon::start`] inside `cgroup`.
+    fn start_in(
+        dir: &Path,
+        config: &str,
+        ready_within: Duration,
+        cgroup: &common::MemoryCgroup,
+    ) -> Daemon {
+        let (socket, config_path) = Self::write_config(dir, config);
+        let mut serve = cgroup.command();
+        serve.args(["serve", "--config"]).arg(&config_path);
+        Self::spawn(dir, serve, Address::Unix(socket), &[], ready_within)
+    }
+
+    /// `config` with `listen` on `<dir>/cuzk.sock` added, written to `<dir>/cuzk.toml`: the
+    /// socket and the file.
+    fn write_config(dir: &Path, config: &str) -> (PathBuf, PathBuf) {
         let socket = dir.join("cuzk.sock");
         let listen = format!("listen = \"unix://{}\"\n", socket.display());
         // `listen` goes into the [daemon] table, which every config here has.
@@ -73,9 +96,7 @@ impl Daemon {
         };
         let config_path = dir.join("cuzk.toml");
         fs::write(&config_path, &config).unwrap();
-        let mut serve = Command::new(BIN);
-        serve.args(["serve", "--config"]).arg(&config_path);
-        Self::spawn(dir, serve, Address::Unix(socket), env, ready_within)
+        (socket, config_path)
     }
 
     /// As Curio runs its own daemon, `cuzk --config <dir>/cuzk.toml` (no command), `config`
@@ -837,6 +858,83 @@ fn verify_porep(c1: &Path, proof: &Path, params: &Path, miner: u64, sector: u64)
         text(&verified.stdout),
         text(&verified.stderr)
     );
+}
+
+/// Inside a memory cgroup of 1.5 GiB, its budget automatic (the cgroup's limit), `cuzk serve`
+/// fails a 2 KiB PoRep request naming memory and the cgroup, without reading the parameters, and
+/// serves on: its status answers and SIGTERM ends it cleanly. Skipped, saying why, where no
+/// memory cgroup can be made.
+#[test]
+fn serve_in_a_small_memory_cgroup_fails_a_porep_naming_memory_and_serves_on() {
+    let params = common::porep_params();
+    let small = match common::MemoryCgroup::new("serve", 1500 << 20) {
+        Ok(cgroup) => cgroup,
+        Err(why) => {
+            eprintln!("SKIPPED: cannot make a memory cgroup here: {why}");
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let sample = dir.path().join("sector");
+    let sampled = cuzk(&[
+        "sample-sector",
+        "--size",
+        "2KiB",
+        "--out",
+        sample.to_str().unwrap(),
+        "--miner-id",
+        "1000",
+    ]);
+    assert!(sampled.status.success(), "{}", text(&sampled.stderr));
+    let sector: Value =
+        serde_json::from_slice(&fs::read(sample.join("sector.json")).unwrap()).unwrap();
+    let config = format!(
+        "[daemon]\n[srs]\nparam_cache = \"{}\"\n[gpus]\nbackend = \"cpu\"\n",
+        params.display()
+    );
+    let mut daemon = Daemon::start_in(dir.path(), &config, Duration::from_secs(60), &small);
+    let client = |call: &[&str]| {
+        let mut args = vec!["client", "--address"];
+        let target = daemon.target();
+        args.push(&target);
+        args.extend(call);
+        cuzk(&args)
+    };
+    let proof = dir.path().join("sector.proof");
+    let proved = client(&[
+        "prove",
+        "--c1",
+        sample.join("c1.json").to_str().unwrap(),
+        "--miner-id",
+        "1000",
+        "--sector-id",
+        &sector["sector_id"].to_string(),
+        "--out",
+        proof.to_str().unwrap(),
+    ]);
+    let stderr = text(&proved.stderr);
+    assert_ne!(proved.status.code(), Some(0), "{stderr}");
+    for part in [
+        "not enough host memory",
+        "parameters",
+        "one partition in flight",
+        "cgroup memory",
+    ] {
+        assert!(
+            stderr.contains(part),
+            "{part:?} in {stderr}\n{}",
+            daemon.log()
+        );
+    }
+    assert!(!proof.exists(), "no proof");
+
+    let status = client(&["status"]);
+    assert!(status.status.success(), "{}", text(&status.stderr));
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["total_proofs_failed"], 1, "{status}");
+    daemon.sigterm();
+    let (exit, _) = daemon.wait_exit(Duration::from_secs(30));
+    assert!(exit.success(), "{exit}\n{}", daemon.log());
 }
 
 /// The JSON line of scenario step `step` the Python client printed.

@@ -99,19 +99,24 @@ impl MemoryCgroup {
         }
     }
 
-    /// Runs `cuzk args…` inside the cgroup (a shell that joins it, then becomes cuzk).
-    pub fn cuzk(&self, args: &[&str]) -> Output {
+    /// `cuzk` to be run inside the cgroup (a shell that joins it, then becomes cuzk, keeping
+    /// its process id); the caller adds the arguments.
+    pub fn command(&self) -> Command {
         let procs = self.dir.join("cgroup.procs");
-        Command::new("sh")
+        let mut command = Command::new("sh");
+        command
             .arg("-c")
             .arg(format!(
                 "echo $$ > '{}' && exec \"$0\" \"$@\"",
                 procs.display()
             ))
-            .arg(env!("CARGO_BIN_EXE_cuzk"))
-            .args(args)
-            .output()
-            .unwrap()
+            .arg(env!("CARGO_BIN_EXE_cuzk"));
+        command
+    }
+
+    /// Runs `cuzk args…` inside the cgroup and waits for it.
+    pub fn cuzk(&self, args: &[&str]) -> Output {
+        self.command().args(args).output().unwrap()
     }
 }
 
