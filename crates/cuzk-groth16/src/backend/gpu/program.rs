@@ -350,11 +350,12 @@ impl GpuBackend {
         let (h, witness_ahead) = {
             let coefficients = Self::h_from_two_vectors(gpu, tables, p, products.as_ref(), stages)?;
             // From the host, the witness's copy queued now overlaps H's last transforms (the copy
-            // stream is idle then) when it fits beside H's MSM at its least.
+            // stream is idle then) when H's MSM loses nothing to it: a streamed MSM's passes made
+            // smaller would cost more than the copy saves.
             let witness_bytes = std::mem::size_of::<Scalar>() * p.witness;
             let room = gpu.memory()?.0;
-            let beside = witness_bytes + srs.h.working_memory(coefficients.len());
-            let ahead = match products.is_none() && beside + cuzk_gpu::MEMORY_MARGIN <= room {
+            let beside = srs.h.room_beside(coefficients.len(), room, witness_bytes);
+            let ahead = match products.is_none() && beside {
                 true => Some(DeviceScalars::upload_pinned_range_ahead(
                     gpu,
                     &p.staging,
