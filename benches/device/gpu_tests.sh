@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs GPU test binaries on the device: every executable of the pack but `cuzk` and scripts, one
 # test at a time (they share one GPU), then a table of each binary's result.
-# Usage: benches/device/gpu_tests.sh PACK [CUZK_GPU_TEST_MAX_LOG]
-#   PACK: `cargo xtask gpu-bundle --pack .pack/all.tar.xz` here (carry .pack).
+# Usage: [HOLD=16] benches/device/gpu_tests.sh PACK [CUZK_GPU_TEST_MAX_LOG]
+#   PACK: `cargo xtask gpu-bundle --pack .pack/all.tar.xz` here (carry .pack). HOLD=N runs them
+#   with N GiB of device memory free (hold.sh), as on a smaller card.
 set -uo pipefail
 PACK=${1:?usage: gpu_tests.sh PACK [MAX_LOG]}
 export CUZK_GPU_TEST_MAX_LOG=${2:-20}
@@ -11,6 +12,10 @@ BIN=/tmp/gpu-tests-bin
 mkdir -p "$OUT" "$BIN"
 python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$PACK" "$BIN"
 chmod +x "$BIN"/*
+# shellcheck source=hold.sh
+. "$(dirname "$0")/hold.sh"
+hold "${HOLD:-max}"
+trap release EXIT
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader
 results=()
 for test in "$BIN"/*; do
