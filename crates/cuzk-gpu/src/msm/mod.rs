@@ -618,13 +618,6 @@ pub fn msm_streamed<A: MsmAffine>(
     Ok(total)
 }
 
-/// Points per pass [`msm_streamed`] takes over n points with `free` bytes free; `None` when not
-/// even its smallest pass fits. For callers weighing what else to keep on the device: a pass
-/// made smaller costs more per point.
-pub fn streamed_pass_points<A: MsmAffine>(n: usize, free: usize) -> Option<usize> {
-    fit_points(streamed_pass(n), free, streamed_pass_bytes::<A>).ok()
-}
-
 /// Device bytes of one streamed pass: its working memory and its two point buffers.
 fn streamed_pass_bytes<A: MsmAffine>(p: &MsmParams) -> usize {
     working_bytes::<A>(p) + 2 * p.n as usize * A::WORDS * 4
@@ -1022,13 +1015,16 @@ mod tests {
 
     #[test]
     fn streamed_passes_shrink_with_the_free_memory() {
+        let streamed_pass_points = |n: usize, free: usize| {
+            fit_points(streamed_pass(n), free, streamed_pass_bytes::<G1Affine>).ok()
+        };
         // 2^27 points (a 32 GiB partition's H): quarters where memory allows, capped at 2^26.
         let n = 1 << 27;
-        let roomy = streamed_pass_points::<G1Affine>(n, 1 << 40);
+        let roomy = streamed_pass_points(n, 1 << 40);
         assert_eq!(roomy, Some(1 << 25));
         let mut previous = roomy;
         for gib in [64, 16, 8, 4] {
-            let pass = streamed_pass_points::<G1Affine>(n, gib << 30);
+            let pass = streamed_pass_points(n, gib << 30);
             assert!(pass.is_some() && pass <= previous, "{gib} GiB: {pass:?}");
             let needed = pass.map(|p| streamed_pass_bytes::<G1Affine>(&MsmParams::new(p)));
             assert!(
@@ -1038,7 +1034,7 @@ mod tests {
             previous = pass;
         }
         // Not even its smallest pass.
-        assert_eq!(streamed_pass_points::<G1Affine>(n, 1 << 20), None);
+        assert_eq!(streamed_pass_points(n, 1 << 20), None);
     }
 
     #[test]

@@ -346,37 +346,18 @@ impl GpuBackend {
             Some(sparse) => Some((Arc::clone(sparse), upload_witness(stages)?)),
             None => None,
         };
-        // H's coefficients freed once summed: the steps after it have their room.
-        let (h, witness_ahead) = {
+        // H's coefficients freed once summed: the steps after it have their room. From the host,
+        // the witness comes after: beside H's MSM it would take room from a streamed MSM's passes,
+        // and its copy could not start before H's transforms end (it joins the main stream).
+        let h = {
             let coefficients = Self::h_from_two_vectors(gpu, tables, p, products.as_ref(), stages)?;
-            // From the host, the witness's copy queued now overlaps H's last transforms (the copy
-            // stream is idle then) when H's MSM loses nothing to it: a streamed MSM's passes made
-            // smaller would cost more than the copy saves.
-            let witness_bytes = std::mem::size_of::<Scalar>() * p.witness;
-            let room = gpu.memory()?.0;
-            let beside = srs.h.room_beside(coefficients.len(), room, witness_bytes);
-            let ahead = match products.is_none() && beside {
-                true => Some(DeviceScalars::upload_pinned_range_ahead(
-                    gpu,
-                    &p.staging,
-                    offset,
-                    offset + p.witness,
-                )?),
-                false => None,
-            };
-            let h = msm_counted(gpu, stages, ["msm_h_passes", "msm_h_room_bytes"], || {
+            msm_counted(gpu, stages, ["msm_h_passes", "msm_h_room_bytes"], || {
                 srs.h.msm(gpu, &coefficients, &params.h)
-            });
-            (h, ahead)
+            })
         };
-        let mut witness = match (products, witness_ahead) {
-            (Some((_, witness)), _) => witness,
-            (None, Some((witness, copied))) => {
-                let timing = copied.wait(gpu)?;
-                stages.pending.push(("h2d_witness_ms", timing));
-                witness
-            }
-            (None, None) => upload_witness(stages)?,
+        let mut witness = match products {
+            Some((_, witness)) => witness,
+            None => upload_witness(stages)?,
         };
         let gathered = |stages: &mut Stages, index| {
             stages.time(gpu, "gather_ms", || witness.gather(gpu, index))

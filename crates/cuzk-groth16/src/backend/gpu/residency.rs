@@ -2,8 +2,7 @@
 
 use cuzk_gpu::fixed_base::{fixed_base_multiply_on_device, FixedBaseAffine};
 use cuzk_gpu::msm::{
-    least_working_memory, msm_device, msm_streamed, multiple_window_bits, streamed_pass_points,
-    DeviceBases, MsmAffine,
+    least_working_memory, msm_device, msm_streamed, multiple_window_bits, DeviceBases, MsmAffine,
 };
 use cuzk_gpu::{DeviceScalars, Gpu, GpuError};
 use cuzk_math::{FixedBaseTable, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
@@ -63,21 +62,6 @@ impl<A: MsmAffine> Bases<A> {
         match self {
             Bases::Resident(bases) => bases.working_memory(n),
             Bases::Streamed => least_working_memory::<A>(n, true),
-        }
-    }
-
-    /// Whether an MSM over n points, `free` bytes free, loses nothing when `other` bytes of them
-    /// are taken: streamed, its passes stay as large; resident, its working memory still fits.
-    pub(super) fn room_beside(&self, n: usize, free: usize, other: usize) -> bool {
-        let Some(left) = free.checked_sub(other) else {
-            return false;
-        };
-        match self {
-            Bases::Resident(bases) => bases.working_memory(n) + cuzk_gpu::MEMORY_MARGIN <= left,
-            Bases::Streamed => {
-                let pass = streamed_pass_points::<A>(n, left);
-                pass.is_some() && pass == streamed_pass_points::<A>(n, free)
-            }
         }
     }
 
@@ -441,20 +425,7 @@ impl GpuBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::{evictions, Bases, Occupant};
-    use cuzk_math::G1Affine;
-
-    #[test]
-    fn a_streamed_msm_takes_no_neighbour_that_would_shrink_its_passes() {
-        let streamed = Bases::<G1Affine>::Streamed;
-        let n = 1 << 27;
-        // Ample memory: 4 GiB beside it changes nothing.
-        assert!(streamed.room_beside(n, 1 << 40, 4 << 30));
-        // 12 GiB free: a 32 GiB partition's witness beside it halves its passes.
-        assert!(!streamed.room_beside(n, 12 << 30, 4_200_000_000));
-        // More than there is.
-        assert!(!streamed.room_beside(n, 1 << 30, 2 << 30));
-    }
+    use super::{evictions, Occupant};
 
     fn set(bytes: usize, last_used: u64, in_use: bool) -> Occupant {
         Occupant {
