@@ -8,7 +8,7 @@
 //! and the daemon proves on afterwards. `CUZK_FUZZ_CASES` sets the cases per test;
 //! `CUZK_TEST_SEED` replays a run.
 
-use crate::{filecoin, fuzzing};
+use crate::{common, filecoin, fuzzing};
 
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -23,9 +23,7 @@ use cuzk_daemon::kinds::Kind;
 use cuzk_daemon::proto::await_proof_response::Status;
 use cuzk_daemon::proto::{self, ProveRequest, ProveResponse, SubmitProofRequest};
 use cuzk_daemon::{serve, DaemonError, Serving};
-use cuzk_filecoin::{
-    sample_sector, seal_random_sector, snap_update, SealProof, SectorSize, SECTOR_SIZES,
-};
+use cuzk_filecoin::{sample_sector, snap_update, SealProof, SectorSize, SECTOR_SIZES};
 use fuzzing::{fuzz, mutate_bytes, mutate_json, mutations, no_panic, Mutation, Outcome};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -84,9 +82,8 @@ fn fixture() -> &'static Fixture {
         };
         let winning = post(&sample.posts[0], proto::ProofKind::WinningPost);
         let window = post(&sample.posts[1], proto::ProofKind::WindowPostPartition);
-        let sealed =
-            seal_random_sector(proof, &dir.path().join("sector"), Some(1000), &mut rng).unwrap();
-        let update = snap_update(&sealed, &dir.path().join("sector"), &mut rng).unwrap();
+        let (sector_dir, sealed) = common::sealed_sector(dir.path(), &mut rng);
+        let update = snap_update(&sealed, &sector_dir, &mut rng).unwrap();
         let snap = SubmitProofRequest {
             request_id: "fuzz-snap".into(),
             proof_kind: proto::ProofKind::SnapDealsUpdate.into(),

@@ -6,7 +6,7 @@ use crate::{common, filecoin};
 
 use cuzk_daemon::proto::await_proof_response::Status;
 use cuzk_daemon::proto::{self, SubmitProofRequest};
-use cuzk_filecoin::{post_vanilla_proofs, seal_random_sector, PostProof, SealProof, SectorSize};
+use cuzk_filecoin::{post_vanilla_proofs, PostProof};
 use cuzk_pipeline::engine::HostPlan;
 use tonic::Code;
 
@@ -20,14 +20,7 @@ async fn a_request_too_big_for_host_memory_fails_naming_it_and_the_daemon_serves
     let plan = HostPlan::for_set(&files.header().unwrap(), None, false);
     let budget = plan.needed() / 2;
     let (config, circuits) = common::filecoin_daemon(dir.path(), &budget.to_string());
-    let sector_dir = dir.path().join("sector");
-    let sector = seal_random_sector(
-        SealProof::current(SectorSize::S2KiB),
-        &sector_dir,
-        Some(1000),
-        &mut rng,
-    )
-    .unwrap();
+    let (sector_dir, sector) = common::sealed_sector(dir.path(), &mut rng);
     let randomness = [7u8; 32];
     let request = SubmitProofRequest {
         request_id: "winning".into(),

@@ -8,7 +8,7 @@ use base64::Engine as _;
 use cuzk_daemon::client::porep_request;
 use cuzk_daemon::proto::await_proof_response::Status;
 use cuzk_daemon::proto::{self, SubmitProofRequest};
-use cuzk_filecoin::{sample_sector, seal_random_sector, SealProof, SectorSize};
+use cuzk_filecoin::{sample_sector, SealProof, SectorSize};
 use serde_json::{json, Value};
 use tonic::Code;
 
@@ -26,10 +26,8 @@ fn wrapper(sector: u64, phase1: &[u8], size: u64) -> Vec<u8> {
 async fn malformed_porep_requests_name_their_field() {
     let dir = tempfile::tempdir().unwrap();
     let (config, circuits) = common::filecoin_daemon(dir.path(), "4GiB");
-    let proof = SealProof::current(SectorSize::S2KiB);
     let mut rng = cuzk_testkit::rng("malformed porep requests");
-    let sector =
-        seal_random_sector(proof, &dir.path().join("sector"), Some(1000), &mut rng).unwrap();
+    let (_, sector) = common::sealed_sector(dir.path(), &mut rng);
     let c1 = sector.c1.to_ffi_json();
     let id = sector.identity.sector_id;
 

@@ -7,10 +7,7 @@ use crate::{common, filecoin};
 
 use cuzk_daemon::proto::await_proof_response::Status;
 use cuzk_daemon::proto::{self, SubmitProofRequest};
-use cuzk_filecoin::{
-    post_vanilla_proofs, seal_random_sector, verify_post, PostKind, PostProof, SealProof,
-    SectorSize,
-};
+use cuzk_filecoin::{post_vanilla_proofs, verify_post, PostKind, PostProof};
 use rand::RngCore;
 use tonic::Code;
 
@@ -19,14 +16,7 @@ async fn post_requests_are_proven_and_malformed_ones_named() {
     let dir = tempfile::tempdir().unwrap();
     let (config, circuits) = common::filecoin_daemon(dir.path(), "4GiB");
     let mut rng = cuzk_testkit::rng("post requests");
-    let sector_dir = dir.path().join("sector");
-    let sector = seal_random_sector(
-        SealProof::current(SectorSize::S2KiB),
-        &sector_dir,
-        Some(1000),
-        &mut rng,
-    )
-    .unwrap();
+    let (sector_dir, sector) = common::sealed_sector(dir.path(), &mut rng);
     let comm_r = sector.c1.commitments().unwrap().comm_r;
     let (winning, window) = (
         PostProof::from_number(0).unwrap(),

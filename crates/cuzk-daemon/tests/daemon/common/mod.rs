@@ -1,6 +1,6 @@
 //! A daemon served on a real socket for one test, and its orderly stop.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,6 +10,8 @@ use cuzk_daemon::client::{connect, Client};
 use cuzk_daemon::config::Config;
 use cuzk_daemon::server::{circuits, ServeError};
 use cuzk_daemon::{serve, Serving};
+use cuzk_filecoin::{seal_random_sector, SealProof, SealedSector, SectorSize};
+use rand::RngCore;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -29,6 +31,15 @@ pub fn filecoin_daemon(dir: &Path, total_budget: &str) -> (Config, Arc<dyn Circu
     .unwrap();
     let circuits = circuits(&config).unwrap();
     (config, circuits)
+}
+
+/// A 2 KiB sector of miner 1000 sealed by filecoin-proofs in `<dir>/sector`: that directory and
+/// the sector.
+pub fn sealed_sector(dir: &Path, rng: &mut impl RngCore) -> (PathBuf, SealedSector) {
+    let sector_dir = dir.join("sector");
+    let proof = SealProof::current(SectorSize::S2KiB);
+    let sector = seal_random_sector(proof, &sector_dir, Some(1000), rng).unwrap();
+    (sector_dir, sector)
 }
 
 /// A running daemon: [`Served::stop`] shuts it down and checks that it ended cleanly.
