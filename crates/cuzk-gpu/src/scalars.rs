@@ -280,6 +280,14 @@ impl DeviceScalars {
 #[derive(Debug)]
 pub struct Arrival(Timing);
 
+/// Work timed on the main stream ([`Gpu::timed`]) as an arrival: waiting for it orders nothing
+/// new, and gives its device time back, so callers treat values copied and values computed alike.
+impl From<Timing> for Arrival {
+    fn from(timing: Timing) -> Self {
+        Arrival(timing)
+    }
+}
+
 impl Arrival {
     /// Orders the work queued on `gpu`'s main stream from now on after the copy (the host does
     /// not wait); returns the copy's own device time.

@@ -229,9 +229,9 @@ impl GpuBackend {
     }
 
     /// As [`Self::h_coefficients`] with two vectors of the domain on the device at a time:
-    /// a∘b, then c in b's place — or in a third vector when one fits beside them. From the host,
-    /// each vector's copy is queued on the copy stream before the transforms ahead of it, which
-    /// it overlaps (one after another they left the device idle for each vector's copy).
+    /// a∘b, then c in b's place — or, from the host, in a third vector when one fits beside
+    /// them. From the host, each vector's copy is queued on the copy stream before the transforms
+    /// ahead of it, which it overlaps (one after another they left the device idle for each copy).
     fn h_from_two_vectors(
         gpu: &Gpu,
         tables: &NttTables,
@@ -239,74 +239,46 @@ impl GpuBackend {
         products: Option<&(Arc<DeviceSparse>, DeviceScalars)>,
         stages: &mut Stages,
     ) -> Result<DeviceScalars, GpuError> {
-        if let Some(products) = products {
-            return Self::h_from_two_products(gpu, tables, p, products, stages);
-        }
         let n = 1usize << p.log_n;
-        let mut copies = Vec::with_capacity(3);
+        // Vector m of a, b, c, and when it is there: copied on the copy stream, or the matrix's
+        // product made on the main stream now.
+        let vector = |m: usize| match products {
+            None => DeviceScalars::upload_pinned_range_ahead(gpu, &p.staging, m * n, (m + 1) * n),
+            Some(_) => {
+                let (values, timing) = gpu.timed(|| h_vector(gpu, p, products, m))?;
+                Ok((values, timing.into()))
+            }
+        };
+        let mut made = Vec::with_capacity(3);
         let h = stages.time(gpu, "h_two_vectors_ms", || {
-            let upload = |m: usize| {
-                DeviceScalars::upload_pinned_range_ahead(gpu, &p.staging, m * n, (m + 1) * n)
-            };
-            let (mut h, a_copied) = upload(0)?;
-            let (mut b, b_copied) = upload(1)?;
-            copies.push(a_copied.wait(gpu)?);
+            let (mut h, h_made) = vector(0)?;
+            let (mut b, b_made) = vector(1)?;
+            made.push(h_made.wait(gpu)?);
             to_coset(gpu, tables, &mut h)?;
             let room = gpu.memory()?.0;
-            let c_ahead = match n * std::mem::size_of::<Scalar>() + cuzk_gpu::MEMORY_MARGIN <= room
-            {
-                true => Some(upload(2)?),
+            let third = n * std::mem::size_of::<Scalar>() + cuzk_gpu::MEMORY_MARGIN <= room;
+            let c_ahead = match products.is_none() && third {
+                true => Some(vector(2)?),
                 false => None,
             };
-            copies.push(b_copied.wait(gpu)?);
+            made.push(b_made.wait(gpu)?);
             to_coset(gpu, tables, &mut b)?;
             mul_assign(gpu, &mut h, &b)?;
-            let (mut c, c_copied) = match c_ahead {
-                Some(ahead) => {
+            let (mut c, c_made) = match (c_ahead, products) {
+                (Some(ahead), _) => {
                     drop(b);
                     ahead
                 }
-                None => {
+                (None, None) => {
                     let copied = b.refill_pinned_ahead(gpu, &p.staging, 2 * n)?;
                     (b, copied)
                 }
+                (None, Some(_)) => {
+                    drop(b);
+                    vector(2)?
+                }
             };
-            copies.push(c_copied.wait(gpu)?);
-            to_coset(gpu, tables, &mut c)?;
-            minus_scaled(gpu, &mut h, &c, p.z_inv)?;
-            drop(c);
-            from_coset(gpu, tables, h)
-        })?;
-        stages
-            .pending
-            .extend(copies.into_iter().map(|timing| ("h2d_abc_ms", timing)));
-        Ok(h)
-    }
-
-    /// [`Self::h_from_two_vectors`] from the matrices' products with the witness on the device.
-    fn h_from_two_products(
-        gpu: &Gpu,
-        tables: &NttTables,
-        p: &Prepared,
-        products: &(Arc<DeviceSparse>, DeviceScalars),
-        stages: &mut Stages,
-    ) -> Result<DeviceScalars, GpuError> {
-        let products = Some(products);
-        // Each vector's making is timed too, under the key `h_coefficients` uses.
-        let mut made = Vec::with_capacity(3);
-        let mut vector = |m| {
-            let (values, timing) = gpu.timed(|| h_vector(gpu, p, products, m))?;
-            made.push(timing);
-            Ok::<_, GpuError>(values)
-        };
-        let h = stages.time(gpu, "h_two_vectors_ms", || {
-            let mut h = vector(0)?;
-            to_coset(gpu, tables, &mut h)?;
-            let mut other = vector(1)?;
-            to_coset(gpu, tables, &mut other)?;
-            mul_assign(gpu, &mut h, &other)?;
-            drop(other);
-            let mut c = vector(2)?;
+            made.push(c_made.wait(gpu)?);
             to_coset(gpu, tables, &mut c)?;
             minus_scaled(gpu, &mut h, &c, p.z_inv)?;
             drop(c);
