@@ -64,22 +64,60 @@ constexpr uint32_t SLOT_PAIR = 0x80000000u;
 
 // The input positions of a round's output slots, for one thread's consecutive slots walked
 // forwards (next) or backwards (previous) from the slot it starts at.
+//
+// A step to the next slot's bucket gallops (1, 2, 4, … buckets, then a binary search) instead of
+// stepping one bucket at a time: between two slots there may be every bucket of several windows,
+// empty. A PoRep witness is all 0/1 but a few scalars, so one bucket holds nearly every entry
+// and the few others lie ~2^19 empty buckets away: the thread whose slots crossed that gap walked
+// it bucket by bucket, in each round's two passes (H100, 2^20-point passes: 200 ms instead of 2).
 struct slot_walk {
     const uint32_t *in_offsets, *out_offsets;
-    uint32_t bucket;
+    uint32_t buckets, bucket;
 
     __device__ __forceinline__ slot_walk(const uint32_t* in, const uint32_t* out, uint32_t buckets,
                                          uint32_t start)
-        : in_offsets(in), out_offsets(out), bucket(bucket_of_chunk(out, buckets, start)) {}
+        : in_offsets(in), out_offsets(out), buckets(buckets), bucket(bucket_of_chunk(out, buckets, start)) {}
 
-    // Slot o's first input position, with SLOT_PAIR when the next one is its partner.
+    // Slot o's first input position, with SLOT_PAIR when the next one is its partner; o at or
+    // after the current bucket's first slot.
     __device__ __forceinline__ uint32_t next(uint32_t o) {
-        while (out_offsets[bucket + 1] <= o) bucket++;
+        if (out_offsets[bucket + 1] <= o) {
+            // out_offsets[lo] ≤ o < out_offsets[hi] (out_offsets[buckets], the total, is > o).
+            uint32_t lo = bucket + 1, hi = buckets;
+            for (uint32_t step = 1; lo + step < buckets; step *= 2) {
+                if (out_offsets[lo + step] > o) {
+                    hi = lo + step;
+                    break;
+                }
+                lo += step;
+            }
+            bucket = search(lo, hi, o);
+        }
         return position(o);
     }
+    // As next, for o before the current bucket's end.
     __device__ __forceinline__ uint32_t previous(uint32_t o) {
-        while (out_offsets[bucket] > o) bucket--;
+        if (out_offsets[bucket] > o) {
+            // out_offsets[lo] ≤ o < out_offsets[hi] (out_offsets[0] = 0 ≤ o).
+            uint32_t lo = 0, hi = bucket;
+            for (uint32_t step = 1; step < hi; step *= 2) {
+                if (out_offsets[hi - step] <= o) {
+                    lo = hi - step;
+                    break;
+                }
+                hi -= step;
+            }
+            bucket = search(lo, hi, o);
+        }
         return position(o);
+    }
+    // The bucket of slot o, given out_offsets[lo] ≤ o < out_offsets[hi].
+    __device__ __forceinline__ uint32_t search(uint32_t lo, uint32_t hi, uint32_t o) const {
+        while (hi - lo > 1) {
+            const uint32_t mid = (lo + hi) / 2;
+            if (out_offsets[mid] <= o) lo = mid; else hi = mid;
+        }
+        return lo;
     }
     __device__ __forceinline__ uint32_t position(uint32_t o) const {
         const uint32_t at = in_offsets[bucket] + 2 * (o - out_offsets[bucket]);

@@ -491,6 +491,17 @@ pub struct BenchKernelsArgs {
     /// Sets of buckets the windows share over those multiples (default: chosen for each size).
     #[arg(long)]
     pub multiple_sets: Option<u32>,
+    /// The MSMs' scalars: random field elements, or shaped as a PoRep witness (each 0 or 1 but
+    /// one in 2^20 a random field element: one bucket holds nearly every entry).
+    #[arg(long, value_enum, default_value_t = ScalarShape::Random)]
+    pub scalars: ScalarShape,
+}
+
+/// What the scalars of a kernel bench look like.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ScalarShape {
+    Random,
+    Witness,
 }
 
 #[derive(Debug, Args)]

@@ -145,6 +145,11 @@ impl Gpu {
         Ok(self.side.get_or_init(|| side))
     }
 
+    /// The side lane, if [`Gpu::side_lane`] has made it.
+    pub(crate) fn side_lane_if_made(&self) -> Option<&Arc<Self>> {
+        self.side.get()
+    }
+
     fn lane_with(&self, stream: Arc<CudaStream>, priority: i32) -> Result<Arc<Self>, GpuError> {
         Ok(Arc::new(Gpu {
             ctx: self.ctx.clone(),

@@ -34,6 +34,14 @@ fn scalars(rng: &mut impl RngCore, kind: &str, n: usize) -> Vec<Scalar> {
         "small" => (0..n)
             .map(|_| Scalar::from(rng.next_u64() & 0xffff))
             .collect(),
+        // A PoRep witness: 0/1 but for a few field elements, whose digits lie far apart among
+        // otherwise empty buckets.
+        "bits_few_large" => (0..n)
+            .map(|i| match i % (n / 3).max(1) == 1 {
+                true => random(rng),
+                false => Scalar::from(rng.next_u32() as u64 & 1),
+            })
+            .collect(),
         "boolean_mix" => (0..n)
             .map(|_| match rng.next_u32() % 4 {
                 0 => Scalar::ZERO,
@@ -139,7 +147,7 @@ fn g1_msm_matches_cpu() {
         &mut rng,
         &points,
         &largest,
-        &["equal", "small", "boolean_mix"],
+        &["equal", "small", "boolean_mix", "bits_few_large"],
     );
     check_bitmap_sums(&gpu, &mut rng, &points);
 }
@@ -225,6 +233,7 @@ fn pair_rounds_match_cpu_on_repeated_bases() {
         "small",
         "sparse",
         "boolean_mix",
+        "bits_few_large",
     ] {
         check_repeated_bases(&gpu, &mut rng, &g1, 18, kind);
         check_repeated_bases(&gpu, &mut rng, &g1, 20, kind);

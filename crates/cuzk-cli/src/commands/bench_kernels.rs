@@ -30,7 +30,7 @@ use rand::rngs::OsRng;
 use rayon::prelude::*;
 use serde_json::json;
 
-use crate::args::{BenchKernelsArgs, GlobalArgs};
+use crate::args::{BenchKernelsArgs, GlobalArgs, ScalarShape};
 use crate::Outcome;
 
 fn median_ms(mut runs: Vec<f64>) -> f64 {
@@ -48,6 +48,7 @@ struct Table<'a> {
     fp_rate: f64,
     /// Also time MSMs over bases with window multiples.
     window_multiples: Option<Multiples>,
+    scalars: ScalarShape,
     rows: Vec<serde_json::Value>,
 }
 
@@ -64,9 +65,10 @@ fn time_msm<A: MsmAffine>(
     bases: &DeviceBases<A>,
     host: &[A],
     log: u32,
-    runs: usize,
+    table: &Table,
 ) -> Result<(f64, f64)> {
-    let scalars = DeviceScalars::upload(gpu, &random_scalars(1 << log))?;
+    let runs = table.runs;
+    let scalars = DeviceScalars::upload(gpu, &table.scalars(1 << log))?;
     let resident = time_resident(gpu, bases, &scalars, runs)?;
     msm_streamed(gpu, host, &scalars).context("warm-up (streamed)")?;
     let mut streamed = Vec::with_capacity(runs);
@@ -130,13 +132,17 @@ where
         None => None,
     };
     for log in logs {
-        let (ms, streamed_ms) = time_msm(gpu, &bases, &host, log, runs)?;
+        let (ms, streamed_ms) = time_msm(gpu, &bases, &host, log, table)?;
+        // An addition per point and window: random scalars only.
         let products = f64::from(1u32 << log) * f64::from(windows(1 << log)) * products_per_add;
-        let ceiling = products / table.fp_rate * 1e3 / ms;
+        let ceiling =
+            (table.scalars == ScalarShape::Random).then(|| products / table.fp_rate * 1e3 / ms);
         if !table.json {
+            let share = ceiling.map_or(String::new(), |c| {
+                format!("  ({:.0}% of the Fp product ceiling)", 100.0 * c)
+            });
             println!(
-                "msm {group:<3} 2^{log:<3} {ms:>10.2} ms {streamed_ms:>10.2} ms streamed  ({:.0}% of the Fp product ceiling)",
-                100.0 * ceiling
+                "msm {group:<3} 2^{log:<3} {ms:>10.2} ms {streamed_ms:>10.2} ms streamed{share}"
             );
         }
         table.rows.push(
@@ -150,7 +156,7 @@ where
             }
             continue;
         };
-        let scalars = DeviceScalars::upload(gpu, &random_scalars(1 << log))?;
+        let scalars = DeviceScalars::upload(gpu, &table.scalars(1 << log))?;
         let ms = time_resident(gpu, bases, &scalars, runs)?;
         if !table.json {
             println!(
@@ -163,6 +169,22 @@ where
             "log_n": log, "median_ms": ms, "bucket_sets": sets}));
     }
     Ok(())
+}
+
+impl Table<'_> {
+    /// n scalars of the bench's shape.
+    fn scalars(&self, n: usize) -> Vec<Scalar> {
+        match self.scalars {
+            ScalarShape::Random => random_scalars(n),
+            ScalarShape::Witness => (0..n)
+                .into_par_iter()
+                .map(|i| match i % (1 << 20) {
+                    0 => Scalar::random(OsRng),
+                    _ => Scalar::from(u64::from(rand::random::<bool>())),
+                })
+                .collect(),
+        }
+    }
 }
 
 fn random_scalars(n: usize) -> Vec<Scalar> {
@@ -254,6 +276,7 @@ pub fn run(global: &GlobalArgs, args: BenchKernelsArgs) -> Result<Outcome> {
             bits: args.multiple_window_bits,
             sets: args.multiple_sets,
         }),
+        scalars: args.scalars,
         rows: Vec::new(),
     };
     bench_group::<G1Projective>(&mut table, "g1", 10.0, args.g1_min..=args.g1_max)?;

@@ -13,8 +13,11 @@ use crate::error::DriverContext;
 use crate::layout::{as_words, DeviceWords, XyzzPoint, SCALAR_WORDS};
 use crate::{DeviceScalars, Gpu, GpuError, MEMORY_MARGIN};
 use pair_rounds::PairPlan;
+use trace::PassTrace;
+pub use trace::MSM_TRACE_ENV;
 
 mod pair_rounds;
+mod trace;
 
 /// Launch parameters, mirrored by `msm_params` in `cuda/msm/pippenger.cuh`.
 #[repr(C)]
@@ -529,6 +532,7 @@ pub fn msm_device<A: MsmAffine>(
             &bases.words.slice(..),
             &scalars.words.slice(..n * SCALAR_WORDS),
             &p,
+            None,
         );
     }
     let slice = fit_points(n.min(MAX_PASS), free, working_bytes::<A>)?;
@@ -541,6 +545,7 @@ pub fn msm_device<A: MsmAffine>(
                 .words
                 .slice(start * SCALAR_WORDS..end * SCALAR_WORDS),
             &MsmParams::new(end - start),
+            None,
         )?;
     }
     Ok(total)
@@ -596,6 +601,7 @@ pub fn msm_streamed<A: MsmAffine>(
     let mut copied = upload(chunks[0], &mut buffers[0])?;
     let mut total = A::Projective::identity();
     for (k, &(start, end)) in chunks.iter().enumerate() {
+        let copy_wait_ms = trace::copy_wait_ms(&copied)?;
         gpu.stream()
             .wait(&copied)
             .call("cuStreamWaitEvent (points copied)")?;
@@ -613,6 +619,7 @@ pub fn msm_streamed<A: MsmAffine>(
                 .words
                 .slice(start * SCALAR_WORDS..end * SCALAR_WORDS),
             &MsmParams::new(end - start),
+            copy_wait_ms,
         )?;
     }
     Ok(total)
@@ -732,12 +739,14 @@ fn pippenger<A: MsmAffine>(
     bases: &CudaView<'_, u32>,
     scalars: &CudaView<'_, u32>,
     p: &MsmParams,
+    copy_wait_ms: Option<f64>,
 ) -> Result<A::Projective, GpuError> {
     let n = scalars.len() / SCALAR_WORDS;
     if n == 0 {
         return Ok(A::Projective::identity());
     }
     gpu.count_msm_pass();
+    let mut trace = PassTrace::start(gpu, p, copy_wait_ms)?;
     let stream = gpu.stream();
     let buckets = p.total_buckets();
     let xyzz_words = <A::Projective as XyzzPoint>::XYZZ_WORDS;
@@ -781,6 +790,10 @@ fn pippenger<A: MsmAffine>(
             .call("msm_digits")?;
     }
     exclusive_scan(gpu, &mut offsets)?;
+    if let Some(trace) = &mut trace {
+        trace.stage("digits")?;
+        trace.occupancy(p, &offsets)?;
+    }
     // The scatter's cursors start at the buckets' offsets.
     let mut cursors = stream
         .clone_dtod(&offsets.slice(..buckets))
@@ -810,6 +823,9 @@ fn pippenger<A: MsmAffine>(
         }
     }
     drop(codes);
+    if let Some(trace) = &mut trace {
+        trace.stage("scatter")?;
+    }
 
     // Pair rounds while buckets are large; then chunks of the points left (or of the sorted entries
     // when there were no rounds), and chunks of chunk sums until every bucket has one sum.
@@ -822,6 +838,9 @@ fn pippenger<A: MsmAffine>(
     } else {
         (bases.slice(..), Some(entries), &offsets)
     };
+    if let Some(trace) = &mut trace {
+        trace.stage("rounds")?;
+    }
     chunk_counts(
         gpu,
         &point_offsets.slice(..),
@@ -879,6 +898,9 @@ fn pippenger<A: MsmAffine>(
         largest = largest.div_ceil(LEVEL_CHUNK as usize);
         level += 1;
     }
+    if let Some(trace) = &mut trace {
+        trace.stage("chunks")?;
+    }
     let (sums, sum_offsets) = (&level_sums[level % 2], &chunk_offsets[level % 2]);
     // SAFETY: as above.
     unsafe {
@@ -892,6 +914,10 @@ fn pippenger<A: MsmAffine>(
             .call(A::KERNELS.reduce)?;
     }
     let words = tree_sums::<A>(gpu, &partial, p.sets(), p.partials())?;
+    if let Some(mut trace) = trace {
+        trace.stage("reduce")?;
+        trace.finish(plan.rounds);
+    }
     // Horner over the windows, most significant first: (W − 1)·c doublings on the host; sets of
     // shared buckets are summed as they are (their points carry their windows' weights).
     let doublings = if p.shared_stride != 0 {
