@@ -179,6 +179,11 @@ pub trait DeviceLock: Sync {
     fn acquire_beside(&self) -> Option<DeviceGuard<'_>> {
         None
     }
+
+    /// Says that the backend no longer holds the partition's host vectors (the witness and a, b
+    /// and c, copied to buffers of its own): the caller may give their memory back before the
+    /// device region, so that the next partition's synthesis overlaps it. By default nothing.
+    fn staged(&self) {}
 }
 
 /// Anything whose drop ends a hold (a mutex guard, a timer that logs); it is only ever dropped.

@@ -234,6 +234,85 @@ async fn the_memory_budget_holds_back_synthesis() {
     assert_drained(&engine).await;
 }
 
+/// Sums on the CPU (the assignment used up), says so when `stages` (as the GPU backend does once
+/// its staging buffer holds the vectors), then holds the device a while.
+struct StagesThenKernels {
+    stages: bool,
+}
+
+impl ProverBackend for StagesThenKernels {
+    fn name(&self) -> &str {
+        "stages-then-kernels"
+    }
+
+    fn prove_start(
+        &self,
+        params: &Parameters,
+        assignment: ProvingAssignment,
+    ) -> Result<QuerySums, ProveError> {
+        CpuBackend.prove_start(params, assignment)
+    }
+
+    fn prove_start_shared(
+        &self,
+        params: &Parameters,
+        assignment: ProvingAssignment,
+        device: &dyn DeviceLock,
+    ) -> Result<Started, ProveError> {
+        let sums = self.prove_start(params, assignment)?;
+        if self.stages {
+            device.staged();
+        }
+        let _device = device.acquire();
+        std::thread::sleep(Duration::from_millis(150));
+        Ok(Started {
+            sums,
+            stages: Vec::new(),
+        })
+    }
+}
+
+/// Syntheses started while another partition's device region was in progress.
+fn syntheses_during_regions(timeline: &Timeline) -> usize {
+    let regions: Vec<(f64, f64)> = events(timeline, "GPU_START")
+        .iter()
+        .zip(events(timeline, "GPU_END"))
+        .map(|(start, end)| (start.ms, end.ms))
+        .collect();
+    events(timeline, "SYNTH_START")
+        .iter()
+        .filter(|s| regions.iter().any(|&(from, to)| from < s.ms && s.ms < to))
+        .count()
+}
+
+/// With room for one partition, a backend that says its vectors are staged lets the next
+/// synthesis start beside its device region; one that does not holds it back until the region
+/// ends. The budget is never exceeded either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_staged_partition_gives_its_memory_back_before_its_region() {
+    let params = params();
+    for stages in [true, false] {
+        let config = EngineConfig {
+            memory_budget: MIB,
+            ..config(2, 2, 1)
+        };
+        let (engine, sink) = start(config, Arc::new(StagesThenKernels { stages }));
+        let memory = PartitionMemory {
+            abc: MIB / 2,
+            rest: MIB / 2,
+        };
+        let handle = engine.submit(job("job", 0, 4, &params).with_memory(memory));
+        check_proofs(&handle.wait().await, 0, 4, &params);
+        let overlapped = syntheses_during_regions(&sink.timeline());
+        match stages {
+            true => assert!(overlapped >= 2, "{overlapped} syntheses beside a region"),
+            false => assert_eq!(overlapped, 0, "the reservation was held through the region"),
+        }
+        assert_eq!(engine.memory().peak(), MIB);
+        assert_drained(&engine).await;
+    }
+}
+
 /// Blocks a synthesis until opened, and says when one is blocked.
 #[derive(Default)]
 struct Gate {

@@ -388,6 +388,8 @@ impl ProverBackend for GpuBackend {
         let start = std::time::Instant::now();
         let (prepared, index) = self.prepare(params, assignment, &mut stages)?;
         stages.push("prep_ms", start.elapsed().as_secs_f64() * 1e3);
+        // The assignment's vectors are in the staging buffer now, and freed.
+        device.staged();
         let mut prepared = prepared;
         if let Some((sums, beside)) = self.prove_beside(params, &mut prepared, &index, device) {
             self.return_staging(prepared.staging);
