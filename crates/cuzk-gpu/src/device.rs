@@ -263,6 +263,15 @@ impl Gpu {
         Ok((available, total))
     }
 
+    /// As [`Gpu::memory`], once the work queued on this handle's stream has run: buffers freed
+    /// in stream order go back to the pool only as the stream reaches their free, so right after
+    /// dropping some (H's vectors, a proof's earlier MSM) `memory` can count them as still held.
+    /// For sizing work that follows on the same stream, which would wait for that work anyway.
+    pub fn settled_memory(&self) -> Result<(usize, usize), GpuError> {
+        self.synchronize()?;
+        self.memory()
+    }
+
     /// Bytes cuzk may hold on this device (its buffers, outside the context): the budget it was
     /// opened with.
     pub fn budget(&self) -> usize {

@@ -525,7 +525,7 @@ pub fn msm_device<A: MsmAffine>(
     scalars: &DeviceScalars,
 ) -> Result<A::Projective, GpuError> {
     let n = scalars_within("MSM", scalars, bases.len())?;
-    let (free, _) = gpu.memory()?;
+    let (free, _) = gpu.settled_memory()?;
     if let Some(p) = bases.shared_params(n, free.saturating_sub(MEMORY_MARGIN)) {
         return pippenger::<A>(
             gpu,
@@ -579,7 +579,7 @@ pub fn msm_streamed<A: MsmAffine>(
     if n == 0 {
         return Ok(A::Projective::identity());
     }
-    let (free, _) = gpu.memory()?;
+    let (free, _) = gpu.settled_memory()?;
     let chunk = fit_points(streamed_pass(n), free, streamed_pass_bytes::<A>)?;
     let copy = gpu.copy_stream();
     let alloc = || {

@@ -396,7 +396,7 @@ fn msm_counted<T>(
     msm: impl FnOnce() -> Result<T, GpuError>,
 ) -> Result<(T, f32), GpuError> {
     let before = gpu.msm_passes();
-    stages.push(room, gpu.memory()?.0 as f64);
+    stages.push(room, gpu.settled_memory()?.0 as f64);
     let timed = gpu.time(msm);
     stages.push(passes, (gpu.msm_passes() - before) as f64);
     timed
