@@ -181,8 +181,9 @@ pub trait DeviceLock: Sync {
     }
 
     /// Says that the backend no longer holds the partition's host vectors (the witness and a, b
-    /// and c, copied to buffers of its own): the caller may give their memory back before the
-    /// device region, so that the next partition's synthesis overlaps it. By default nothing.
+    /// and c, copied to buffers of its own and freed): the caller may give their memory back
+    /// during the device region, so that the next partition's synthesis overlaps it. Called at
+    /// most once, from any thread, possibly while the region runs. By default nothing.
     fn staged(&self) {}
 }
 

@@ -386,33 +386,45 @@ impl ProverBackend for GpuBackend {
     ) -> Result<Started, ProveError> {
         let mut stages = Stages::default();
         let start = std::time::Instant::now();
-        let (prepared, index) = self.prepare(params, assignment, &mut stages)?;
+        let (mut prepared, index, spent) = self.prepare(params, assignment, &mut stages)?;
         stages.push("prep_ms", start.elapsed().as_secs_f64() * 1e3);
-        // The assignment's vectors are in the staging buffer now, and freed.
-        device.staged();
-        let mut prepared = prepared;
-        if let Some((sums, beside)) = self.prove_beside(params, &mut prepared, &index, device) {
-            self.return_staging(prepared.staging);
-            stages.push("beside", 1.0);
-            stages.extend(beside);
-            return Ok(Started {
-                sums,
+        std::thread::scope(|scope| {
+            // The assignment's vectors are freed beside the device work (unmapping 17 GB at
+            // 32 GiB takes a while); once they are, the partition holds no host memory of its
+            // own and its caller may give it back.
+            let freeing = std::thread::Builder::new()
+                .name("cuzk-release".into())
+                .spawn_scoped(scope, move || {
+                    drop(spent);
+                    device.staged();
+                });
+            if freeing.is_err() {
+                // No thread: the failed spawn dropped its closure, and the vectors with it.
+                device.staged();
+            }
+            if let Some((sums, beside)) = self.prove_beside(params, &mut prepared, &index, device) {
+                self.return_staging(prepared.staging);
+                stages.push("beside", 1.0);
+                stages.extend(beside);
+                return Ok(Started {
+                    sums,
+                    stages: stages.settle(),
+                });
+            }
+            stages.push("beside", 0.0);
+            let device_guard = device.acquire();
+            let sums = self.on_device(params, &mut prepared, index, &mut stages);
+            // Whatever happened, no copy from the staging buffer is still in flight once the
+            // streams are idle; then the buffer can serve another proof.
+            let idle = self.synchronize();
+            drop(device_guard);
+            if idle.is_ok() {
+                self.return_staging(prepared.staging);
+            }
+            Ok(Started {
+                sums: sums.map_err(ProveError::Gpu)?,
                 stages: stages.settle(),
-            });
-        }
-        stages.push("beside", 0.0);
-        let device_guard = device.acquire();
-        let sums = self.on_device(params, &mut prepared, index, &mut stages);
-        // Whatever happened, no copy from the staging buffer is still in flight once the streams
-        // are idle; then the buffer can serve another proof.
-        let idle = self.synchronize();
-        drop(device_guard);
-        if idle.is_ok() {
-            self.return_staging(prepared.staging);
-        }
-        Ok(Started {
-            sums: sums.map_err(ProveError::Gpu)?,
-            stages: stages.settle(),
+            })
         })
     }
 

@@ -58,14 +58,15 @@ impl GpuBackend {
             .push(buffer);
     }
 
-    /// Host work of one proof: checks, a staging copy of the witness (in parallel; the
-    /// assignment's aux vector is freed here), the query positions.
+    /// Host work of one proof: checks, a staging copy of the witness and of a, b and c (in
+    /// parallel), the query positions; the assignment's vectors come back spent, for the caller
+    /// to free.
     pub(super) fn prepare(
         &self,
         params: &Parameters,
         mut assignment: ProvingAssignment,
         stages: &mut Stages,
-    ) -> Result<(Prepared, IndexSource), ProveError> {
+    ) -> Result<(Prepared, IndexSource, Spent), ProveError> {
         let domain = checked_domain(params, &assignment)?;
         let n = domain.size();
         if let Some(compiled) = &assignment.deferred {
@@ -117,7 +118,9 @@ impl GpuBackend {
             }
         }
         stages.push("prep_copy_ms", start.elapsed().as_secs_f64() * 1e3);
-        release_in_background((aux, a, b, c));
+        let spent = Spent {
+            _vectors: [aux, a, b, c],
+        };
         let densities = Densities {
             inputs: inputs.len(),
             a_aux: a_aux_density,
@@ -148,7 +151,7 @@ impl GpuBackend {
             witness,
             products,
         };
-        Ok((prepared, index))
+        Ok((prepared, index, spent))
     }
 }
 
@@ -170,13 +173,11 @@ pub(super) fn staging_pool(threads: usize) -> Option<rayon::ThreadPool> {
         .ok()
 }
 
-/// Drops `value` on a thread of its own: freeing an assignment's vectors (hundreds of MB) unmaps
-/// their pages, which took 16–38 ms of a proof's host preparation on an H200 host. If no thread
-/// can be started, the value is dropped here, as the failed spawn drops its closure.
-pub(super) fn release_in_background<T: Send + 'static>(value: T) {
-    let _ = std::thread::Builder::new()
-        .name("cuzk-release".into())
-        .spawn(move || drop(value));
+/// An assignment's vectors once copied into the staging buffer, to be freed off the proof's path:
+/// freeing them unmaps their pages, which took 16–38 ms of a proof's host preparation on an H200
+/// host (hundreds of MB; 17 GB at 32 GiB).
+pub(super) struct Spent {
+    _vectors: [Vec<Scalar>; 4],
 }
 
 /// Copies `src` to the front of `dst` and zeroes the rest, in parallel chunks.
