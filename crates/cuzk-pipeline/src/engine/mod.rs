@@ -13,10 +13,12 @@
 //! partitions synthesized by witness only (`shapes`).
 
 mod config;
-mod gpu;
+mod device;
+mod finalize;
 mod job;
 pub mod memory;
 pub mod priority;
+mod prove;
 mod scheduler;
 mod shapes;
 mod synthesis;
@@ -32,7 +34,7 @@ use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 
 pub use config::{ConfigError, EngineConfig, SYNTHESIS_NICE};
-pub use gpu::{DeviceActivity, DeviceHealth, FAULTS_IN_A_ROW};
+pub use device::{DeviceActivity, DeviceHealth, FAULTS_IN_A_ROW};
 pub use job::{
     JobError, JobOutput, JobProgress, JobRequest, JobResult, JobTimings, Partition,
     PartitionMemory, PartitionedCircuit, Priority,
@@ -74,7 +76,7 @@ struct Shared {
     /// host).
     critical_pool: OnceLock<Option<Arc<rayon::ThreadPool>>>,
     /// In backend-list order.
-    devices: Vec<Arc<gpu::Device>>,
+    devices: Vec<Arc<device::Device>>,
     clock: Clock,
 }
 
@@ -121,7 +123,7 @@ impl Engine {
         let devices: Vec<_> = devices
             .into_iter()
             .enumerate()
-            .map(|(index, backend)| Arc::new(gpu::Device::new(index, backend)))
+            .map(|(index, backend)| Arc::new(device::Device::new(index, backend)))
             .collect();
         let shared = Arc::new(Shared {
             scheduler: Mutex::new(Scheduler::new(
@@ -153,7 +155,7 @@ impl Engine {
                     .map(|device| (Arc::clone(device), Priority::Critical)),
             );
         for (w, (device, at_least)) in workers.enumerate() {
-            tasks.push(runtime.spawn(gpu::worker(Arc::clone(&shared), device, w, at_least)));
+            tasks.push(runtime.spawn(prove::worker(Arc::clone(&shared), device, w, at_least)));
         }
         Ok(Engine { shared, tasks })
     }
@@ -279,19 +281,20 @@ impl Shared {
         let Some(compiled) = job.circuit.own_compiled() else {
             return false;
         };
-        let computes = |d: &Arc<gpu::Device>| d.backend().computes_products(&job.params, compiled);
+        let computes =
+            |d: &Arc<device::Device>| d.backend().computes_products(&job.params, compiled);
         self.devices.iter().all(computes)
     }
 
     /// Whether a device other than `device` is in service.
-    fn in_service_besides(&self, device: &gpu::Device) -> bool {
+    fn in_service_besides(&self, device: &device::Device) -> bool {
         let others = self.devices.iter().filter(|d| d.index() != device.index());
         others.into_iter().any(|d| d.in_service())
     }
 
     /// Logs that `device` went out of service and wakes the GPU workers: the others may now take
     /// the retries they passed over for it.
-    fn out_of_service(&self, device: &gpu::Device) {
+    fn out_of_service(&self, device: &device::Device) {
         let detail = vec![kv("device", device.index())];
         self.clock.emit(Event::DeviceOut, "-", detail);
         self.gpu_wake.notify_waiters();

@@ -11,7 +11,7 @@ use cuzk_groth16::{Parameters, PreparedVerifyingKey, Proof};
 use cuzk_math::Scalar;
 use tokio::sync::watch;
 
-use super::gpu::Coming;
+use super::device::Coming;
 use super::job::{
     JobError, JobOutput, JobProgress, JobRequest, JobResult, JobTimings, PartitionMemory, Priority,
     SynthesisPath, Synthesize, Synthesized,

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use cuzk_synth::{CompiledError, CompiledR1cs};
 
-use super::gpu::Coming;
+use super::device::Coming;
 use super::job::{JobError, Priority};
 use super::scheduler::{JobInfo, Ready, Scheduler, Taken};
 use super::shapes::Plan;
