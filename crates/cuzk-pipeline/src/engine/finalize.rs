@@ -10,7 +10,7 @@ use rand::rngs::OsRng;
 
 use super::job::{JobError, SynthesisPath};
 use super::scheduler::JobInfo;
-use super::{blocking, Shared};
+use super::shared::{blocking, Shared};
 use crate::budget::Reservation;
 use crate::sink::{kv, ms, Event};
 

@@ -27,7 +27,7 @@ use super::device::{Busy, Device, RegionGuard};
 use super::finalize::{finalize, Held, Timings};
 use super::job::{JobError, Priority, Synthesized};
 use super::scheduler::{JobInfo, Ready, Scheduler};
-use super::{blocking, Shared};
+use super::shared::{blocking, Shared};
 use crate::budget::Reservation;
 use crate::sink::{kv, ms, Event};
 

@@ -11,7 +11,7 @@ use super::device::Coming;
 use super::job::{JobError, Priority};
 use super::scheduler::{JobInfo, Ready, Scheduler, Taken};
 use super::shapes::Plan;
-use super::{unless_ended, Shared};
+use super::shared::{unless_ended, Shared};
 use crate::sink::{kv, ms, Event};
 
 pub(super) async fn worker(shared: Arc<Shared>, worker: usize) {
