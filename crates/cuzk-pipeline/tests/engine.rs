@@ -234,8 +234,10 @@ async fn the_memory_budget_holds_back_synthesis() {
     assert_drained(&engine).await;
 }
 
-/// Sums on the CPU (the assignment used up), says so when `stages` (as the GPU backend does once
-/// its staging buffer holds the vectors), then holds the device a while.
+/// Sums on the CPU (the assignment used up), then holds the device a while, saying in it that the
+/// partition is staged when `stages` (the GPU backend says so from a thread of its own once the
+/// vectors are freed, while its region runs): a synthesis the signal lets start then starts
+/// inside the region, whatever the thread timings.
 struct StagesThenKernels {
     stages: bool,
 }
@@ -260,11 +262,11 @@ impl ProverBackend for StagesThenKernels {
         device: &dyn DeviceLock,
     ) -> Result<Started, ProveError> {
         let sums = self.prove_start(params, assignment)?;
+        let _device = device.acquire();
         if self.stages {
             device.staged();
         }
-        let _device = device.acquire();
-        std::thread::sleep(Duration::from_millis(150));
+        std::thread::sleep(Duration::from_millis(250));
         Ok(Started {
             sums,
             stages: Vec::new(),
