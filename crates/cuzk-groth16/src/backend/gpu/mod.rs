@@ -328,6 +328,41 @@ impl GpuBackend {
         Ok(beside)
     }
 
+    /// A prepared proof's device work: beside the region in progress when it may, else in its
+    /// turn, holding `device` for the region only.
+    fn prove_prepared(
+        &self,
+        params: &Parameters,
+        mut prepared: Prepared,
+        index: IndexSource,
+        device: &dyn DeviceLock,
+        mut stages: Stages,
+    ) -> Result<Started, ProveError> {
+        if let Some((sums, beside)) = self.prove_beside(params, &mut prepared, &index, device) {
+            self.return_staging(prepared.staging);
+            stages.push("beside", 1.0);
+            stages.extend(beside);
+            return Ok(Started {
+                sums,
+                stages: stages.settle(),
+            });
+        }
+        stages.push("beside", 0.0);
+        let device_guard = device.acquire();
+        let sums = self.on_device(params, &mut prepared, index, &mut stages);
+        // Whatever happened, no copy from the staging buffer is still in flight once the streams
+        // are idle; then the buffer can serve another proof.
+        let idle = self.synchronize();
+        drop(device_guard);
+        if idle.is_ok() {
+            self.return_staging(prepared.staging);
+        }
+        Ok(Started {
+            sums: sums.map_err(ProveError::Gpu)?,
+            stages: stages.settle(),
+        })
+    }
+
     /// One proof on the streams beside the region in progress, if all it reads is placed and
     /// `device` allows it. `None` when it did not run, or failed there (the device may have run
     /// short of the memory the region in progress took meanwhile): then it takes its turn.
@@ -386,45 +421,10 @@ impl ProverBackend for GpuBackend {
     ) -> Result<Started, ProveError> {
         let mut stages = Stages::default();
         let start = std::time::Instant::now();
-        let (mut prepared, index, spent) = self.prepare(params, assignment, &mut stages)?;
+        let (prepared, index, spent) = self.prepare(params, assignment, &mut stages)?;
         stages.push("prep_ms", start.elapsed().as_secs_f64() * 1e3);
-        std::thread::scope(|scope| {
-            // The assignment's vectors are freed beside the device work (unmapping 17 GB at
-            // 32 GiB takes a while); once they are, the partition holds no host memory of its
-            // own and its caller may give it back.
-            let freeing = std::thread::Builder::new()
-                .name("cuzk-release".into())
-                .spawn_scoped(scope, move || {
-                    drop(spent);
-                    device.staged();
-                });
-            if freeing.is_err() {
-                // No thread: the failed spawn dropped its closure, and the vectors with it.
-                device.staged();
-            }
-            if let Some((sums, beside)) = self.prove_beside(params, &mut prepared, &index, device) {
-                self.return_staging(prepared.staging);
-                stages.push("beside", 1.0);
-                stages.extend(beside);
-                return Ok(Started {
-                    sums,
-                    stages: stages.settle(),
-                });
-            }
-            stages.push("beside", 0.0);
-            let device_guard = device.acquire();
-            let sums = self.on_device(params, &mut prepared, index, &mut stages);
-            // Whatever happened, no copy from the staging buffer is still in flight once the
-            // streams are idle; then the buffer can serve another proof.
-            let idle = self.synchronize();
-            drop(device_guard);
-            if idle.is_ok() {
-                self.return_staging(prepared.staging);
-            }
-            Ok(Started {
-                sums: sums.map_err(ProveError::Gpu)?,
-                stages: stages.settle(),
-            })
+        freed_beside(spent, device, || {
+            self.prove_prepared(params, prepared, index, device, stages)
         })
     }
 

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use std::sync::{Arc, PoisonError};
 
 use crate::prover::checked_domain;
-use crate::{Parameters, ProveError};
+use crate::{DeviceLock, Parameters, ProveError};
 
 use super::*;
 
@@ -178,6 +178,29 @@ pub(super) fn staging_pool(threads: usize) -> Option<rayon::ThreadPool> {
 /// host (hundreds of MB; 17 GB at 32 GiB).
 pub(super) struct Spent {
     _vectors: [Vec<Scalar>; 4],
+}
+
+/// Runs `work` while `spent` is freed on a thread beside it, and says the partition is staged
+/// ([`DeviceLock::staged`]) once the vectors are gone: not before, or the caller would count as
+/// free memory still being unmapped.
+pub(super) fn freed_beside<T>(
+    spent: Spent,
+    device: &dyn DeviceLock,
+    work: impl FnOnce() -> T,
+) -> T {
+    std::thread::scope(|scope| {
+        let freeing = std::thread::Builder::new()
+            .name("cuzk-release".into())
+            .spawn_scoped(scope, move || {
+                drop(spent);
+                device.staged();
+            });
+        if freeing.is_err() {
+            // No thread: the failed spawn dropped its closure, and the vectors with it.
+            device.staged();
+        }
+        work()
+    })
 }
 
 /// Copies `src` to the front of `dst` and zeroes the rest, in parallel chunks.
