@@ -29,17 +29,21 @@ const _: () = assert!(align_of::<Scalar>() >= align_of::<u32>());
 const _: () = assert!(align_of::<G1Affine>() >= align_of::<u32>());
 const _: () = assert!(align_of::<G2Affine>() >= align_of::<u32>());
 
-/// Plain-old-data blstrs types: fixed-size arrays of u64 limbs with no padding, any of whose
-/// values the device may read.
+/// Plain-old-data types the device reads as words: blstrs values (fixed-size arrays of u64 limbs
+/// with no padding) and u32 (index lists, sparse matrices).
 ///
 /// # Safety
-/// Implementors must be `#[repr(transparent)]`/`#[repr(C)]` over u64 limbs only (no padding, no
-/// pointers), with the size asserted above.
+/// Implementors must be `#[repr(transparent)]`/`#[repr(C)]` over u64 limbs or u32 words only (no
+/// padding, no pointers), with the size asserted above.
 pub unsafe trait DeviceWords: Copy + Sized {
     /// 32-bit words per value.
     const WORDS: usize;
 }
 
+// SAFETY: one word, any value valid.
+unsafe impl DeviceWords for u32 {
+    const WORDS: usize = 1;
+}
 // SAFETY: Scalar is repr(transparent) over blst_fr { l: [u64; 4] } (size asserted above).
 unsafe impl DeviceWords for Scalar {
     const WORDS: usize = SCALAR_WORDS;

@@ -1,13 +1,14 @@
 //! Sparse products on the device equal the same sums on the host, on fresh random matrices with
-//! the shapes R1CS rows have (empty rows, single terms, long packing rows, mostly-bit vectors), and
-//! bad matrices are refused by name.
+//! the shapes R1CS rows have (empty rows, single terms, long packing rows, mostly-bit vectors),
+//! with the matrices on the device and streamed from host memory in chunks (rows longer than a
+//! chunk included), and bad matrices are refused by name.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed test should stop loudly
 
 mod common;
 
 use blstrs::Scalar;
-use cuzk_gpu::sparse::{DeviceSparse, SparseRows};
+use cuzk_gpu::sparse::{lock_in_host, ChunkLimit, DeviceSparse, SparseRows, StreamedSparse};
 use cuzk_gpu::{DeviceScalars, GpuError};
 use ff::Field;
 use rand_core::RngCore;
@@ -101,17 +102,45 @@ fn device_products_equal_host_sums() {
             .collect();
         let views: Vec<SparseRows<'_>> = matrices.iter().map(Matrix::rows).collect();
         let sparse = DeviceSparse::upload(&gpu, &table, &views, columns).unwrap();
+        // Streamed in chunks of a few rows (the long rows alone), and of the default size; from
+        // page-locked memory where the driver locks it (small vectors may share pages, which it
+        // refuses to lock twice), the products the same either way.
+        let _locked = lock_in_host(&gpu, &views);
+        let small = ChunkLimit {
+            entries: 64,
+            rows: 16,
+        };
+        let streamed = [small, ChunkLimit::DEFAULT]
+            .map(|limit| StreamedSparse::new(&gpu, &table, &views, columns, limit).unwrap());
         let z = witness(&mut rng, columns);
         let device_z = DeviceScalars::upload(&gpu, &z).unwrap();
         for (m, matrix) in matrices.iter().enumerate() {
+            let mut want = matrix.times(&table, &z);
+            want.resize(rows + 5, Scalar::ZERO);
             // Room past the rows stays zero, as the NTT's padding needs.
             let mut out = DeviceScalars::zeros(&gpu, rows + 5).unwrap();
             sparse.multiply(&gpu, m, &device_z, &mut out).unwrap();
-            let got = out.to_vec(&gpu).unwrap();
-            let mut want = matrix.times(&table, &z);
-            want.resize(rows + 5, Scalar::ZERO);
-            assert!(got == want, "{rows} rows, matrix {m}: products differ");
+            assert!(
+                out.to_vec(&gpu).unwrap() == want,
+                "{rows} rows, matrix {m}: products differ"
+            );
+            for (s, limit) in streamed.iter().zip([small, ChunkLimit::DEFAULT]) {
+                let mut out = DeviceScalars::zeros(&gpu, rows + 5).unwrap();
+                s.multiply(&gpu, m, views[m], &device_z, &mut out).unwrap();
+                assert!(
+                    out.to_vec(&gpu).unwrap() == want,
+                    "{rows} rows, matrix {m}, streamed in chunks of {limit:?}: products differ"
+                );
+            }
         }
+        // A streamed product reads only the memory that was checked.
+        let other = matrices[1].clone();
+        let mut out = DeviceScalars::zeros(&gpu, rows).unwrap();
+        let refused = streamed[0].multiply(&gpu, 0, other.rows(), &device_z, &mut out);
+        assert!(
+            matches!(refused, Err(GpuError::InvalidInput { ref reason, .. }) if reason.contains("not the memory")),
+            "{refused:?}"
+        );
     }
 }
 

@@ -42,15 +42,21 @@ fn bellperson_verifies(params: &Parameters, proof: &Proof, inputs: &[Scalar]) ->
     bp::verify_proof(&bp::prepare_verifying_key(&vk), &proof, inputs).unwrap()
 }
 
-/// Proves `circuit` on both backends; asserts equal sums and a verifying proof; returns the GPU
-/// backend's stage metrics.
+/// The GPU backend's stage metrics of a proof whose a, b and c came from the host, and of one
+/// that left them to the device.
+struct GpuStages {
+    host_products: Vec<(&'static str, f64)>,
+    device_products: Vec<(&'static str, f64)>,
+}
+
+/// Proves `circuit` on both backends; asserts equal sums and a verifying proof.
 fn same_as_cpu<C: Circuit<Scalar> + Clone>(
     gpu: &GpuBackend,
     params: &Parameters,
     circuit: C,
     inputs: &[Scalar],
     what: &str,
-) -> Vec<(&'static str, f64)> {
+) -> GpuStages {
     let synth = || ProvingAssignment::synthesize(circuit.clone()).unwrap();
     let cpu = CpuBackend.prove_start(params, synth()).unwrap();
     let started = gpu.prove_start_shared(params, synth(), &Unshared).unwrap();
@@ -81,7 +87,11 @@ fn same_as_cpu<C: Circuit<Scalar> + Clone>(
         bellperson_verifies(params, &proof, inputs),
         "{what}: bellperson accepts it"
     );
-    started.stages.iter().map(|m| (m.key, m.value)).collect()
+    let pairs = |started: &Started| started.stages.iter().map(|m| (m.key, m.value)).collect();
+    GpuStages {
+        host_products: pairs(&started),
+        device_products: pairs(&on_device),
+    }
 }
 
 #[test]
@@ -104,7 +114,7 @@ fn gpu_proofs_match_cpu_proofs() {
         let params = generate_random_parameters(circuit.clone(), &mut rng).unwrap();
         let inputs = circuit.public_input_values();
         let what = format!("synthetic {constraints} constraints, {boolean} boolean");
-        let stages = same_as_cpu(&gpu, &params, circuit, &inputs, &what);
+        let stages = same_as_cpu(&gpu, &params, circuit, &inputs, &what).host_products;
         let keys: Vec<&str> = stages.iter().map(|(k, _)| *k).collect();
         for key in [
             "ntt_ms",
@@ -148,8 +158,16 @@ fn streams_the_proving_key_when_memory_is_short() {
     let inputs = circuit.public_input_values();
     device.limit_memory(Some(cuzk_gpu::MEMORY_MARGIN + (512 << 20)));
     let gpu = GpuBackend::with_gpu(device.clone()).resident_points_up_to(0);
-    let stages = same_as_cpu(&gpu, &params, circuit.clone(), &inputs, "capped memory");
+    let GpuStages {
+        host_products: stages,
+        device_products,
+    } = same_as_cpu(&gpu, &params, circuit.clone(), &inputs, "capped memory");
     device.limit_memory(None);
+    // No matrices resident either: they streamed from the R1CS's host memory.
+    let streamed = device_products
+        .iter()
+        .find(|(k, _)| *k == "matrices_streamed");
+    assert_eq!(streamed.map(|s| s.1), Some(1.0), "{device_products:?}");
     let stage = |key: &str| stages.iter().find(|(k, _)| *k == key).map(|s| s.1);
     assert_eq!(stage("srs_resident"), Some(0.0), "streamed: {stages:?}");
     assert_eq!(stage("srs_streamed_queries"), Some(5.0), "{stages:?}");
@@ -166,7 +184,7 @@ fn streams_the_proving_key_when_memory_is_short() {
     // Room for L's points only: L stays, the rest stream.
     let l_bytes = params.l.len() * std::mem::size_of::<cuzk_math::G1Affine>();
     let gpu = GpuBackend::with_gpu(device.clone()).resident_points_up_to(l_bytes);
-    let stages = same_as_cpu(&gpu, &params, circuit, &inputs, "L resident");
+    let stages = same_as_cpu(&gpu, &params, circuit, &inputs, "L resident").host_products;
     let stage = |key: &str| stages.iter().find(|(k, _)| *k == key).map(|s| s.1);
     assert_eq!(stage("srs_streamed_queries"), Some(4.0), "{stages:?}");
 }
@@ -185,7 +203,7 @@ fn proves_with_window_multiples() {
         let params = generate_random_parameters(circuit.clone(), &mut rng).unwrap();
         let inputs = circuit.public_input_values();
         let what = format!("window multiples, {constraints} constraints, {boolean} boolean");
-        let stages = same_as_cpu(&gpu, &params, circuit, &inputs, &what);
+        let stages = same_as_cpu(&gpu, &params, circuit, &inputs, &what).host_products;
         let bits = stages
             .iter()
             .find(|(k, _)| *k == "srs_window_bits")
@@ -224,7 +242,7 @@ fn preloaded_set_proves_without_upload() {
     let bytes = gpu.preload(&params).unwrap();
     assert_eq!(bytes, point_bytes(&params), "resident without multiples");
     assert_eq!(gpu.resident(&params), Some(bytes));
-    let stages = same_as_cpu(&gpu, &params, circuit, &inputs, "preloaded");
+    let stages = same_as_cpu(&gpu, &params, circuit, &inputs, "preloaded").host_products;
     assert!(
         !placed_during(&stages),
         "no placement in the proof: {stages:?}"
@@ -260,7 +278,7 @@ fn keeps_several_sets_resident() {
         for (circuit, params) in &sets {
             let what = format!("round {round}, {} constraints", circuit.constraints);
             let inputs = circuit.public_input_values();
-            let stages = same_as_cpu(&gpu, params, circuit.clone(), &inputs, &what);
+            let stages = same_as_cpu(&gpu, params, circuit.clone(), &inputs, &what).host_products;
             assert!(!placed_during(&stages), "{what}: no placement: {stages:?}");
             for (other, &other_bytes) in sets.iter().zip(&placed) {
                 assert_eq!(
@@ -387,7 +405,7 @@ fn evicted_set_is_placed_again() {
     );
     assert_eq!(gpu.resident(&params), None);
     assert_eq!(gpu.evict(&params), 0, "nothing left to evict");
-    let stages = same_as_cpu(&gpu, &params, circuit, &inputs, "after eviction");
+    let stages = same_as_cpu(&gpu, &params, circuit, &inputs, "after eviction").host_products;
     assert!(placed_during(&stages), "placed again: {stages:?}");
     assert_eq!(gpu.resident(&params), Some(bytes));
 }
@@ -406,7 +424,8 @@ fn resident_bytes_count_window_multiples() {
     let bytes = gpu.preload(&params).unwrap();
     assert_eq!(bytes, 14 * point_bytes(&params));
     assert_eq!(gpu.resident(&params), Some(bytes));
-    let stages = same_as_cpu(&gpu, &params, circuit, &inputs, "preloaded with multiples");
+    let stages =
+        same_as_cpu(&gpu, &params, circuit, &inputs, "preloaded with multiples").host_products;
     assert!(!placed_during(&stages), "no placement: {stages:?}");
     assert_eq!(gpu.evict(&params), bytes);
 }
@@ -430,7 +449,7 @@ fn preload_streams_when_memory_is_short() {
     let gpu = GpuBackend::with_gpu(device.clone()).resident_points_up_to(0);
     assert_eq!(gpu.preload(&params).unwrap(), 0);
     assert_eq!(gpu.resident(&params), None);
-    let stages = same_as_cpu(&gpu, &params, circuit, &inputs, "preloaded, streamed");
+    let stages = same_as_cpu(&gpu, &params, circuit, &inputs, "preloaded, streamed").host_products;
     device.limit_memory(None);
     assert!(
         !placed_during(&stages),

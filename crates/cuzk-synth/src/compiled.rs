@@ -152,6 +152,8 @@ impl SparseRows {
 /// A circuit's R1CS, compiled for witness-only synthesis.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CompiledR1cs {
+    /// First, so that it is dropped before the matrices.
+    attached: Attached,
     num_inputs: usize,
     num_aux: usize,
     num_rows: usize,
@@ -163,6 +165,35 @@ pub struct CompiledR1cs {
     a_aux_density: Bitmap,
     b_input_density: Bitmap,
     b_aux_density: Bitmap,
+}
+
+/// What a consumer ties to the matrices' memory, made once and dropped before it: the page-locks a
+/// GPU backend takes on them to stream them from where they are (see
+/// [`CompiledR1cs::attachment`]). A clone starts without: its matrices are other memory.
+#[derive(Default)]
+struct Attached(std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>);
+
+impl Clone for Attached {
+    fn clone(&self) -> Self {
+        Attached::default()
+    }
+}
+
+/// Says nothing of the matrices: any two are equal.
+impl PartialEq for Attached {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Attached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "attached"
+        } else {
+            "none"
+        })
+    }
 }
 
 /// Distinct coefficients by their canonical bytes, one at index 0.
@@ -526,6 +557,7 @@ impl CompiledR1cs {
             }
         }
         CompiledR1cs {
+            attached: Attached::default(),
             num_inputs,
             num_aux,
             num_rows: a.starts.len() - 1,
@@ -581,6 +613,18 @@ impl CompiledR1cs {
     /// indices into [`CompiledR1cs::coeffs`]), for products computed elsewhere (on a GPU).
     pub fn matrices(&self) -> [(&[u32], &[u32], &[u32]); 3] {
         [&self.a, &self.b, &self.c].map(|m| (&m.starts[..], &m.columns[..], &m.coeffs[..]))
+    }
+
+    /// The value tied to the matrices' memory (dropped before it), made by `make` on the first
+    /// call; `None` if an earlier call attached a value of another type.
+    pub fn attachment<T: std::any::Any + Send + Sync>(
+        &self,
+        make: impl FnOnce() -> T,
+    ) -> Option<&T> {
+        self.attached
+            .0
+            .get_or_init(|| Box::new(make()))
+            .downcast_ref()
     }
 
     /// The distinct coefficients the matrices index, one first.

@@ -1,8 +1,9 @@
-//! What a circuit leaves on the device for its proofs: the query positions and the matrices.
+//! What a circuit leaves on the device for its proofs: the query positions and the matrices (or
+//! what streams them from host memory).
 
 use cuzk_gpu::ntt::NttTables;
-use cuzk_gpu::sparse::{DeviceSparse, SparseRows};
-use cuzk_gpu::{DeviceIndex, Gpu, GpuError};
+use cuzk_gpu::sparse::{self, ChunkLimit, DeviceSparse, SparseRows, StreamedSparse};
+use cuzk_gpu::{DeviceIndex, DeviceScalars, Gpu, GpuError};
 use cuzk_math::Bitmap;
 use cuzk_synth::CompiledR1cs;
 use std::sync::{Arc, PoisonError};
@@ -83,43 +84,123 @@ impl GpuBackend {
         })
     }
 
-    /// The cached device copy of `compiled`'s matrices, if any (the copies of circuits dropped
-    /// on the host go).
-    pub(super) fn cached_sparse(&self, compiled: &Arc<CompiledR1cs>) -> Option<Arc<DeviceSparse>> {
-        let mut list = self.sparse.lock().unwrap_or_else(PoisonError::into_inner);
+    /// `compiled`'s matrices as the device last used them, if it did (the entries of circuits
+    /// dropped on the host go).
+    pub(super) fn cached_matrices(&self, compiled: &Arc<CompiledR1cs>) -> Option<Matrices> {
+        let mut list = self.matrices.lock().unwrap_or_else(PoisonError::into_inner);
         list.retain(|(host, _)| host.strong_count() > 0);
         let i = list
             .iter()
             .position(|(host, _)| std::ptr::eq(host.as_ptr(), Arc::as_ptr(compiled)))?;
-        Some(most_recent(&mut list, i).1)
+        let (_, kept) = most_recent(&mut list, i);
+        Some(Matrices {
+            kept,
+            compiled: Arc::clone(compiled),
+        })
     }
 
-    /// The device copy of `compiled`'s matrices: the cached one, or uploaded now, after the least
-    /// recently used copies no proof reads if it would not fit beside them.
-    pub(super) fn sparse(
+    /// `compiled`'s matrices for the device's products, as `products` says: cached (resident
+    /// ones serve either way), or made now — uploaded (after the least recently used copies no
+    /// proof reads, if it would not fit beside them) or prepared for streaming from host memory,
+    /// which is page-locked in place for the R1CS's lifetime.
+    pub(super) fn matrices(
         &self,
         compiled: &Arc<CompiledR1cs>,
-    ) -> Result<Arc<DeviceSparse>, GpuError> {
-        if let Some(device) = self.cached_sparse(compiled) {
-            return Ok(device);
+        products: Products,
+    ) -> Result<Matrices, GpuError> {
+        let streamed = products == Products::StreamedMatrices;
+        if let Some(matrices) = self.cached_matrices(compiled) {
+            if streamed || matches!(matrices.kept, Kept::Resident(_)) {
+                return Ok(matrices);
+            }
         }
-        let needed = DeviceSparse::bytes_of(compiled.coeffs(), &sparse_rows(compiled))
-            + cuzk_gpu::MEMORY_MARGIN;
-        let mut list = self.sparse.lock().unwrap_or_else(PoisonError::into_inner);
-        while self.gpu.memory()?.0 < needed {
-            let Some(i) = list.iter().rposition(|(_, d)| Arc::strong_count(d) == 1) else {
-                break;
-            };
-            list.remove(i);
-            // Freed in the stream's order: measure once it is.
-            self.gpu.synchronize()?;
-        }
-        let device = Arc::new(upload_matrices(&self.gpu, compiled)?);
+        let rows = sparse_rows(compiled);
+        let mut list = self.matrices.lock().unwrap_or_else(PoisonError::into_inner);
+        // This circuit's other form, if any, goes.
+        list.retain(|(host, _)| !std::ptr::eq(host.as_ptr(), Arc::as_ptr(compiled)));
+        let kept = if streamed {
+            // Refused (the page-lock limit, say), they stream from pageable memory: correct,
+            // each copy staged by the driver.
+            compiled.attachment(|| sparse::lock_in_host(&self.gpu, &rows).ok());
+            let columns = compiled.num_inputs() + compiled.num_aux();
+            Kept::Streamed(Arc::new(StreamedSparse::new(
+                &self.gpu,
+                compiled.coeffs(),
+                &rows,
+                columns,
+                ChunkLimit::DEFAULT,
+            )?))
+        } else {
+            let needed = DeviceSparse::bytes_of(compiled.coeffs(), &rows) + cuzk_gpu::MEMORY_MARGIN;
+            while self.gpu.memory()?.0 < needed {
+                let Some(i) = list.iter().rposition(|(_, kept)| kept.unused()) else {
+                    break;
+                };
+                list.remove(i);
+                // Freed in the stream's order: measure once it is.
+                self.gpu.synchronize()?;
+            }
+            Kept::Resident(Arc::new(upload_matrices(&self.gpu, compiled)?))
+        };
         // Cached once made: a proof beside the region may read it from other streams.
         self.gpu.synchronize()?;
-        list.insert(0, (Arc::downgrade(compiled), Arc::clone(&device)));
+        list.insert(0, (Arc::downgrade(compiled), kept.clone()));
         list.truncate(CACHED_CIRCUITS);
-        Ok(device)
+        Ok(Matrices {
+            kept,
+            compiled: Arc::clone(compiled),
+        })
+    }
+}
+
+/// A circuit's matrices as the device keeps them between proofs.
+#[derive(Clone, Debug)]
+pub(super) enum Kept {
+    Resident(Arc<DeviceSparse>),
+    /// The table and the chunks; the matrices stay in the R1CS's host memory.
+    Streamed(Arc<StreamedSparse>),
+}
+
+impl Kept {
+    /// Whether no proof reads it (only the cache holds it).
+    fn unused(&self) -> bool {
+        match self {
+            Kept::Resident(device) => Arc::strong_count(device) == 1,
+            Kept::Streamed(streamed) => Arc::strong_count(streamed) == 1,
+        }
+    }
+}
+
+/// A circuit's matrices for one proof's products on the device.
+pub(super) struct Matrices {
+    kept: Kept,
+    /// Whose host memory streamed matrices are read from.
+    compiled: Arc<CompiledR1cs>,
+}
+
+impl Matrices {
+    /// `out[..rows] = M·z` for matrix `m` (0, 1, 2: A, B, C) on `gpu`'s stream.
+    pub(super) fn multiply(
+        &self,
+        gpu: &Gpu,
+        m: usize,
+        z: &DeviceScalars,
+        out: &mut DeviceScalars,
+    ) -> Result<(), GpuError> {
+        match &self.kept {
+            Kept::Resident(device) => device.multiply(gpu, m, z, out),
+            Kept::Streamed(streamed) => {
+                let rows = sparse_rows(&self.compiled)[m];
+                streamed.multiply(gpu, m, rows, z, out)
+            }
+        }
+    }
+
+    pub(super) fn products(&self) -> Products {
+        match self.kept {
+            Kept::Resident(_) => Products::ResidentMatrices,
+            Kept::Streamed(_) => Products::StreamedMatrices,
+        }
     }
 }
 

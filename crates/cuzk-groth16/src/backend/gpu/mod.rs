@@ -19,8 +19,10 @@
 //! chooses: all resident (with window multiples when they fit) and the MSMs side by side; or, on
 //! a device short of memory, one step at a time with H from two vectors, the queries that do not
 //! fit streamed from the parameters' own host vectors, page-locked in place
-//! ([`Parameters::lock_in_host`]: no second copy), through double-buffered chunks, and a, b and
-//! c computed on the host when the matrices do not fit. The plan is returned with every proof's
+//! ([`Parameters::lock_in_host`]: no second copy), through double-buffered chunks; a, b and c
+//! come from the circuit's matrices streamed the same way from the compiled R1CS's host memory
+//! when they do not fit, and from the host only when not even the witness fits beside H's two
+//! vectors. The plan is returned with every proof's
 //! stages (`srs_resident`, `srs_streamed_queries`, `srs_window_bits`) and by
 //! [`ProverBackend::plan`]; a device too small for any plan refuses the proof, naming the bytes.
 //!
@@ -47,7 +49,7 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use cuzk_gpu::ntt::NttTables;
-use cuzk_gpu::sparse::DeviceSparse;
+use cuzk_gpu::sparse::{ChunkLimit, DeviceSparse, StreamedSparse};
 use cuzk_gpu::{Gpu, GpuError, Pinned};
 use cuzk_math::Scalar;
 use cuzk_synth::{CompiledR1cs, ProvingAssignment};
@@ -60,7 +62,7 @@ pub use residency::DeviceQueries;
 pub(crate) use residency::QueryScalars;
 
 use circuit::*;
-use plan::{Placement, Plan, Program, Shape};
+use plan::{MatrixBytes, Placement, Plan, Products, Program, Shape};
 use program::*;
 use residency::*;
 use staging::*;
@@ -80,10 +82,10 @@ pub struct GpuBackend {
     /// The A and B queries' variable positions of the latest circuits proven, on the device, most
     /// recently used first (at most [`CACHED_CIRCUITS`]).
     index: Mutex<Vec<Arc<QueryIndex>>>,
-    /// The matrices of the latest compiled R1CSs whose products proofs left to the device, there
-    /// (the weak reference names the host copy without keeping it alive), most recently used
-    /// first (at most [`CACHED_CIRCUITS`]).
-    sparse: Mutex<Vec<(Weak<CompiledR1cs>, Arc<DeviceSparse>)>>,
+    /// The matrices of the latest compiled R1CSs whose products proofs left to the device, as the
+    /// device keeps them (the weak reference names the host copy without keeping it alive), most
+    /// recently used first (at most [`CACHED_CIRCUITS`]).
+    matrices: Mutex<Vec<(Weak<CompiledR1cs>, Kept)>>,
     /// Page-locked staging buffers, one per proof in preparation, reused.
     staging: Mutex<Vec<Pinned<Scalar>>>,
     /// Threads that copy witnesses into staging buffers, apart from the rayon global pool: there
@@ -103,7 +105,7 @@ pub struct GpuBackend {
     /// Parameter sets whose longest query has this many points or more go to the device with their
     /// window multiples when those fit.
     multiples_from: usize,
-    /// Device bytes of points the plans keep resident at most (see
+    /// Device bytes of points and matrices the plans keep resident at most (see
     /// [`GpuBackend::resident_points_up_to`]).
     resident_cap: usize,
 }
@@ -128,7 +130,7 @@ impl GpuBackend {
             region: Mutex::new(()),
             tables: Mutex::new(HashMap::new()),
             index: Mutex::default(),
-            sparse: Mutex::default(),
+            matrices: Mutex::default(),
             staging: Mutex::new(Vec::new()),
             copies: staging_pool(COPY_THREADS),
             lanes: Mutex::new(None),
@@ -154,8 +156,9 @@ impl GpuBackend {
         self
     }
 
-    /// Keeps at most `bytes` of parameter points resident on the device, streaming the rest from
-    /// host memory: room left for other work on the device, or streaming tried on a large one.
+    /// Keeps at most `bytes` of parameter points and R1CS matrices resident on the device,
+    /// streaming the rest from host memory: room left for other work on the device, or streaming
+    /// tried on a large one.
     pub fn resident_points_up_to(mut self, bytes: usize) -> Self {
         self.resident_cap = bytes;
         self
@@ -201,17 +204,25 @@ impl GpuBackend {
         let tables = self.ntt_tables(p.log_n)?;
         let shape = shape(params, p.log_n, p.witness, p.products.as_deref());
         let srs = self.srs(params, &shape, stages)?;
-        // After the SRS, whose plan counts them.
-        let sparse = p
-            .products
-            .as_ref()
-            .map(|compiled| self.sparse(compiled))
-            .transpose()?;
+        // After the SRS, whose plan counts them. Deferred by the host, they are made on the device
+        // even if memory has shrunk since: streamed, which takes least.
+        let matrices = match &p.products {
+            Some(compiled) => {
+                let products = self
+                    .device_products(params, compiled, p.log_n, p.witness)
+                    .unwrap_or(Products::StreamedMatrices);
+                let matrices = self.matrices(compiled, products)?;
+                let streamed = matrices.products() == Products::StreamedMatrices;
+                stages.push("matrices_streamed", f64::from(u8::from(streamed)));
+                Some(matrices)
+            }
+            None => None,
+        };
         let index = self.query_index(index)?;
         Ok(Placed {
             tables,
             srs,
-            sparse,
+            matrices,
             index,
         })
     }
@@ -234,34 +245,43 @@ impl GpuBackend {
             Some(_) => return None,
             None => self.cache().get(&SrsKey::of(params))?,
         };
-        let sparse = match &p.products {
-            Some(compiled) => Some(self.cached_sparse(compiled)?),
+        // Beside the region, with resident matrices only: streaming them would take the copy
+        // engine from the region's streamed MSMs.
+        let matrices = match &p.products {
+            Some(compiled) => Some(self.cached_matrices(compiled)?),
             None => None,
+        };
+        let products = match &matrices {
+            Some(matrices) if matrices.products() == Products::StreamedMatrices => return None,
+            Some(_) => Products::ResidentMatrices,
+            None => Products::Host,
         };
         let free = self.gpu.memory().ok()?.0;
         let shape = shape(params, p.log_n, p.witness, p.products.as_deref());
-        let side_by_side = Plan::of(&shape, srs.queries, Program::SideBySide, sparse.is_some());
+        let side_by_side = Plan::of(&shape, srs.queries, Program::SideBySide, products);
         let fits = side_by_side.working_bytes + cuzk_gpu::MEMORY_MARGIN <= free;
         (srs.all_resident() && fits).then(|| Placed {
             tables,
             srs,
-            sparse,
+            matrices,
             index: Arc::clone(index),
         })
     }
 
-    /// Whether the device computes a proof's a, b and c from its witness with `compiled`'s
-    /// matrices: they are there already, or fit beside the set's plan within the device's budget.
-    /// Otherwise the host computes them before the device is taken.
-    fn products_on_device(
+    /// How the device makes a proof's a, b and c from its witness with `compiled`'s matrices:
+    /// from resident ones if they are there already or fit beside the set's plan within the
+    /// device's budget, else from streamed ones if the witness fits beside H's two vectors.
+    /// `None`: the host computes them before the device is taken.
+    fn device_products(
         &self,
         params: &Parameters,
         compiled: &Arc<CompiledR1cs>,
         log_n: u32,
         witness: usize,
-    ) -> bool {
-        if self.cached_sparse(compiled).is_some() {
-            return true;
+    ) -> Option<Products> {
+        let cached = self.cached_matrices(compiled).map(|m| m.products());
+        if cached == Some(Products::ResidentMatrices) {
+            return cached;
         }
         let shape = shape(params, log_n, witness, Some(compiled));
         let capacity = self.gpu.budget().saturating_sub(cuzk_gpu::MEMORY_MARGIN);
@@ -274,19 +294,28 @@ impl GpuBackend {
         };
         let queries = match cached {
             Some(queries) => queries,
-            None => match Plan::new(
-                &shape,
-                capacity,
-                self.multiples_for(params),
-                self.resident_cap,
-            ) {
-                Ok(plan) => plan.queries,
-                Err(_) => return false,
-            },
+            None => {
+                Plan::new(
+                    &shape,
+                    capacity,
+                    self.multiples_for(params),
+                    self.resident_cap,
+                )
+                .ok()?
+                .queries
+            }
         };
-        let fits = |program| Plan::of(&shape, queries, program, true).peak_bytes <= capacity;
+        let fits = |program, products| {
+            let plan = Plan::of(&shape, queries, program, products);
+            plan.peak_bytes <= capacity && plan.kept_bytes() <= self.resident_cap
+        };
         let all_resident = !queries.contains(&Placement::Streamed);
-        (all_resident && fits(Program::SideBySide)) || fits(Program::OneAtATime)
+        let resident = (all_resident && fits(Program::SideBySide, Products::ResidentMatrices))
+            || fits(Program::OneAtATime, Products::ResidentMatrices);
+        if resident {
+            return Some(Products::ResidentMatrices);
+        }
+        fits(Program::OneAtATime, Products::StreamedMatrices).then_some(Products::StreamedMatrices)
     }
 
     /// Five lanes of this backend's device, made on first use: H's chain (scheduled first) and
@@ -467,11 +496,13 @@ impl ProverBackend for GpuBackend {
         (len * std::mem::size_of::<Scalar>()) as u64
     }
 
-    /// On the device, with the compiled matrices (uploaded once per circuit), when they fit.
+    /// On the device, with the compiled matrices (uploaded once per circuit) when they fit, else
+    /// streamed from host memory where the witness fits beside H's two vectors.
     fn computes_products(&self, params: &Parameters, compiled: &Arc<CompiledR1cs>) -> bool {
         let lengths = params.lengths();
         let log_n = (lengths.h + 1).trailing_zeros();
-        self.products_on_device(params, compiled, log_n, params.vk.ic.len() + lengths.l)
+        self.device_products(params, compiled, log_n, params.vk.ic.len() + lengths.l)
+            .is_some()
     }
 
     /// Window multiples included; `None` for a set streamed from host memory.
@@ -522,6 +553,13 @@ fn shape(
         witness,
         inputs: params.vk.ic.len(),
         lengths: params.lengths(),
-        matrices: compiled.map(|c| DeviceSparse::bytes_of(c.coeffs(), &sparse_rows(c))),
+        matrices: compiled.map(|c| MatrixBytes {
+            resident: DeviceSparse::bytes_of(c.coeffs(), &sparse_rows(c)),
+            streamed: StreamedSparse::device_bytes(
+                c.coeffs(),
+                &sparse_rows(c),
+                ChunkLimit::DEFAULT,
+            ),
+        }),
     }
 }

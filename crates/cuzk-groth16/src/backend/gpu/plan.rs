@@ -8,8 +8,10 @@
 //! 2. every query resident, side by side;
 //! 3. one step at a time: H from two vectors of the domain at once (a∘b, then c in b's place),
 //!    then each MSM alone, the witness's gathers freed after theirs. The R1CS matrices stay on the
-//!    device when they fit beside the largest step (else a, b and c come from the host), and the
-//!    queries that fit beside that are resident, the cheapest to compute per byte first — L, A
+//!    device when they fit beside the largest step, else stream from host memory through two
+//!    chunk buffers while the device multiplies them (a, b and c come from the host only where
+//!    the witness does not fit beside H's two vectors), and the queries that fit beside that are
+//!    resident, the cheapest to compute per byte first — L, A
 //!    and B in G1 take mostly 0/1 scalars, so streaming their points would cost more than their
 //!    sums, while H's dense scalars keep the device busy longer than its points take to arrive;
 //!    the rest stream from page-locked host memory, their copies overlapping the sums.
@@ -44,9 +46,30 @@ pub struct Shape {
     pub inputs: usize,
     /// Points per query (also the scalars each MSM takes).
     pub lengths: QueryLengths,
-    /// Device bytes of the circuit's matrices when the device may compute a, b and c from the
-    /// witness (synthesis left them to it); `None` when they come from the host.
-    pub matrices: Option<usize>,
+    /// The circuit's matrices when the device may compute a, b and c from the witness
+    /// (synthesis left them to it); `None` when they come from the host.
+    pub matrices: Option<MatrixBytes>,
+}
+
+/// Device bytes of a circuit's matrices, by where they are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MatrixBytes {
+    /// All on the device.
+    pub resident: usize,
+    /// Streamed: the coefficient table and two chunk buffers.
+    pub streamed: usize,
+}
+
+/// Where a proof's a, b and c are made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Products {
+    /// On the device, from the matrices kept there.
+    ResidentMatrices,
+    /// On the device, the matrices streamed from host memory in chunks; the witness goes up
+    /// before H and again after H's MSM, which gets its room meanwhile.
+    StreamedMatrices,
+    /// On the host, uploaded.
+    Host,
 }
 
 /// Where one query's points are.
@@ -74,10 +97,12 @@ pub struct Plan {
     /// By [`QUERIES`].
     pub queries: [Placement; 5],
     pub program: Program,
-    /// Whether the device computes a, b and c from the witness with the circuit's matrices.
-    pub matrices_on_device: bool,
+    pub products: Products,
     /// Device bytes of the resident points, window multiples included.
     pub resident_bytes: usize,
+    /// Device bytes of the matrices as `products` keeps them: all of them, the streamed ones'
+    /// table and chunk buffers, or none.
+    pub matrix_bytes: usize,
     /// Device bytes of a proof's own buffers at its largest step.
     pub working_bytes: usize,
     /// Device bytes at the plan's peak: the resident points, the matrices if there, the gathers'
@@ -97,8 +122,8 @@ pub struct Refused {
 }
 
 impl Plan {
-    /// The most preferred plan whose peak fits in `room` bytes and whose resident points take at
-    /// most `resident_cap`; `multiples`: the window width to store multiples with, if the set
+    /// The most preferred plan whose peak fits in `room` bytes and whose resident points and
+    /// matrices take at most `resident_cap`; `multiples`: the window width to store multiples with, if the set
     /// may have them.
     pub fn new(
         shape: &Shape,
@@ -106,38 +131,40 @@ impl Plan {
         multiples: Option<u32>,
         resident_cap: usize,
     ) -> Result<Plan, Refused> {
-        let fits = |plan: &Plan| plan.peak_bytes <= room && plan.resident_bytes <= resident_cap;
+        let fits = |plan: &Plan| plan.peak_bytes <= room && plan.kept_bytes() <= resident_cap;
         let all = |placement| [placement; 5];
+        // In order of preference: matrices streamed cost a copy per product, the host's products
+        // a third of synthesis and 12.9 GB more staged per 32 GiB partition.
+        let products: &[Products] = match shape.matrices {
+            Some(_) => &[
+                Products::ResidentMatrices,
+                Products::StreamedMatrices,
+                Products::Host,
+            ],
+            None => &[Products::Host],
+        };
         let side_by_side = multiples
             .map(|bits| all(Placement::Multiples(bits)))
             .into_iter()
             .chain([all(Placement::Resident)])
-            .map(|queries| {
-                Plan::of(
-                    shape,
-                    queries,
-                    Program::SideBySide,
-                    shape.matrices.is_some(),
-                )
-            });
+            .map(|queries| Plan::of(shape, queries, Program::SideBySide, products[0]));
         if let Some(plan) = side_by_side.into_iter().find(fits) {
             return Ok(plan);
         }
-        let matrices = [shape.matrices.is_some(), false];
-        let one_at_a_time = matrices.into_iter().find_map(|on_device| {
+        let one_at_a_time = products.iter().find_map(|&products| {
             let mut plan = Plan::of(
                 shape,
                 all(Placement::Streamed),
                 Program::OneAtATime,
-                on_device,
+                products,
             );
-            if plan.peak_bytes > room {
+            if !fits(&plan) {
                 return None;
             }
             for q in RESIDENT_FIRST {
                 let mut queries = plan.queries;
                 queries[q] = Placement::Resident;
-                let candidate = Plan::of(shape, queries, Program::OneAtATime, on_device);
+                let candidate = Plan::of(shape, queries, Program::OneAtATime, products);
                 if fits(&candidate) {
                     plan = candidate;
                 }
@@ -145,19 +172,29 @@ impl Plan {
             Some(plan)
         });
         one_at_a_time.ok_or(Refused {
-            needed: Plan::of(shape, all(Placement::Streamed), Program::OneAtATime, false)
-                .peak_bytes,
+            needed: Plan::of(
+                shape,
+                all(Placement::Streamed),
+                Program::OneAtATime,
+                Products::Host,
+            )
+            .peak_bytes,
             room,
         })
     }
 
-    /// The plan of queries placed so, run as `program`.
+    /// The plan of queries placed so, run as `program`, a, b and c made as `products` (from the
+    /// host where the shape has no matrices).
     pub fn of(
         shape: &Shape,
         queries: [Placement; 5],
         program: Program,
-        matrices_on_device: bool,
+        products: Products,
     ) -> Plan {
+        let products = match shape.matrices {
+            Some(_) => products,
+            None => Products::Host,
+        };
         let lengths = shape.lengths;
         let points = [lengths.h, lengths.l, lengths.a, lengths.b_g1, lengths.b_g2];
         let resident_bytes = (0..5)
@@ -167,9 +204,10 @@ impl Plan {
         // sizes its passes to what is free then, and needs only its least.
         let working = |q: usize| msm_working(q, points[q], queries[q], program);
         let n = 1usize << shape.log_n;
-        let matrices = match matrices_on_device {
-            true => shape.matrices.unwrap_or(0),
-            false => 0,
+        let matrices = match (products, shape.matrices) {
+            (Products::ResidentMatrices, Some(bytes)) => bytes.resident,
+            (Products::StreamedMatrices, Some(bytes)) => bytes.streamed,
+            _ => 0,
         };
         // The witness and what is gathered from it: L's scalars, A's, B's and B's copy for G2.
         let (w, a, b) = (shape.witness, lengths.a, lengths.b_g1);
@@ -180,11 +218,15 @@ impl Plan {
             }
             Program::OneAtATime => {
                 // The products read the witness and the matrices; from the host, a, b, c arrive
-                // one after another into two vectors.
-                // With the matrices there, the witness is uploaded first and kept through H.
-                let witness_first = if matrices_on_device { w } else { 0 };
+                // one after another into two vectors. For the products the witness goes up
+                // first, and stays through H's MSM with the matrices resident.
+                let (witness_first, witness_kept) = match products {
+                    Products::ResidentMatrices => (w, w),
+                    Products::StreamedMatrices => (w, 0),
+                    Products::Host => (0, 0),
+                };
                 let h_vectors = SCALAR * (2 * n + witness_first);
-                let h_msm = SCALAR * (n + witness_first) + working(H);
+                let h_msm = SCALAR * (n + witness_kept) + working(H);
                 let a_msm = SCALAR * (w + a) + working(A);
                 let b_msm = SCALAR * (w + b) + working(B_G1).max(working(B_G2));
                 let l_msm = SCALAR * w + working(L);
@@ -196,10 +238,19 @@ impl Plan {
         Plan {
             queries,
             program,
-            matrices_on_device,
+            products,
             resident_bytes,
+            matrix_bytes: matrices,
             working_bytes: steps,
             peak_bytes: resident_bytes + matrices + index + steps,
+        }
+    }
+
+    /// Device bytes kept between proofs: the resident points and resident matrices.
+    pub fn kept_bytes(&self) -> usize {
+        match self.products {
+            Products::ResidentMatrices => self.resident_bytes + self.matrix_bytes,
+            _ => self.resident_bytes,
         }
     }
 
@@ -209,7 +260,7 @@ impl Plan {
     }
 
     /// One line for logs and reports, e.g. `one at a time; resident l a; streamed h b_g1 b_g2;
-    /// matrices on host; peak 15.2 GB`.
+    /// products from streamed matrices; peak 15.2 GB`.
     pub fn summary(&self) -> String {
         let named = |keep: fn(&Placement) -> bool| -> Vec<&str> {
             (0..5)
@@ -233,14 +284,14 @@ impl Plan {
                 parts.push(format!("streamed {}", streamed.join(" ")));
             }
         }
-        parts.push(format!(
-            "matrices on {}",
-            if self.matrices_on_device {
-                "device"
-            } else {
-                "host"
+        parts.push(
+            match self.products {
+                Products::ResidentMatrices => "products from resident matrices",
+                Products::StreamedMatrices => "products from streamed matrices",
+                Products::Host => "products on host",
             }
-        ));
+            .to_owned(),
+        );
         parts.push(format!("peak {:.1} GB", self.peak_bytes as f64 / 1e9));
         parts.join("; ")
     }
@@ -280,6 +331,7 @@ fn msm_working(q: usize, len: usize, placement: Placement, program: Program) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cuzk_gpu::sparse::ChunkLimit;
 
     const GB: usize = 1_000_000_000;
     const GIB: usize = 1 << 30;
@@ -301,8 +353,12 @@ mod tests {
                 b_g1: witness / 2,
                 b_g2: witness / 2,
             },
-            // ~55 bytes of matrices per row, as the 32 GiB PoRep's 7.3 GB over 2^27 rows.
-            matrices: matrices.then_some(n * 55),
+            // ~55 bytes of matrices per row, as the 32 GiB PoRep's 7.3 GB over 2^27 rows; streamed,
+            // a table of a few thousand coefficients and the default chunks.
+            matrices: matrices.then_some(MatrixBytes {
+                resident: n * 55,
+                streamed: 5000 * 32 + ChunkLimit::DEFAULT.buffer_bytes(),
+            }),
         }
     }
 
@@ -313,7 +369,7 @@ mod tests {
         let plan = Plan::new(&porep(27, true), 139 * GB, Some(20), usize::MAX).unwrap();
         assert_eq!(plan.program, Program::OneAtATime);
         assert_eq!(plan.queries, [Placement::Resident; 5]);
-        assert!(plan.matrices_on_device);
+        assert_eq!(plan.products, Products::ResidentMatrices);
         assert!(plan.peak_bytes <= 139 * GB);
         // 2^20 there: side by side with window multiples.
         let plan = Plan::new(&porep(20, true), 139 * GB, Some(19), usize::MAX).unwrap();
@@ -348,16 +404,20 @@ mod tests {
                 assert!(plan.all_resident(), "{gib} GiB: {}", plan.summary());
             }
         }
-        // 12 GiB holds neither the matrices beside H's vectors and the witness nor any query.
-        let plan = Plan::new(&shape, 12 * GIB, Some(20), usize::MAX).unwrap();
-        assert!(!plan.matrices_on_device);
+        let products = |gib| {
+            let plan = Plan::new(&shape, gib * GIB, Some(20), usize::MAX).unwrap();
+            (plan.products, plan)
+        };
+        // 12 GiB holds not even the witness beside H's two vectors, nor any query.
+        let (made, plan) = products(12);
+        assert_eq!(made, Products::Host, "{}", plan.summary());
         assert_eq!(plan.queries, [Placement::Streamed; 5], "{}", plan.summary());
+        // 16 GiB holds the witness beside them, not the matrices: they stream.
+        let (made, plan) = products(16);
+        assert_eq!(made, Products::StreamedMatrices, "{}", plan.summary());
         // 24 GiB keeps the matrices.
-        assert!(
-            Plan::new(&shape, 24 * GIB, Some(20), usize::MAX)
-                .unwrap()
-                .matrices_on_device
-        );
+        let (made, plan) = products(24);
+        assert_eq!(made, Products::ResidentMatrices, "{}", plan.summary());
     }
 
     #[test]
@@ -403,18 +463,27 @@ mod tests {
             (none.program, none.resident_bytes),
             (Program::OneAtATime, 0)
         );
-        // Room for L alone: it is the first to stay.
+        // No matrices either: they stream.
+        assert_eq!(none.products, Products::StreamedMatrices);
+        // Room for the matrices and L: the matrices stay first, then L.
+        let matrices = shape.matrices.map_or(0, |bytes| bytes.resident);
         let l_bytes = shape.lengths.l * std::mem::size_of::<G1Affine>();
-        let some = Plan::new(&shape, 139 * GB, Some(19), l_bytes).unwrap();
+        let some = Plan::new(&shape, 139 * GB, Some(19), matrices + l_bytes).unwrap();
         assert_eq!(some.queries[L], Placement::Resident, "{}", some.summary());
         assert_eq!(some.resident_bytes, l_bytes);
+        assert_eq!(some.products, Products::ResidentMatrices);
     }
 
     #[test]
     fn the_gathers_positions_count_towards_the_peak() {
         // 0.65 GB at 2^27 (A over most variables, B over half): kept with the circuit.
         let shape = porep(27, false);
-        let plan = Plan::of(&shape, [Placement::Streamed; 5], Program::OneAtATime, false);
+        let plan = Plan::of(
+            &shape,
+            [Placement::Streamed; 5],
+            Program::OneAtATime,
+            Products::Host,
+        );
         let positions = 4 * (shape.lengths.a + shape.lengths.b_g1);
         assert_eq!(
             plan.peak_bytes,
@@ -429,6 +498,10 @@ mod tests {
         assert!(summary.starts_with("one at a time"), "{summary}");
         assert!(
             summary.contains("streamed") && summary.contains("peak"),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("products from streamed matrices"),
             "{summary}"
         );
     }

@@ -1,7 +1,6 @@
 //! The device work of one proof.
 
 use cuzk_gpu::ntt::{ab_minus_c, minus_scaled, mul_assign, ntt, NttOrder, NttTables, Transform};
-use cuzk_gpu::sparse::DeviceSparse;
 use cuzk_gpu::{DeviceScalars, Gpu, GpuError, Timing};
 use cuzk_math::{G1Projective, G2Projective, Scalar};
 use std::sync::atomic::Ordering;
@@ -18,7 +17,7 @@ pub(super) struct Placed {
     pub(super) tables: Arc<NttTables>,
     pub(super) srs: Arc<DeviceSrs>,
     /// The circuit's matrices, when the device computes a, b and c.
-    pub(super) sparse: Option<Arc<DeviceSparse>>,
+    pub(super) matrices: Option<Matrices>,
     pub(super) index: Arc<QueryIndex>,
 }
 
@@ -115,7 +114,7 @@ impl GpuBackend {
         let Placed {
             tables,
             srs,
-            sparse,
+            matrices,
             index,
         } = placed;
         let resident = srs.all_resident();
@@ -147,7 +146,7 @@ impl GpuBackend {
             })
         })?;
         // Kept only when a, b and c are its products, until the region's end (the H lane reads it).
-        let products = sparse.as_ref().map(|sparse| (Arc::clone(sparse), witness));
+        let products = matrices.as_ref().map(|matrices| (matrices, witness));
         let scalar_bytes = std::mem::size_of::<Scalar>();
         let uploaded = offset + p.witness;
         stages.push("h2d_bytes", (scalar_bytes * uploaded) as f64);
@@ -209,7 +208,7 @@ impl GpuBackend {
         gpu: &Gpu,
         tables: &NttTables,
         p: &Prepared,
-        products: Option<&(Arc<DeviceSparse>, DeviceScalars)>,
+        products: Option<&(&Matrices, DeviceScalars)>,
         stages: &mut Stages,
     ) -> Result<DeviceScalars, GpuError> {
         let [mut h, mut db, mut dc] = stages.time(gpu, vectors_key(products), || {
@@ -236,7 +235,7 @@ impl GpuBackend {
         gpu: &Gpu,
         tables: &NttTables,
         p: &Prepared,
-        products: Option<&(Arc<DeviceSparse>, DeviceScalars)>,
+        products: Option<&(&Matrices, DeviceScalars)>,
         stages: &mut Stages,
     ) -> Result<DeviceScalars, GpuError> {
         let n = 1usize << p.log_n;
@@ -293,7 +292,8 @@ impl GpuBackend {
 
     /// The device work of a proof short of memory: H first, from two vectors at a time, and its
     /// MSM; then the witness, each gather and its MSMs in turn, L's scalars last (the witness
-    /// itself, its inputs dropped). Nothing overlaps but each streamed MSM's copies and sums.
+    /// itself, its inputs dropped). Nothing overlaps but each streamed MSM's copies and sums (and
+    /// streamed matrices' copies and products).
     fn one_at_a_time(
         gpu: &Gpu,
         placed: &Placed,
@@ -304,7 +304,7 @@ impl GpuBackend {
         let Placed {
             tables,
             srs,
-            sparse,
+            matrices,
             index,
         } = placed;
         let start = std::time::Instant::now();
@@ -314,22 +314,31 @@ impl GpuBackend {
                 DeviceScalars::upload_pinned_range(gpu, &p.staging, offset, offset + p.witness)
             })
         };
-        let products = match sparse {
-            Some(sparse) => Some((Arc::clone(sparse), upload_witness(stages)?)),
+        let products = match matrices {
+            Some(matrices) => Some((matrices, upload_witness(stages)?)),
             None => None,
         };
-        // H's coefficients freed once summed: the steps after it have their room. From the host,
-        // the witness comes after: beside H's MSM it would take room from a streamed MSM's passes,
-        // and its copy could not start before H's transforms end (it joins the main stream).
-        let h = {
+        let mut uploads = 1;
+        // H's coefficients freed once summed: the steps after it have their room. Where it is not
+        // needed for the products, the witness comes after: beside H's MSM it would take room
+        // from a streamed MSM's passes, and its copy could not start before H's transforms end
+        // (it joins the main stream). With resident matrices it stays.
+        let (h, kept) = {
             let coefficients = Self::h_from_two_vectors(gpu, tables, p, products.as_ref(), stages)?;
-            msm_counted(gpu, stages, ["msm_h_passes", "msm_h_room_bytes"], || {
+            let kept = products
+                .filter(|(matrices, _)| matrices.products() == Products::ResidentMatrices)
+                .map(|(_, witness)| witness);
+            let h = msm_counted(gpu, stages, ["msm_h_passes", "msm_h_room_bytes"], || {
                 srs.h.msm(gpu, &coefficients, &params.h)
-            })
+            });
+            (h, kept)
         };
-        let mut witness = match products {
-            Some((_, witness)) => witness,
-            None => upload_witness(stages)?,
+        let mut witness = match kept {
+            Some(witness) => witness,
+            None => {
+                uploads += usize::from(matrices.is_some());
+                upload_witness(stages)?
+            }
         };
         let gathered = |stages: &mut Stages, index| {
             stages.time(gpu, "gather_ms", || witness.gather(gpu, index))
@@ -359,7 +368,7 @@ impl GpuBackend {
         });
         stages.push(
             "h2d_bytes",
-            (std::mem::size_of::<Scalar>() * (offset + p.witness)) as f64,
+            (std::mem::size_of::<Scalar>() * (offset + uploads * p.witness)) as f64,
         );
         let sums = query_sums(stages, h, l, a, b_g1, b_g2);
         stages.push("msm_ms", start.elapsed().as_secs_f64() * 1e3);
@@ -418,7 +427,7 @@ pub(super) fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
 }
 
 /// The stage a, b and c are timed under: made on the device, or uploaded.
-fn vectors_key(products: Option<&(Arc<DeviceSparse>, DeviceScalars)>) -> &'static str {
+fn vectors_key(products: Option<&(&Matrices, DeviceScalars)>) -> &'static str {
     match products {
         Some(_) => "products_ms",
         None => "h2d_abc_ms",
@@ -430,14 +439,14 @@ fn vectors_key(products: Option<&(Arc<DeviceSparse>, DeviceScalars)>) -> &'stati
 fn h_vector(
     gpu: &Gpu,
     p: &Prepared,
-    products: Option<&(Arc<DeviceSparse>, DeviceScalars)>,
+    products: Option<&(&Matrices, DeviceScalars)>,
     m: usize,
 ) -> Result<DeviceScalars, GpuError> {
     let n = 1usize << p.log_n;
     match products {
-        Some((sparse, z)) => {
+        Some((matrices, z)) => {
             let mut out = DeviceScalars::zeros(gpu, n)?;
-            sparse.multiply(gpu, m, z, &mut out)?;
+            matrices.multiply(gpu, m, z, &mut out)?;
             Ok(out)
         }
         None => DeviceScalars::upload_pinned_range(gpu, &p.staging, m * n, (m + 1) * n),

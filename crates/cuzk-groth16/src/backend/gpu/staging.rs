@@ -71,7 +71,8 @@ impl GpuBackend {
         let n = domain.size();
         if let Some(compiled) = &assignment.deferred {
             let witness = assignment.input_assignment.len() + assignment.aux_assignment.len();
-            if !self.products_on_device(params, compiled, n.trailing_zeros(), witness) {
+            let made = self.device_products(params, compiled, n.trailing_zeros(), witness);
+            if made.is_none() {
                 let start = std::time::Instant::now();
                 assignment.complete();
                 stages.push("host_products_ms", start.elapsed().as_secs_f64() * 1e3);
