@@ -99,26 +99,21 @@ impl GpuBackend {
         })
     }
 
-    /// `compiled`'s matrices for the device's products, as `products` says: cached (resident
-    /// ones serve either way), or made now — uploaded (after the least recently used copies no
-    /// proof reads, if it would not fit beside them) or prepared for streaming from host memory,
-    /// which is page-locked in place for the R1CS's lifetime.
+    /// `compiled`'s matrices for the device's products: as cached, whatever `products` says, or
+    /// made now as it says — uploaded (after the least recently used copies no proof reads, if
+    /// it would not fit beside them) or prepared for streaming from host memory, which is
+    /// page-locked in place for the R1CS's lifetime.
     pub(super) fn matrices(
         &self,
         compiled: &Arc<CompiledR1cs>,
         products: Products,
     ) -> Result<Matrices, GpuError> {
-        let streamed = products == Products::StreamedMatrices;
         if let Some(matrices) = self.cached_matrices(compiled) {
-            if streamed || matches!(matrices.kept, Kept::Resident(_)) {
-                return Ok(matrices);
-            }
+            return Ok(matrices);
         }
         let rows = sparse_rows(compiled);
         let mut list = self.matrices.lock().unwrap_or_else(PoisonError::into_inner);
-        // This circuit's other form, if any, goes.
-        list.retain(|(host, _)| !std::ptr::eq(host.as_ptr(), Arc::as_ptr(compiled)));
-        let kept = if streamed {
+        let kept = if products == Products::StreamedMatrices {
             // Refused (the page-lock limit, say), they stream from pageable memory: correct,
             // each copy staged by the driver.
             compiled.attachment(|| sparse::lock_in_host(&self.gpu, &rows).ok());
@@ -150,6 +145,17 @@ impl GpuBackend {
             kept,
             compiled: Arc::clone(compiled),
         })
+    }
+
+    /// `compiled`'s matrices stream from now on: a resident copy gives its room back (once no
+    /// proof reads it).
+    pub(super) fn stream_matrices(&self, compiled: &Arc<CompiledR1cs>) -> Result<(), GpuError> {
+        self.matrices
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(host, _)| !std::ptr::eq(host.as_ptr(), Arc::as_ptr(compiled)));
+        self.matrices(compiled, Products::StreamedMatrices)
+            .map(drop)
     }
 }
 

@@ -180,7 +180,19 @@ impl GpuBackend {
             lanes: self.lanes()?,
         };
         let sums = self.run(&streams, &placed, params, p, stages, true);
+        let resident_matrices = placed
+            .matrices
+            .as_ref()
+            .is_some_and(|m| m.products() == Products::ResidentMatrices);
+        drop(placed);
         if sums.as_ref().is_err_and(GpuError::is_out_of_memory) {
+            // Plans count what cuzk allocates, not what the device takes besides within the
+            // budget (32 GiB on 24 GiB, H100: a plan with resident matrices peaking at 20.7 GB of
+            // 24.9 was refused H's third vector, 4.3 GB with 3.4 free, on every attempt): resident
+            // matrices give their room back and stream from now on.
+            if let (true, Some(compiled)) = (resident_matrices, &p.products) {
+                self.stream_matrices(compiled)?;
+            }
             // The proof's buffers are gone: what the pool keeps of them goes back, so that the
             // retry does not look for its buffers among those pieces again. (2^22, 90% boolean,
             // an 8 GiB budget, H200: the plan fitted, yet a pair-rounds buffer was refused on the
@@ -279,9 +291,9 @@ impl GpuBackend {
         log_n: u32,
         witness: usize,
     ) -> Option<Products> {
-        let cached = self.cached_matrices(compiled).map(|m| m.products());
-        if cached == Some(Products::ResidentMatrices) {
-            return cached;
+        // As they are kept: streamed ones stay so (see `stream_matrices`).
+        if let Some(cached) = self.cached_matrices(compiled) {
+            return Some(cached.products());
         }
         let shape = shape(params, log_n, witness, Some(compiled));
         let capacity = self.gpu.budget().saturating_sub(cuzk_gpu::MEMORY_MARGIN);

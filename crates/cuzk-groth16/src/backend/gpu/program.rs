@@ -274,11 +274,6 @@ impl GpuBackend {
                 }
                 (None, Some(_)) => {
                     drop(b);
-                    // b's memory is c's: freed in stream order behind the transforms queued
-                    // above, it may still count as held until they have run (32 GiB on 24 GiB
-                    // with resident matrices: c was refused 4.3 GB with 3.4 free, b not yet
-                    // back). The host waits for them; the device idles only for c's launch.
-                    gpu.synchronize()?;
                     vector(2)?
                 }
             };
