@@ -172,7 +172,7 @@ impl Inner {
         let mut failures = Vec::new();
         let mut placed = false;
         for device in self.in_service() {
-            match device.preload(&set.params) {
+            match device.preload(&set.params, set.compiled.as_ref()) {
                 Ok(_) => placed = true,
                 Err(e) => {
                     tracing::warn!(device = device.name(), "placing a parameter set: {e}");

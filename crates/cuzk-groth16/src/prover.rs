@@ -84,9 +84,15 @@ pub trait ProverBackend: Send + Sync {
     }
 
     /// Places `params`' proving key on the device ahead of its first proof, so that proof pays no
-    /// upload. Returns the device bytes the set holds: 0 for a backend with no device memory (the
-    /// CPU's), and 0 when the set did not fit and is kept in host memory to be streamed instead.
-    fn preload(&self, _params: &Parameters) -> Result<u64, ProveError> {
+    /// upload; with the circuit's `compiled` R1CS, whose products the device may make, planned
+    /// and placed as those proofs will be (the matrices too). Returns the device bytes the set
+    /// holds: 0 for a backend with no device memory (the CPU's), and 0 when the set did not fit
+    /// and is kept in host memory to be streamed instead.
+    fn preload(
+        &self,
+        _params: &Parameters,
+        _compiled: Option<&Arc<CompiledR1cs>>,
+    ) -> Result<u64, ProveError> {
         Ok(0)
     }
 

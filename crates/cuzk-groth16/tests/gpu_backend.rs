@@ -239,7 +239,7 @@ fn preloaded_set_proves_without_upload() {
     let params = generate_random_parameters(circuit.clone(), &mut rng).unwrap();
     let inputs = circuit.public_input_values();
     assert_eq!(gpu.resident(&params), None, "nothing placed yet");
-    let bytes = gpu.preload(&params).unwrap();
+    let bytes = gpu.preload(&params, None).unwrap();
     assert_eq!(bytes, point_bytes(&params), "resident without multiples");
     assert_eq!(gpu.resident(&params), Some(bytes));
     let stages = same_as_cpu(&gpu, &params, circuit, &inputs, "preloaded").host_products;
@@ -249,7 +249,7 @@ fn preloaded_set_proves_without_upload() {
     );
     assert_eq!(gpu.resident(&params), Some(bytes), "still resident");
     assert_eq!(
-        gpu.preload(&params).unwrap(),
+        gpu.preload(&params, None).unwrap(),
         bytes,
         "a second preload keeps it"
     );
@@ -272,7 +272,7 @@ fn keeps_several_sets_resident() {
         .collect();
     let placed: Vec<u64> = sets
         .iter()
-        .map(|(_, params)| gpu.preload(params).unwrap())
+        .map(|(_, params)| gpu.preload(params, None).unwrap())
         .collect();
     for round in 0..2 {
         for (circuit, params) in &sets {
@@ -397,7 +397,7 @@ fn evicted_set_is_placed_again() {
     let circuit = common::synthetic((1 << 12) - 4, 0.5, 31);
     let params = generate_random_parameters(circuit.clone(), &mut rng).unwrap();
     let inputs = circuit.public_input_values();
-    let bytes = gpu.preload(&params).unwrap();
+    let bytes = gpu.preload(&params, None).unwrap();
     assert_eq!(
         gpu.evict(&params),
         bytes,
@@ -421,7 +421,7 @@ fn resident_bytes_count_window_multiples() {
     let circuit = common::synthetic(1000, 0.5, 41);
     let params = generate_random_parameters(circuit.clone(), &mut rng).unwrap();
     let inputs = circuit.public_input_values();
-    let bytes = gpu.preload(&params).unwrap();
+    let bytes = gpu.preload(&params, None).unwrap();
     assert_eq!(bytes, 14 * point_bytes(&params));
     assert_eq!(gpu.resident(&params), Some(bytes));
     let stages =
@@ -431,7 +431,8 @@ fn resident_bytes_count_window_multiples() {
 }
 
 /// A set kept off the device is preloaded as streamed: not resident, 0 device bytes, and its
-/// proofs stream it without placing it again.
+/// proofs stream it without placing it again; preloaded with its compiled R1CS, its matrices are
+/// ready to stream too, and proofs that leave a, b and c to the device prepare nothing.
 #[test]
 fn preload_streams_when_memory_is_short() {
     let Ok(device) = cuzk_gpu::Gpu::first() else {
@@ -447,10 +448,41 @@ fn preload_streams_when_memory_is_short() {
     let inputs = circuit.public_input_values();
     device.limit_memory(Some(cuzk_gpu::MEMORY_MARGIN + (512 << 20)));
     let gpu = GpuBackend::with_gpu(device.clone()).resident_points_up_to(0);
-    assert_eq!(gpu.preload(&params).unwrap(), 0);
+    let compiled = Arc::new(CompiledR1cs::record(circuit.clone()).unwrap());
+    assert_eq!(gpu.preload(&params, Some(&compiled)).unwrap(), 0);
     assert_eq!(gpu.resident(&params), None);
-    let stages = same_as_cpu(&gpu, &params, circuit, &inputs, "preloaded, streamed").host_products;
+    let stages = same_as_cpu(
+        &gpu,
+        &params,
+        circuit.clone(),
+        &inputs,
+        "preloaded, streamed",
+    )
+    .host_products;
+    // A proof leaving a, b and c to the device with the preloaded R1CS prepares no matrices.
+    let deferred = compiled.witness(circuit.clone()).unwrap();
+    let on_device = gpu
+        .prove_start_shared(&params, deferred, &Unshared)
+        .unwrap();
     device.limit_memory(None);
+    let cpu = CpuBackend
+        .prove_start(&params, ProvingAssignment::synthesize(circuit).unwrap())
+        .unwrap();
+    assert_eq!(on_device.sums, cpu, "products from preloaded matrices");
+    let stage = |key: &str| {
+        on_device
+            .stages
+            .iter()
+            .find(|m| m.key == key)
+            .map(|m| m.value)
+    };
+    assert_eq!(
+        stage("matrices_streamed"),
+        Some(1.0),
+        "{:?}",
+        on_device.stages
+    );
+    assert_eq!(stage("matrices_place_ms"), None, "{:?}", on_device.stages);
     assert!(
         !placed_during(&stages),
         "pinned once, by preload: {stages:?}"

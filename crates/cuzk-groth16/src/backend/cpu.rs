@@ -120,7 +120,7 @@ mod tests {
         };
         let params = generate_random_parameters(circuit, &mut rand::thread_rng())?;
         let cpu = CpuBackend;
-        assert_eq!(cpu.preload(&params)?, 0);
+        assert_eq!(cpu.preload(&params, None)?, 0);
         assert_eq!(cpu.resident(&params), None);
         assert_eq!(cpu.evict(&params), 0);
         assert_eq!(cpu.device()?, None);

@@ -92,7 +92,11 @@ impl ProverBackend for FaultyBackend {
         self.inner.prove_start_shared(params, assignment, device)
     }
 
-    fn preload(&self, params: &Parameters) -> Result<u64, ProveError> {
+    fn preload(
+        &self,
+        params: &Parameters,
+        compiled: Option<&Arc<CompiledR1cs>>,
+    ) -> Result<u64, ProveError> {
         match self.faults {
             Faults::From(first) if self.started.load(Ordering::Relaxed) >= first => {
                 Err(ProveError::DeviceFault {
@@ -100,7 +104,7 @@ impl ProverBackend for FaultyBackend {
                     reason: "injected fault (dead: preload)".to_owned(),
                 })
             }
-            _ => self.inner.preload(params),
+            _ => self.inner.preload(params, compiled),
         }
     }
 

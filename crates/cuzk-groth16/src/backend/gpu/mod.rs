@@ -220,10 +220,18 @@ impl GpuBackend {
         // even if memory has shrunk since: streamed, which takes least.
         let matrices = match &p.products {
             Some(compiled) => {
-                let products = self
-                    .device_products(params, compiled, p.log_n, p.witness)
-                    .unwrap_or(Products::StreamedMatrices);
-                let matrices = self.matrices(compiled, products)?;
+                let matrices = match self.cached_matrices(compiled) {
+                    Some(cached) => cached,
+                    None => {
+                        let start = std::time::Instant::now();
+                        let products = self
+                            .device_products(params, compiled, p.log_n, p.witness)
+                            .unwrap_or(Products::StreamedMatrices);
+                        let made = self.matrices(compiled, products)?;
+                        stages.push("matrices_place_ms", start.elapsed().as_secs_f64() * 1e3);
+                        made
+                    }
+                };
                 let streamed = matrices.products() == Products::StreamedMatrices;
                 stages.push("matrices_streamed", f64::from(u8::from(streamed)));
                 Some(matrices)
@@ -470,8 +478,13 @@ impl ProverBackend for GpuBackend {
     }
 
     /// Placed as a proof of `params` would place it (its NTT tables first, its working memory
-    /// reserved beside it), after the proof on the device if there is one.
-    fn preload(&self, params: &Parameters) -> Result<u64, ProveError> {
+    /// reserved beside it, the matrices of `compiled` after it, resident or ready to stream),
+    /// after the proof on the device if there is one.
+    fn preload(
+        &self,
+        params: &Parameters,
+        compiled: Option<&Arc<CompiledR1cs>>,
+    ) -> Result<u64, ProveError> {
         // The domain the parameters were made for has n − 1 H points; the witness is the public
         // inputs (one IC point each) and the aux variables (one L point each).
         let lengths = params.lengths();
@@ -488,9 +501,14 @@ impl ProverBackend for GpuBackend {
         self.ntt_tables(log_n)?;
         let srs = self.srs(
             params,
-            &shape(params, log_n, witness, None),
+            &shape(params, log_n, witness, compiled.map(|c| &**c)),
             &mut Stages::default(),
         )?;
+        if let Some(compiled) = compiled {
+            if let Some(products) = self.device_products(params, compiled, log_n, witness) {
+                self.matrices(compiled, products)?;
+            }
+        }
         Ok(srs.resident_bytes().unwrap_or(0))
     }
 
