@@ -14,20 +14,14 @@ use anyhow::{bail, Context, Result};
 
 const USAGE: &str = "usage: cargo xtask gpu-bundle [--out DIR] [--pack FILE]";
 
-/// The test targets that need a GPU (they skip with a printed reason without one), by package.
-const GPU_TESTS: [(&str, &str); 11] = [
-    ("cuzk-gpu", "arith"),
-    ("cuzk-gpu", "fixed_base"),
-    ("cuzk-gpu", "msm"),
-    ("cuzk-gpu", "ntt"),
-    ("cuzk-gpu", "scalars"),
-    ("cuzk-gpu", "sparse"),
-    ("cuzk-gpu", "waiting"),
-    ("cuzk-groth16", "gpu_backend"),
-    ("cuzk-groth16", "gpu_setup"),
-    ("cuzk-groth16", "gpu_sparse"),
-    ("cuzk-pipeline", "gpu_devices"),
-];
+/// What a test's source calls to open a device: it needs a GPU (and skips with a printed reason
+/// without one). `common::gpu(` is the tests' own helper that does so.
+const OPENS_A_DEVICE: [&str; 4] = ["Gpu::first(", "Gpu::new(", "Gpu::open(", "common::gpu("];
+
+/// Whether a test target whose source is `source` needs a GPU.
+fn needs_gpu(source: &str) -> bool {
+    OPENS_A_DEVICE.iter().any(|call| source.contains(call))
+}
 
 /// The script written beside the binaries: every test binary once, its summary line (and how many
 /// tests skipped, with one reason: a passing line means nothing when every test skipped), the
@@ -65,18 +59,26 @@ pub fn run(args: &[String]) -> Result<()> {
     }
     fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let built = workspace_executables()?;
-    let find = |package: &str, target: &str, test: bool| {
-        built
-            .iter()
-            .find(|e| e.package == package && e.target == target && e.test == test)
-            .with_context(|| format!("the workspace's test build made no {package} {target}"))
-    };
     let mut names = Vec::new();
-    for (package, test) in GPU_TESTS {
-        place(&find(package, test, true)?.path, &out.join(test))?;
-        names.push(test);
+    for test in built.iter().filter(|e| e.test) {
+        let source = fs::read_to_string(&test.source)
+            .with_context(|| format!("reading {}", test.source.display()))?;
+        if !needs_gpu(&source) {
+            continue;
+        }
+        if names.contains(&test.target.as_str()) {
+            bail!("two GPU test targets named {}: rename one", test.target);
+        }
+        place(&test.path, &out.join(&test.target))?;
+        names.push(test.target.as_str());
     }
-    place(&find("cuzk-cli", "cuzk", false)?.path, &out.join("cuzk"))?;
+    names.sort_unstable();
+    println!("GPU tests: {}", names.join(" "));
+    let cuzk = built
+        .iter()
+        .find(|e| e.package == "cuzk-cli" && e.target == "cuzk" && !e.test)
+        .context("the workspace's test build made no cuzk binary")?;
+    place(&cuzk.path, &out.join("cuzk"))?;
     let script = out.join("run-gpu-tests.sh");
     let partial = out.join(".run-gpu-tests.sh.partial");
     fs::write(&partial, RUN_SCRIPT.replace("TESTS", &names.join(" ")))
@@ -102,6 +104,8 @@ struct Executable {
     /// A test target's (else a binary's).
     test: bool,
     path: PathBuf,
+    /// The target's root source file.
+    source: PathBuf,
 }
 
 /// Builds every test of the workspace in release mode, as `.ci/run` does (one build: naming
@@ -125,10 +129,11 @@ fn workspace_executables() -> Result<Vec<Executable>> {
     if let Some(stdout) = child.stdout.take() {
         for line in std::io::BufReader::new(stdout).lines() {
             let message: serde_json::Value = serde_json::from_str(&line?)?;
-            let (Some(path), Some(target), Some(id)) = (
+            let (Some(path), Some(target), Some(id), Some(source)) = (
                 message["executable"].as_str(),
                 message["target"]["name"].as_str(),
                 message["package_id"].as_str(),
+                message["target"]["src_path"].as_str(),
             ) else {
                 continue;
             };
@@ -137,6 +142,7 @@ fn workspace_executables() -> Result<Vec<Executable>> {
                 target: target.to_owned(),
                 test: message["profile"]["test"].as_bool() == Some(true),
                 path: PathBuf::from(path),
+                source: PathBuf::from(source),
             });
         }
     }
@@ -192,4 +198,41 @@ fn place(from: &Path, to: &Path) -> Result<()> {
         println!("note: {} keeps its symbols (no strip here)", to.display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tests_that_open_a_device_are_gpu_tests() {
+        assert!(needs_gpu(
+            "let Some(gpu) = common::gpu(\"msm\") else { return };"
+        ));
+        assert!(needs_gpu("match cuzk_gpu::Gpu::first() {"));
+        assert!(needs_gpu("let gpu = Gpu::new(0)?;"));
+        assert!(!needs_gpu("let backend = CpuBackend;"));
+    }
+
+    #[test]
+    fn the_workspace_gpu_tests_are_found_by_their_sources() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let gpu = |path: &str| needs_gpu(&fs::read_to_string(root.join(path)).unwrap_or_default());
+        for path in [
+            "crates/cuzk-gpu/tests/msm.rs",
+            "crates/cuzk-gpu/tests/waiting.rs",
+            "crates/cuzk-groth16/tests/gpu_backend.rs",
+            "crates/cuzk-groth16/tests/gpu_sparse.rs",
+            "crates/cuzk-pipeline/tests/gpu_devices.rs",
+        ] {
+            assert!(gpu(path), "{path} opens a device");
+        }
+        for path in [
+            "crates/cuzk-gpu/tests/cuda_constants.rs",
+            "crates/cuzk-groth16/tests/setup.rs",
+            "crates/cuzk-pipeline/tests/engine.rs",
+        ] {
+            assert!(!gpu(path), "{path} needs no device");
+        }
+    }
 }
