@@ -33,7 +33,7 @@ pub struct GlobalArgs {
     #[arg(long, global = true)]
     pub json: bool,
     /// Device memory cuzk may hold on each GPU, everything included (parameters, tables,
-    /// matrices, working buffers, its context): bytes with a K, M, G or T suffix, or `auto`
+    /// matrices, working buffers, its context): a size such as 16GiB or 512M, or `auto`
     /// (what the device has free at start, less 256 MiB). What stays on the device and what
     /// streams from host memory follows it.
     #[arg(long, global = true, value_name = "SIZE", default_value = "auto", value_parser = parse_memory)]
@@ -643,28 +643,33 @@ fn parse_fault(text: &str) -> Result<InjectedFault, String> {
     }
 }
 
+/// `auto`, or a size in the daemon configuration's grammar (`64GiB`, `512M`, `1.5T`: one
+/// grammar for every size cuzk reads), more than zero.
 fn parse_memory(text: &str) -> Result<MemoryArg, String> {
     if text == "auto" {
         return Ok(MemoryArg::Auto);
     }
-    let unusable = || format!("{text:?} is not a byte count such as 512M, 64G or auto");
-    let (digits, unit) = text.split_at(
-        text.find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(text.len()),
-    );
-    let shift = match unit.to_ascii_uppercase().as_str() {
-        "" => 0,
-        "K" => 10,
-        "M" => 20,
-        "G" => 30,
-        "T" => 40,
-        _ => return Err(unusable()),
-    };
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(1 << shift))
-        .filter(|&bytes| bytes > 0)
-        .map(MemoryArg::Bytes)
-        .ok_or_else(unusable)
+    match cuzk_daemon::config::parse_bytes(text)? {
+        0 => Err(format!(
+            "{text:?} is no memory: give a size above zero, or auto"
+        )),
+        bytes => Ok(MemoryArg::Bytes(bytes)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_sizes_read_as_the_daemon_reads_them() {
+        assert_eq!(parse_memory("auto"), Ok(MemoryArg::Auto));
+        assert_eq!(parse_memory("16GiB"), Ok(MemoryArg::Bytes(16 << 30)));
+        assert_eq!(parse_memory("16G"), Ok(MemoryArg::Bytes(16 << 30)));
+        assert_eq!(parse_memory("512M"), Ok(MemoryArg::Bytes(512 << 20)));
+        assert_eq!(parse_memory("4096"), Ok(MemoryArg::Bytes(4096)));
+        for bad in ["0", "0GiB", "lots", "16 potatoes", ""] {
+            assert!(parse_memory(bad).is_err(), "{bad:?}");
+        }
+    }
 }
