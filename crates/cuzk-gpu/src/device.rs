@@ -272,6 +272,15 @@ impl Gpu {
         self.memory()
     }
 
+    /// Device bytes taken since the device was opened by anything but cuzk's buffers: the
+    /// driver's local memory for kernels with stack frames (reserved for every thread the device
+    /// can hold, outside the budget), other processes. What a plan that fitted the budget may
+    /// find missing.
+    pub fn memory_outside_pool(&self) -> Result<usize, GpuError> {
+        let info = self.ctx.mem_get_info().call("cuMemGetInfo")?;
+        self.pool.outside_since_start(info)
+    }
+
     /// Bytes cuzk may hold on this device (its buffers, outside the context): the budget it was
     /// opened with.
     pub fn budget(&self) -> usize {

@@ -30,6 +30,8 @@ pub(crate) struct DevicePool {
     /// Whether the driver enforces `limit` (a pool with a maximum size); otherwise only plans
     /// keep to it.
     enforced: bool,
+    /// Device bytes in use when the pool was made: the contexts, the module, other processes.
+    used_at_start: usize,
 }
 
 /// A pool handle: a pointer the driver owns, valid for the process's life (pools are never
@@ -70,7 +72,8 @@ impl DevicePool {
             return Ok(Arc::clone(pool));
         }
         ctx.bind_to_thread().call("cuCtxSetCurrent")?;
-        let (free, _) = ctx.mem_get_info().call("cuMemGetInfo")?;
+        let (free, total) = ctx.mem_get_info().call("cuMemGetInfo")?;
+        let used_at_start = total.saturating_sub(free);
         let limit = match budget {
             MemoryBudget::FreeAtStart => free.saturating_sub(MEMORY_MARGIN),
             MemoryBudget::Bytes(bytes) => bytes.saturating_sub(CONTEXT_ALLOWANCE),
@@ -80,6 +83,7 @@ impl DevicePool {
                 pool,
                 limit,
                 enforced: true,
+                used_at_start,
             },
             // A driver without pools of a maximum size: the default pool, the budget kept by
             // plans alone (every plan sizes itself from `free`).
@@ -87,6 +91,7 @@ impl DevicePool {
                 pool: default_pool(ctx)?,
                 limit,
                 enforced: false,
+                used_at_start,
             },
         };
         configure(&made.pool)?;
@@ -101,6 +106,18 @@ impl DevicePool {
 
     pub(crate) fn enforced(&self) -> bool {
         self.enforced
+    }
+
+    /// Device bytes taken since the pool was made by anything but the pool, given the device's
+    /// (free, total) now: what no budget counts — the driver's local memory for kernels with
+    /// stack frames (reserved for every thread the device can hold), other processes.
+    pub(crate) fn outside_since_start(
+        &self,
+        (free, total): (usize, usize),
+    ) -> Result<usize, GpuError> {
+        let (reserved, _) = self.usage()?;
+        let used = total.saturating_sub(free).saturating_sub(reserved);
+        Ok(used.saturating_sub(self.used_at_start))
     }
 
     /// (reserved, used): bytes the pool holds from the device now, and of those the bytes

@@ -124,6 +124,7 @@ fn gpu_proofs_match_cpu_proofs() {
             "msm_b_g1_ms",
             "msm_b_g2_ms",
             "h2d_bytes",
+            "device_outside_pool_bytes",
         ] {
             assert!(
                 keys.contains(&key),

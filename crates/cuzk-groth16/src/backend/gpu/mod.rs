@@ -180,6 +180,9 @@ impl GpuBackend {
             lanes: self.lanes()?,
         };
         let sums = self.run(&streams, &placed, params, p, stages, true);
+        if let Ok(bytes) = self.gpu.memory_outside_pool() {
+            stages.push("device_outside_pool_bytes", bytes as f64);
+        }
         let resident_matrices = placed
             .matrices
             .as_ref()
