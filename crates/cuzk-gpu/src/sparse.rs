@@ -403,11 +403,6 @@ impl StreamedSparse {
         std::mem::size_of_val(table) + largest_chunk(matrices, limit).buffer_bytes()
     }
 
-    /// Rows of matrix `m` (0 for a matrix it does not have).
-    pub fn rows(&self, m: usize) -> usize {
-        self.matrices.get(m).map_or(0, |rows| rows.rows)
-    }
-
     /// `out[..rows] = M·z` for matrix `m`, whose slices `rows` are the ones checked, as
     /// [`DeviceSparse::multiply`]. Returns once the last chunk is copied: its products are queued
     /// on the device's stream.
