@@ -657,9 +657,9 @@ fn bench_prover_reports_the_median_within_its_spread_and_the_stages() {
 #[test]
 fn bench_refuses_unusable_settings() {
     for (flag, value, cause) in [
-        ("--memory-budget", "12Q", "not a byte count"),
-        ("--memory-budget", "lots", "not a byte count"),
-        ("--memory-budget", "0", "not a byte count"),
+        ("--memory-budget", "12Q", "\"q\" is not a size unit"),
+        ("--memory-budget", "lots", "\"lots\" is not a size"),
+        ("--memory-budget", "0", "give a size above zero"),
         ("--jobs", "0", "--jobs must be at least 1"),
         ("--synthesis-nice", "20", "0..=19"),
         (
