@@ -122,7 +122,8 @@ impl TimelineSink for Tee {
     }
 }
 
-/// The events the engine writes, as DESIGN.md names them.
+/// The events the engine writes, named as the public engine's TIMELINE lines name them (listed in
+/// docs/architecture.md, "TIMELINE").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     SynthStart,
