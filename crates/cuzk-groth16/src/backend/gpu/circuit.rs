@@ -113,21 +113,18 @@ impl GpuBackend {
         }
         let rows = sparse_rows(compiled);
         let mut list = self.matrices.lock().unwrap_or_else(PoisonError::into_inner);
-        let streamed = || -> Result<Kept, GpuError> {
+        let kept = if products == Products::StreamedMatrices {
             // Refused (the page-lock limit, say), they stream from pageable memory: correct,
             // each copy staged by the driver.
             compiled.attachment(|| sparse::lock_in_host(&self.gpu, &rows).ok());
             let columns = compiled.num_inputs() + compiled.num_aux();
-            Ok(Kept::Streamed(Arc::new(StreamedSparse::new(
+            Kept::Streamed(Arc::new(StreamedSparse::new(
                 &self.gpu,
                 compiled.coeffs(),
                 &rows,
                 columns,
                 ChunkLimit::DEFAULT,
-            )?)))
-        };
-        let kept = if products == Products::StreamedMatrices {
-            streamed()?
+            )?))
         } else {
             let needed = DeviceSparse::bytes_of(compiled.coeffs(), &rows) + cuzk_gpu::MEMORY_MARGIN;
             while self.gpu.memory()?.0 < needed {
@@ -138,12 +135,7 @@ impl GpuBackend {
                 // Freed in the stream's order: measure once it is.
                 self.gpu.synchronize()?;
             }
-            // Planned to fit but refused (the device holds more than plans count), they stream.
-            match upload_matrices(&self.gpu, compiled) {
-                Ok(device) => Kept::Resident(Arc::new(device)),
-                Err(e) if e.is_out_of_memory() => streamed()?,
-                Err(e) => return Err(e),
-            }
+            Kept::Resident(Arc::new(upload_matrices(&self.gpu, compiled)?))
         };
         // Cached once made: a proof beside the region may read it from other streams.
         self.gpu.synchronize()?;
@@ -158,6 +150,10 @@ impl GpuBackend {
     /// `compiled`'s matrices stream from now on: a resident copy gives its room back (once no
     /// proof reads it).
     pub(super) fn stream_matrices(&self, compiled: &Arc<CompiledR1cs>) -> Result<(), GpuError> {
+        let kept = self.cached_matrices(compiled).map(|m| m.products());
+        if kept == Some(Products::StreamedMatrices) {
+            return Ok(());
+        }
         self.matrices
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -174,27 +174,27 @@ impl GpuBackend {
         stages: &mut Stages,
     ) -> Result<QuerySums, GpuError> {
         let _region = self.region.lock().unwrap_or_else(PoisonError::into_inner);
-        let placed = self.place(params, p, index, stages)?;
-        let streams = Streams {
-            main: Arc::clone(&self.gpu),
-            lanes: self.lanes()?,
+        // `placed` goes with its arm: the matrices it held are no longer read below.
+        let sums = match self.place(params, p, index, stages) {
+            Ok(placed) => self.lanes().and_then(|lanes| {
+                let streams = Streams {
+                    main: Arc::clone(&self.gpu),
+                    lanes,
+                };
+                self.run(&streams, &placed, params, p, stages, true)
+            }),
+            Err(e) => Err(e),
         };
-        let sums = self.run(&streams, &placed, params, p, stages, true);
         if let Ok(bytes) = self.gpu.memory_outside_pool() {
             stages.push("device_outside_pool_bytes", bytes as f64);
         }
-        let resident_matrices = placed
-            .matrices
-            .as_ref()
-            .is_some_and(|m| m.products() == Products::ResidentMatrices);
-        drop(placed);
         if sums.as_ref().is_err_and(GpuError::is_out_of_memory) {
             // Plans count what cuzk allocates, not what the device takes besides within the
             // budget (32 GiB on 24 GiB, H100: a plan with resident matrices peaking at 20.7 GB of
-            // 24.9 was refused H's third vector, 4.3 GB with 3.4 free, on every attempt): resident
-            // matrices give their room back and stream from now on.
-            // Best effort: the proof's own error is what its caller needs.
-            if let (true, Some(compiled)) = (resident_matrices, &p.products) {
+            // 24.9 was refused H's third vector, 4.3 GB with 3.4 free, on every attempt): a
+            // circuit whose proof ran short, in placing or in running, streams its matrices from
+            // now on. Best effort: the proof's own error is what its caller needs.
+            if let Some(compiled) = &p.products {
                 let _ = self.stream_matrices(compiled);
             }
             // The proof's buffers are gone: what the pool keeps of them goes back, so that the
