@@ -280,15 +280,29 @@ impl ChunkLimit {
         rows: 1 << 23,
     };
 
+    /// The smallest buffers: one entry and one row (a device buffer is never empty).
+    const LEAST: ChunkLimit = ChunkLimit {
+        entries: 1,
+        rows: 1,
+    };
+
     /// Device bytes of the two chunk buffers.
     pub fn buffer_bytes(&self) -> usize {
         2 * 4 * (self.rows + 1 + 2 * self.entries)
+    }
+
+    /// Room for both: the larger entries and the larger rows.
+    fn max(self, other: ChunkLimit) -> ChunkLimit {
+        ChunkLimit {
+            entries: self.entries.max(other.entries),
+            rows: self.rows.max(other.rows),
+        }
     }
 }
 
 /// The row ranges of a matrix's chunks, in order: each as many rows as fit `limit`, at least one
 /// (a row longer than the limit is a chunk of its own, its buffer sized to it).
-pub fn chunk_rows(starts: &[u32], limit: ChunkLimit) -> Vec<(usize, usize)> {
+fn chunk_rows(starts: &[u32], limit: ChunkLimit) -> Vec<(usize, usize)> {
     let rows = starts.len().saturating_sub(1);
     let mut chunks = Vec::new();
     let mut first = 0;
@@ -306,18 +320,22 @@ pub fn chunk_rows(starts: &[u32], limit: ChunkLimit) -> Vec<(usize, usize)> {
 /// The entries and rows of the largest chunk of `matrices` in chunks of at most `limit` (more
 /// entries where one row has more).
 fn largest_chunk(matrices: &[SparseRows<'_>], limit: ChunkLimit) -> ChunkLimit {
-    let mut largest = ChunkLimit {
-        entries: 1,
-        rows: 1,
+    matrices
+        .iter()
+        .map(|rows| extent(rows.starts, &chunk_rows(rows.starts, limit)))
+        .fold(ChunkLimit::LEAST, ChunkLimit::max)
+}
+
+/// The entries and rows of the largest of one matrix's `chunks`.
+fn extent(starts: &[u32], chunks: &[(usize, usize)]) -> ChunkLimit {
+    let of = |&(first, end): &(usize, usize)| ChunkLimit {
+        entries: (starts[end] - starts[first]) as usize,
+        rows: end - first,
     };
-    for rows in matrices {
-        for (first, end) in chunk_rows(rows.starts, limit) {
-            let entries = (rows.starts[end] - rows.starts[first]) as usize;
-            largest.entries = largest.entries.max(entries);
-            largest.rows = largest.rows.max(end - first);
-        }
-    }
-    largest
+    chunks
+        .iter()
+        .map(of)
+        .fold(ChunkLimit::LEAST, ChunkLimit::max)
 }
 
 /// One matrix kept in host memory: which memory was checked (each slice's address and
@@ -380,7 +398,7 @@ impl StreamedSparse {
         limit: ChunkLimit,
     ) -> Result<Self, GpuError> {
         check_all(table, matrices, columns)?;
-        let matrices_host = matrices
+        let matrices_host: Vec<HostRows> = matrices
             .iter()
             .map(|rows| HostRows {
                 slices: HostRows::slices_of(rows),
@@ -388,7 +406,11 @@ impl StreamedSparse {
                 chunks: chunk_rows(rows.starts, limit),
             })
             .collect();
-        let buffer = largest_chunk(matrices, limit);
+        let buffer = matrices
+            .iter()
+            .zip(&matrices_host)
+            .map(|(rows, host)| extent(rows.starts, &host.chunks))
+            .fold(ChunkLimit::LEAST, ChunkLimit::max);
         Ok(StreamedSparse {
             table: DeviceScalars::upload(gpu, table)?,
             matrices: matrices_host,
