@@ -8,7 +8,7 @@ use cudarc::driver::sys::{self, CUdevice_attribute, CUevent_flags};
 use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
 
-use crate::error::{DriverContext, GpuError};
+use crate::error::{DriverContext, GpuError, MemoryAccount};
 use crate::memory::{DevicePool, MemoryBudget};
 
 /// A device with the kernels loaded. Cheap to share (`Arc`); kernels are looked up once.
@@ -336,9 +336,25 @@ impl Gpu {
     pub fn ensure_fits(&self, what: &'static str, needed: usize) -> Result<(), GpuError> {
         let (free, _) = self.memory()?;
         if needed > free {
-            return Err(GpuError::OutOfMemory { what, needed, free });
+            return Err(GpuError::OutOfMemory {
+                what,
+                needed,
+                free,
+                account: self.memory_account(),
+            });
         }
         Ok(())
+    }
+
+    /// Where this device's memory is now, for an error's reader; None if the driver cannot say.
+    pub fn memory_account(&self) -> Option<MemoryAccount> {
+        let (pooled, held) = self.pool.usage().ok()?;
+        Some(MemoryAccount {
+            held,
+            budget: self.pool.limit(),
+            pooled,
+            outside: self.memory_outside_pool().ok()?,
+        })
     }
 }
 

@@ -20,11 +20,14 @@ pub enum GpuError {
         #[source]
         source: DriverError,
     },
-    #[error("{what} needs {needed} bytes of device memory, {free} are free")]
+    #[error("{what} needs {needed} bytes of device memory, {free} are free{}", account_text(.account))]
     OutOfMemory {
         what: &'static str,
         needed: usize,
         free: usize,
+        /// Where the device's memory was when the allocation was refused (None for a plan's
+        /// refusal, made from sizes alone).
+        account: Option<MemoryAccount>,
     },
     #[error("{what}: {reason}")]
     InvalidInput { what: &'static str, reason: String },
@@ -40,6 +43,31 @@ impl GpuError {
             GpuError::Driver { source, .. } => source.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY,
             _ => false,
         }
+    }
+}
+
+/// Where a device's memory is: what explains an allocation refused within a budget that a plan
+/// fitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryAccount {
+    /// Bytes cuzk's buffers hold, and the most cuzk may hold.
+    pub held: usize,
+    pub budget: usize,
+    /// Bytes the pool keeps from the device, in use or not.
+    pub pooled: usize,
+    /// Device bytes taken since the device was opened by anything but the pool (see
+    /// [`Gpu::memory_outside_pool`](crate::Gpu::memory_outside_pool)).
+    pub outside: usize,
+}
+
+fn account_text(account: &Option<MemoryAccount>) -> String {
+    match account {
+        Some(a) => format!(
+            " (cuzk holds {} of its {}-byte budget, its pool {}; {} taken outside the pool since \
+             the device opened)",
+            a.held, a.budget, a.pooled, a.outside
+        ),
+        None => String::new(),
     }
 }
 

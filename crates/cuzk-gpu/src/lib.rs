@@ -30,7 +30,7 @@ mod scalars;
 pub mod sparse;
 
 pub use device::{Gpu, Timing};
-pub use error::GpuError;
+pub use error::{GpuError, MemoryAccount};
 pub use memory::{MemoryBudget, CONTEXT_ALLOWANCE};
 pub use pinned::{pinned_bytes, HostLocked, Pinned};
 pub use probe::{probe, DeviceInfo, GpuUnavailable};

@@ -150,14 +150,18 @@ fn streamed_pass(n: usize) -> usize {
 pub fn least_working_memory<A: MsmAffine>(n: usize, streamed: bool) -> usize {
     let pass = n.min(LEAST_PASS);
     let buffers = match streamed {
-        true => 2 * pass * A::WORDS * 4,
+        true => pass * streamed_point_bytes::<A>(),
         false => 0,
     };
-    working_bytes::<A>(&MsmParams::new(pass)) + buffers
+    let params = MsmParams::new(pass);
+    let least = PairPlan::choices::<A>(&params)
+        .map(|pairs| Pass { params, pairs }.bytes::<A>())
+        .min();
+    least.unwrap_or_else(|| working_bytes::<A>(&params)) + buffers
 }
 
-/// See [`least_working_memory`]: at 2^20 G1 points a pass needs ~2.3 GB and sums a point in
-/// about as much time as at 2^24.
+/// See [`least_working_memory`]: at 2^20 G1 points a pass needs ~0.45 GB (no pair rounds; 2.3 GB
+/// with two groups of windows in flight) and sums a point in about as much time as at 2^24.
 const LEAST_PASS: usize = 1 << 20;
 
 /// The names of one group's MSM kernels (`msm_<stage>_<group>`).
@@ -531,20 +535,19 @@ pub fn msm_device<A: MsmAffine>(
             gpu,
             &bases.words.slice(..),
             &scalars.words.slice(..n * SCALAR_WORDS),
-            &p,
+            &Pass::full::<A>(p),
             None,
         );
     }
-    let slice = fit_points(n.min(MAX_PASS), free, working_bytes::<A>)?;
     let mut total = A::Projective::identity();
-    for (start, end) in ranges(n, slice) {
+    for (start, end, pass) in passes::<A>(n, free, 0)? {
         total += pippenger::<A>(
             gpu,
             &bases.words.slice(start * A::WORDS..end * A::WORDS),
             &scalars
                 .words
                 .slice(start * SCALAR_WORDS..end * SCALAR_WORDS),
-            &MsmParams::new(end - start),
+            &pass,
             None,
         )?;
     }
@@ -580,7 +583,8 @@ pub fn msm_streamed<A: MsmAffine>(
         return Ok(A::Projective::identity());
     }
     let (free, _) = gpu.settled_memory()?;
-    let chunk = fit_points(streamed_pass(n), free, streamed_pass_bytes::<A>)?;
+    let passes = passes::<A>(n, free, streamed_point_bytes::<A>())?;
+    let chunk = passes[0].1 - passes[0].0;
     let copy = gpu.copy_stream();
     let alloc = || {
         gpu.stream()
@@ -588,7 +592,6 @@ pub fn msm_streamed<A: MsmAffine>(
             .call("cuMemAlloc (MSM point chunk)")
     };
     let mut buffers = [alloc()?, alloc()?];
-    let chunks = ranges(n, chunk);
     let upload = |(start, end): (usize, usize), buffer: &mut CudaSlice<u32>| {
         copy.memcpy_htod(
             as_words(&points[start..end]),
@@ -598,9 +601,9 @@ pub fn msm_streamed<A: MsmAffine>(
         copy.record_event(None)
             .call("cuEventRecord (points copied)")
     };
-    let mut copied = upload(chunks[0], &mut buffers[0])?;
+    let mut copied = upload((passes[0].0, passes[0].1), &mut buffers[0])?;
     let mut total = A::Projective::identity();
-    for (k, &(start, end)) in chunks.iter().enumerate() {
+    for (k, &(start, end, pass)) in passes.iter().enumerate() {
         let copy_wait_ms = trace::copy_wait_ms(&copied)?;
         gpu.stream()
             .wait(&copied)
@@ -609,8 +612,8 @@ pub fn msm_streamed<A: MsmAffine>(
         let (current, next) = if k % 2 == 0 { (even, odd) } else { (odd, even) };
         // The next buffer's last pass has finished (each pass ends by reading its result back),
         // so the next copy may start now and overlap this pass.
-        if let Some(&following) = chunks.get(k + 1) {
-            copied = upload(following, next)?;
+        if let Some(&(start, end, _)) = passes.get(k + 1) {
+            copied = upload((start, end), next)?;
         }
         total += pippenger::<A>(
             gpu,
@@ -618,16 +621,16 @@ pub fn msm_streamed<A: MsmAffine>(
             &scalars
                 .words
                 .slice(start * SCALAR_WORDS..end * SCALAR_WORDS),
-            &MsmParams::new(end - start),
+            &pass,
             copy_wait_ms,
         )?;
     }
     Ok(total)
 }
 
-/// Device bytes of one streamed pass: its working memory and its two point buffers.
-fn streamed_pass_bytes<A: MsmAffine>(p: &MsmParams) -> usize {
-    working_bytes::<A>(p) + 2 * p.n as usize * A::WORDS * 4
+/// Device bytes per point of a streamed pass beside its working memory: its two point buffers.
+fn streamed_point_bytes<A: MsmAffine>() -> usize {
+    2 * A::WORDS * 4
 }
 
 /// The number of scalars, refused when there are more than the `points` they would multiply.
@@ -646,6 +649,41 @@ fn scalars_within(
     Ok(n)
 }
 
+/// The passes over n points, [start, end) each with its shape: as many points each as fit in
+/// `free` (see [`fit_points`]; a streamed MSM's first pass only up to a quarter, see
+/// [`streamed_pass`]), the last, shorter one fitted anew.
+fn passes<A: MsmAffine>(
+    n: usize,
+    free: usize,
+    extra_per_point: usize,
+) -> Result<Vec<(usize, usize, Pass)>, GpuError> {
+    let wanted = match extra_per_point {
+        0 => n.min(MAX_PASS),
+        _ => streamed_pass(n),
+    };
+    let fitted = fit_points::<A>(wanted, free, extra_per_point)?;
+    let budget = free.saturating_sub(MEMORY_MARGIN);
+    ranges(n, fitted.params.n as usize)
+        .into_iter()
+        .map(|(start, end)| {
+            let points = end - start;
+            let extra = points * extra_per_point;
+            let shorter = |rounds| Pass::within::<A>(MsmParams::new(points), budget, extra, rounds);
+            let pass = match points == fitted.params.n as usize {
+                true => Some(fitted),
+                false => shorter(true).or_else(|| shorter(false)),
+            };
+            pass.map(|pass| (start, end, pass))
+                .ok_or(GpuError::OutOfMemory {
+                    what: "MSM working memory",
+                    needed: working_bytes::<A>(&MsmParams::new(points)),
+                    free,
+                    account: None,
+                })
+        })
+        .collect()
+}
+
 /// [start, end) ranges of at most `size` covering 0..n.
 fn ranges(n: usize, size: usize) -> Vec<(usize, usize)> {
     (0..n)
@@ -654,29 +692,39 @@ fn ranges(n: usize, size: usize) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// The largest number of points, up to `wanted`, whose device bytes (`bytes` of their params)
-/// fit in `free` less a margin; halving from `wanted` down to [`MIN_PASS`].
-fn fit_points(
+/// The pass over the most points, up to `wanted`, whose device bytes (with `extra` bytes per
+/// point: a streamed pass's point buffers) fit in `free` less a margin; halving from `wanted`
+/// down to [`MIN_PASS`]. A pass short of memory gives up its pair rounds' lanes and groups before
+/// its points (see [`Pass::within`]), and its rounds only where no pass with them fits.
+fn fit_points<A: MsmAffine>(
     wanted: usize,
     free: usize,
-    bytes: impl Fn(&MsmParams) -> usize,
-) -> Result<usize, GpuError> {
+    extra_per_point: usize,
+) -> Result<Pass, GpuError> {
     let budget = free.saturating_sub(MEMORY_MARGIN);
-    let mut points = wanted;
-    loop {
-        let needed = bytes(&MsmParams::new(points));
-        if needed <= budget {
-            return Ok(points);
-        }
-        if points <= MIN_PASS {
-            return Err(GpuError::OutOfMemory {
+    let sizes = || std::iter::successors(Some(wanted), |&n| (n > MIN_PASS).then(|| n.div_ceil(2)));
+    [true, false]
+        .into_iter()
+        .flat_map(|rounds| sizes().map(move |points| (rounds, points)))
+        .find_map(|(rounds, points)| {
+            Pass::within::<A>(
+                MsmParams::new(points),
+                budget,
+                points * extra_per_point,
+                rounds,
+            )
+        })
+        .ok_or_else(|| {
+            let points = wanted.min(MIN_PASS);
+            GpuError::OutOfMemory {
                 what: "MSM working memory",
-                needed,
+                needed: Pass::within::<A>(MsmParams::new(points), usize::MAX, 0, false)
+                    .map_or(0, |pass| pass.bytes::<A>())
+                    + points * extra_per_point,
                 free,
-            });
-        }
-        points = points.div_ceil(2);
-    }
+                account: None,
+            }
+        })
 }
 
 /// Quarters, but passes of at least 2^22 points: smaller passes cost more per point than the
@@ -687,23 +735,73 @@ const MIN_PASS: usize = 1 << 12;
 /// Points per pass at most: keeps n·windows (entry indices) inside u32.
 const MAX_PASS: usize = 1 << 26;
 
-/// Device bytes one Pippenger pass allocates.
+/// Device bytes one Pippenger pass allocates, with the pair rounds memory is plentiful for.
 fn working_bytes<A: MsmAffine>(p: &MsmParams) -> usize {
-    let entries = p.n as usize * p.windows as usize;
-    let buckets = p.total_buckets();
-    let xyzz_bytes = 4 * <A::Projective as XyzzPoint>::XYZZ_WORDS;
-    let (first, later) = level_bounds(p);
-    4 * (2 * entries + 4 * (buckets + 1))
-        + xyzz_bytes * (first + later + p.sets() as usize * (p.partials() as usize + 1))
-        + PairPlan::new::<A>(p).bytes::<A>(p)
+    Pass::full::<A>(*p).bytes::<A>()
 }
 
-/// Upper bounds on the chunks of the first level and of any later level: Σ⌈count/chunk⌉ over the
-/// buckets is below Σcount/chunk + buckets.
-fn level_bounds(p: &MsmParams) -> (usize, usize) {
-    let buckets = p.total_buckets();
-    let first = p.n as usize * p.windows as usize / FIRST_CHUNK as usize + buckets + 1;
-    (first, first / LEVEL_CHUNK as usize + buckets + 1)
+/// One Pippenger pass: its launch params and its pair rounds.
+#[derive(Clone, Copy, Debug)]
+struct Pass {
+    params: MsmParams,
+    pairs: PairPlan,
+}
+
+impl Pass {
+    /// With the pair rounds memory is plentiful for.
+    fn full<A: MsmAffine>(params: MsmParams) -> Self {
+        Pass {
+            pairs: PairPlan::new::<A>(&params),
+            params,
+        }
+    }
+
+    /// With the pair rounds of the most memory (see [`PairPlan::choices`]; some rounds), or
+    /// none when `rounds` is false, whose pass takes at most `budget` device bytes besides
+    /// `extra`; None when none fits.
+    fn within<A: MsmAffine>(
+        params: MsmParams,
+        budget: usize,
+        extra: usize,
+        rounds: bool,
+    ) -> Option<Self> {
+        let choices: Vec<PairPlan> = match rounds {
+            true => PairPlan::choices::<A>(&params)
+                .filter(|pairs| pairs.rounds > 0)
+                .collect(),
+            false => vec![PairPlan::NONE],
+        };
+        choices
+            .into_iter()
+            .map(|pairs| Pass { params, pairs })
+            .find(|pass| pass.bytes::<A>() + extra <= budget)
+    }
+
+    /// Device bytes the pass allocates.
+    fn bytes<A: MsmAffine>(&self) -> usize {
+        let p = &self.params;
+        let entries = p.n as usize * p.windows as usize;
+        let buckets = p.total_buckets();
+        let xyzz_bytes = 4 * <A::Projective as XyzzPoint>::XYZZ_WORDS;
+        let (first, later) = self.level_bounds();
+        4 * (2 * entries + 4 * (buckets + 1))
+            + xyzz_bytes * (first + later + p.sets() as usize * (p.partials() as usize + 1))
+            + self.pairs.bytes::<A>(p)
+    }
+
+    /// Upper bounds on the chunks of the first level and of any later level: Σ⌈count/chunk⌉ over
+    /// the buckets is below Σcount/chunk + buckets, the count being the points the pair rounds
+    /// leave (or every entry without rounds).
+    fn level_bounds(&self) -> (usize, usize) {
+        let p = &self.params;
+        let buckets = p.total_buckets();
+        let points = match self.pairs.rounds {
+            0 => p.n as usize * p.windows as usize,
+            _ => self.pairs.left_bound(p),
+        };
+        let first = points / FIRST_CHUNK as usize + buckets + 1;
+        (first, first / LEVEL_CHUNK as usize + buckets + 1)
+    }
 }
 
 /// Bytes of partly written entry sectors one scatter pass may keep in L2: a window's entries land
@@ -738,9 +836,10 @@ fn pippenger<A: MsmAffine>(
     gpu: &Gpu,
     bases: &CudaView<'_, u32>,
     scalars: &CudaView<'_, u32>,
-    p: &MsmParams,
+    pass: &Pass,
     copy_wait_ms: Option<f64>,
 ) -> Result<A::Projective, GpuError> {
+    let p = &pass.params;
     let n = scalars.len() / SCALAR_WORDS;
     if n == 0 {
         return Ok(A::Projective::identity());
@@ -751,7 +850,7 @@ fn pippenger<A: MsmAffine>(
     let buckets = p.total_buckets();
     let xyzz_words = <A::Projective as XyzzPoint>::XYZZ_WORDS;
     let entries_len = n * p.windows as usize;
-    let (first_bound, later_bound) = level_bounds(p);
+    let (first_bound, later_bound) = pass.level_bounds();
     let partial_len = p.sets() as usize * p.partials() as usize;
     let alloc = |len: usize| stream.alloc_zeros::<u32>(len).call("cuMemAlloc (MSM)");
     let mut codes = alloc(entries_len)?;
@@ -829,7 +928,7 @@ fn pippenger<A: MsmAffine>(
 
     // Pair rounds while buckets are large; then chunks of the points left (or of the sorted entries
     // when there were no rounds), and chunks of chunk sums until every bucket has one sum.
-    let plan = PairPlan::new::<A>(p);
+    let plan = pass.pairs;
     let (left, left_offsets);
     let (points, point_entries, point_offsets) = if plan.rounds > 0 {
         (left, left_offsets) = pair_rounds::run::<A>(gpu, &plan, p, bases, &entries, &offsets)?;
@@ -1041,26 +1140,35 @@ mod tests {
 
     #[test]
     fn streamed_passes_shrink_with_the_free_memory() {
-        let streamed_pass_points = |n: usize, free: usize| {
-            fit_points(streamed_pass(n), free, streamed_pass_bytes::<G1Affine>).ok()
-        };
+        let extra = streamed_point_bytes::<G1Affine>();
+        let streamed_pass =
+            |n: usize, free: usize| fit_points::<G1Affine>(streamed_pass(n), free, extra).ok();
         // 2^27 points (a 32 GiB partition's H): quarters where memory allows, capped at 2^26.
         let n = 1 << 27;
-        let roomy = streamed_pass_points(n, 1 << 40);
+        let roomy = streamed_pass(n, 1 << 40).map(|pass| pass.params.n);
         assert_eq!(roomy, Some(1 << 25));
         let mut previous = roomy;
         for gib in [64, 16, 8, 4] {
-            let pass = streamed_pass_points(n, gib << 30);
-            assert!(pass.is_some() && pass <= previous, "{gib} GiB: {pass:?}");
-            let needed = pass.map(|p| streamed_pass_bytes::<G1Affine>(&MsmParams::new(p)));
+            let pass = streamed_pass(n, gib << 30);
+            let points = pass.map(|pass| pass.params.n);
+            assert!(
+                points.is_some() && points <= previous,
+                "{gib} GiB: {points:?}"
+            );
+            let needed = pass.map(|pass| pass.bytes::<G1Affine>() + pass.params.n as usize * extra);
             assert!(
                 needed <= Some((gib << 30) - MEMORY_MARGIN),
                 "{gib} GiB: {needed:?}"
             );
-            previous = pass;
+            previous = points;
         }
+        // 16 GiB hold passes of 2^25 points, their pair rounds one window at a time, where a
+        // pass with two groups of windows in flight would have had to shrink to 2^22.
+        let pass = streamed_pass(n, 16 << 30);
+        assert_eq!(pass.map(|pass| pass.params.n), Some(1 << 25));
+        assert_eq!(pass.map(|pass| pass.pairs.lanes), Some(1));
         // Not even its smallest pass.
-        assert_eq!(streamed_pass_points(n, 1 << 20), None);
+        assert!(streamed_pass(n, 1 << 20).is_none());
     }
 
     #[test]

@@ -26,11 +26,12 @@ const LANES: usize = 2;
 
 /// The pair rounds of one Pippenger pass: `rounds` rounds over each group of `group_windows`
 /// bucket sets — a window's own, or one that several windows share (no rounds: the XYZZ
-/// accumulation reads the sorted entries directly).
+/// accumulation reads the sorted entries directly) — with up to `lanes` groups in flight.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct PairPlan {
     pub rounds: u32,
     pub group_windows: u32,
+    pub lanes: u32,
 }
 
 /// At most this many points after a round over `inputs` points in `buckets` buckets: a bucket of
@@ -40,14 +41,42 @@ fn halved(inputs: usize, buckets: usize) -> usize {
 }
 
 impl PairPlan {
-    /// Rounds while an average bucket still holds two points or more and a round still has
-    /// [`MIN_ROUND_PAIRS`] pairs; groups as large as [`GROUP_BYTES`] allows.
+    /// The plan where memory is plentiful: groups as large as [`GROUP_BYTES`] allows, [`LANES`]
+    /// of them in flight.
     pub fn new<A: MsmAffine>(p: &MsmParams) -> Self {
-        let (n, buckets) = (p.entries_per_set(), p.buckets as usize);
         let group_windows = (1..=p.sets())
             .rev()
-            .find(|&g| group_bytes::<A>(n * g as usize, buckets * g as usize) <= GROUP_BYTES)
+            .find(|&g| Self::group_bytes_of::<A>(p, g) <= GROUP_BYTES)
             .unwrap_or(1);
+        Self::of_groups(p, group_windows, LANES as u32)
+    }
+
+    /// The plans with rounds a pass may take, from the most memory to the least: [`Self::new`]'s,
+    /// then one group in flight at a time, groups shrinking to one window. A second lane gains
+    /// 3–5% and a group twice as large ~1%, while a pass twice as large halves its fixed costs
+    /// per point: short of memory, a pass keeps its points and gives up these first.
+    pub fn choices<A: MsmAffine>(p: &MsmParams) -> impl Iterator<Item = Self> + '_ {
+        let full = Self::new::<A>(p);
+        let one_lane = (1..=full.group_windows)
+            .rev()
+            .map(move |g| Self::of_groups(p, g, 1))
+            .filter(move |plan| full.rounds > 0 && plan.rounds > 0);
+        std::iter::once(full).chain(one_lane)
+    }
+
+    /// No rounds: the XYZZ accumulation reads the sorted entries, no buffers of its own. A pass
+    /// with rounds is ~1.2× faster than one without at the same size (H200, G1 2^22 31.9 ms
+    /// against 38.6), so halving a pass to keep them costs little.
+    pub const NONE: PairPlan = PairPlan {
+        rounds: 0,
+        group_windows: 1,
+        lanes: 1,
+    };
+
+    /// Rounds while an average bucket still holds two points or more and a round over a group of
+    /// `group_windows` still has [`MIN_ROUND_PAIRS`] pairs.
+    fn of_groups(p: &MsmParams, group_windows: u32, lanes: u32) -> Self {
+        let (n, buckets) = (p.entries_per_set(), p.buckets as usize);
         let inputs = n * group_windows as usize;
         let mut rounds = 0;
         while (n >> rounds) >= 2 * buckets && (inputs >> (rounds + 1)) >= MIN_ROUND_PAIRS {
@@ -56,7 +85,13 @@ impl PairPlan {
         PairPlan {
             rounds,
             group_windows,
+            lanes,
         }
+    }
+
+    fn group_bytes_of<A: MsmAffine>(p: &MsmParams, group_windows: u32) -> usize {
+        let g = group_windows as usize;
+        group_bytes::<A>(p.entries_per_set() * g, p.buckets as usize * g)
     }
 
     /// Device bytes the rounds allocate: the buffers of the groups in flight and the points they
@@ -65,9 +100,8 @@ impl PairPlan {
         if self.rounds == 0 {
             return 0;
         }
-        let g = self.group_windows as usize;
-        let in_flight = self.groups(p).count().min(LANES);
-        in_flight * group_bytes::<A>(p.entries_per_set() * g, p.buckets as usize * g)
+        let in_flight = self.groups(p).count().min(self.lanes as usize);
+        in_flight * Self::group_bytes_of::<A>(p, self.group_windows)
             + 4 * (A::WORDS * self.left_bound(p) + p.total_buckets() + 1)
     }
 
@@ -80,7 +114,7 @@ impl PairPlan {
     }
 
     /// At most this many points left by the rounds over all groups.
-    fn left_bound(&self, p: &MsmParams) -> usize {
+    pub fn left_bound(&self, p: &MsmParams) -> usize {
         self.groups(p)
             .map(|(start, end)| {
                 let buckets = (end - start) * p.buckets as usize;
@@ -226,7 +260,7 @@ pub(super) fn run<A: MsmAffine>(
     };
     let groups: Vec<_> = plan.groups(p).collect();
     let mut lanes = vec![gpu];
-    if groups.len() > 1 {
+    if groups.len() > 1 && plan.lanes > 1 {
         let side = gpu.side_lane()?;
         side.wait_for(gpu)?;
         lanes.push(side);
@@ -462,5 +496,30 @@ mod tests {
             let in_flight = plan.groups(&p).count().min(LANES);
             assert!(plan.bytes::<G1Affine>(&p) >= in_flight * bytes, "2^{log}");
         }
+    }
+
+    /// The choices after the first keep one group in flight, in groups as large as the first's
+    /// down to the smallest that still has rounds, and take less memory than the first.
+    #[test]
+    fn choices_take_less_memory_than_the_full_plan() {
+        for log in [20, 22, 24, 26] {
+            let p = MsmParams::new(1 << log);
+            let choices: Vec<_> = PairPlan::choices::<G1Affine>(&p).collect();
+            let full = PairPlan::new::<G1Affine>(&p);
+            assert_eq!(choices[0], full);
+            assert!(choices.len() > 1, "2^{log}");
+            for choice in &choices[1..] {
+                assert_eq!(choice.lanes, 1, "2^{log}");
+                assert!(choice.rounds > 0, "2^{log}");
+                assert!(choice.bytes::<G1Affine>(&p) <= full.bytes::<G1Affine>(&p));
+            }
+        }
+        // Without rounds at full size, there is nothing to give up.
+        let small = MsmParams::new(1 << 14);
+        assert_eq!(PairPlan::choices::<G1Affine>(&small).count(), 1);
+        assert_eq!(
+            PairPlan::NONE.bytes::<G1Affine>(&MsmParams::new(1 << 24)),
+            0
+        );
     }
 }

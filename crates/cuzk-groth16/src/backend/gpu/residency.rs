@@ -376,6 +376,7 @@ impl GpuBackend {
                 what: "a proof of this circuit (its smallest plan)",
                 needed: refused.needed,
                 free: refused.room,
+                account: None,
             }
         })?;
         let evicted = self
