@@ -1,9 +1,9 @@
 // The one translation unit of the kernel fatbin: every kernel family, by folder.
-#include "util/gather.cuh"
 #include "util/scan.cuh"
 #include "msm/pippenger.cuh"
 #include "msm/affine_rounds.cuh"
 #include "msm/batch_add.cuh"
+#include "msm/split.cuh"
 #include "msm/window_multiples.cuh"
 #include "ntt/ntt.cuh"
 #include "sparse/spmv.cuh"

@@ -1,7 +1,7 @@
 //! Scalars in device memory, shared by the NTT and the MSM.
 
 use blstrs::Scalar;
-use cudarc::driver::{CudaSlice, CudaView, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaView};
 use ff::Field;
 
 use crate::error::DriverContext;
@@ -23,9 +23,6 @@ fn alloc(gpu: &Gpu, what: &'static str, len: usize) -> Result<CudaSlice<u32>, Gp
         .alloc_zeros::<u32>(len.max(1) * SCALAR_WORDS)
         .call("cuMemAlloc (scalars)")
 }
-
-/// Scalars [`DeviceScalars::remove_front`] moves per copy at most (64 MiB).
-const SHIFT_CHUNK: usize = 1 << 21;
 
 /// Refuses a range that is not inside `len` values.
 fn check_range(what: &'static str, start: usize, end: usize, len: usize) -> Result<(), GpuError> {
@@ -140,20 +137,6 @@ impl DeviceScalars {
         Ok(Arrival(copied))
     }
 
-    /// Values [start, end) as a new device vector (a copy within the device).
-    pub fn copy_range(&self, gpu: &Gpu, start: usize, end: usize) -> Result<Self, GpuError> {
-        check_range("scalar range copy", start, end, self.len)?;
-        let len = end - start;
-        let mut words = alloc(gpu, "scalars", len)?;
-        gpu.stream()
-            .memcpy_dtod(
-                &self.words.slice(start * SCALAR_WORDS..end * SCALAR_WORDS),
-                &mut words.slice_mut(..len * SCALAR_WORDS),
-            )
-            .call("cuMemcpyDtoD (scalars)")?;
-        Ok(DeviceScalars { words, len })
-    }
-
     /// Copies the values into page-locked `out` of the same length, asynchronously: reading `out`
     /// ([`Pinned::as_slice`]) waits for the copy.
     pub fn download_pinned(&self, gpu: &Gpu, out: &mut Pinned<Scalar>) -> Result<(), GpuError> {
@@ -190,74 +173,6 @@ impl DeviceScalars {
         let mut out = vec![Scalar::ZERO; self.len];
         self.download(gpu, &mut out)?;
         Ok(out)
-    }
-
-    /// The scalars at `index`'s positions, in its order, as a new device vector: one gather on
-    /// the device instead of a compaction on the host and a second upload.
-    pub fn gather(&self, gpu: &Gpu, index: &DeviceIndex) -> Result<DeviceScalars, GpuError> {
-        if index.len > 0 && index.max as usize >= self.len {
-            return Err(GpuError::InvalidInput {
-                what: "scalar gather",
-                reason: format!("index {} of {} scalars", index.max, self.len),
-            });
-        }
-        let mut out = alloc(gpu, "gathered scalars", index.len)?;
-        let stream = gpu.stream();
-        if index.len > 0 {
-            let kernel = gpu.kernel("gather_fr")?;
-            let n = index.len as u32;
-            // SAFETY: `index.words` holds n indices, all at most `index.max`, checked above to be
-            // below self.len, the scalars `self.words` holds; `out` holds n scalars; threads at or
-            // past n return.
-            unsafe {
-                stream
-                    .launch_builder(&kernel)
-                    .arg(&self.words)
-                    .arg(&index.words)
-                    .arg(&n)
-                    .arg(&mut out)
-                    .launch(cudarc::driver::LaunchConfig::for_num_elems(n))
-                    .call("gather_fr")?;
-            }
-        }
-        Ok(DeviceScalars {
-            words: out,
-            len: index.len,
-        })
-    }
-
-    /// Drops the first `count` scalars, moving the rest to the front within the same buffer:
-    /// a suffix without a second vector of its size (L's scalars are the witness past its
-    /// inputs). Moved through a bounce buffer of at most [`SHIFT_CHUNK`] scalars, chunk by chunk
-    /// from the front, so that no chunk's destination overlaps a source not yet read.
-    pub fn remove_front(&mut self, gpu: &Gpu, count: usize) -> Result<(), GpuError> {
-        check_range("scalar prefix removal", 0, count, self.len)?;
-        let kept = self.len - count;
-        if count > 0 && kept > 0 {
-            let chunk = kept.min(SHIFT_CHUNK);
-            let mut bounce = alloc(gpu, "scalar shift buffer", chunk)?;
-            let stream = gpu.stream();
-            for start in (0..kept).step_by(chunk) {
-                let end = (start + chunk).min(kept);
-                let words = (end - start) * SCALAR_WORDS;
-                let from = (count + start) * SCALAR_WORDS;
-                stream
-                    .memcpy_dtod(
-                        &self.words.slice(from..from + words),
-                        &mut bounce.slice_mut(..words),
-                    )
-                    .call("cuMemcpyDtoD (scalar shift)")?;
-                let to = start * SCALAR_WORDS;
-                stream
-                    .memcpy_dtod(
-                        &bounce.slice(..words),
-                        &mut self.words.slice_mut(to..to + words),
-                    )
-                    .call("cuMemcpyDtoD (scalar shift)")?;
-            }
-        }
-        self.len = kept;
-        Ok(())
     }
 
     /// Keeps the first `len` scalars (no copy; the rest of the buffer is no longer used).
@@ -299,13 +214,13 @@ impl Arrival {
     }
 }
 
-/// Positions into a scalar vector, uploaded once and reused by every gather with them (a query's
+/// Positions into a scalar vector, uploaded once and read by every MSM through them (a query's
 /// variables are the same for every proof of a circuit).
 #[derive(Debug)]
 pub struct DeviceIndex {
-    words: CudaSlice<u32>,
-    len: usize,
-    max: u32,
+    pub(crate) words: CudaSlice<u32>,
+    pub(crate) len: usize,
+    pub(crate) max: u32,
 }
 
 impl DeviceIndex {

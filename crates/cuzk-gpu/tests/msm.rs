@@ -42,6 +42,14 @@ fn scalars(rng: &mut impl RngCore, kind: &str, n: usize) -> Vec<Scalar> {
                 false => Scalar::from(rng.next_u32() as u64 & 1),
             })
             .collect(),
+        // Most 0/1 and one in 16 a field element: a B query's witness, split into its ones and
+        // the rest.
+        "bits_some_large" => (0..n)
+            .map(|i| match i % 16 == 5 {
+                true => random(rng),
+                false => Scalar::from(rng.next_u32() as u64 & 1),
+            })
+            .collect(),
         "boolean_mix" => (0..n)
             .map(|_| match rng.next_u32() % 4 {
                 0 => Scalar::ZERO,
@@ -234,6 +242,9 @@ fn pair_rounds_match_cpu_on_repeated_bases() {
         "sparse",
         "boolean_mix",
         "bits_few_large",
+        "bits_some_large",
+        "one",
+        "zero",
     ] {
         check_repeated_bases(&gpu, &mut rng, &g1, 18, kind);
         check_repeated_bases(&gpu, &mut rng, &g1, 20, kind);
@@ -354,6 +365,56 @@ fn streamed_msm_matches_cpu() {
         cuzk_math::msm(&g2, &s)
     );
     drop(locked);
+}
+
+/// Scalars mostly 0 or 1, their points streamed: the ones summed chunk by chunk and the others
+/// gathered agree with the CPU, in one chunk and (memory capped) in several, G1 and G2.
+#[test]
+fn split_streamed_msm_matches_cpu() {
+    let Some(gpu) = common::gpu("split_streamed_msm_matches_cpu") else {
+        return;
+    };
+    let mut rng = common::rng("split_streamed_msm_matches_cpu");
+    let g1 = cuzk_testkit::distinct_points::<G1Projective>(&mut rng, 1 << 10);
+    let g2 = cuzk_testkit::distinct_points::<G2Projective>(&mut rng, 1 << 8);
+    for kind in ["bits_some_large", "bits_few_large", "one"] {
+        for limit in [None, Some(270 << 20)] {
+            check_split_streamed(&gpu, &mut rng, &g1, 18, kind, limit);
+            check_split_streamed(&gpu, &mut rng, &g2, 17, kind, limit);
+        }
+    }
+}
+
+/// As [`check_repeated_uploaded`], the points streamed from host memory with free memory capped
+/// at `limit` while the MSM runs.
+fn check_split_streamed<A>(
+    gpu: &Gpu,
+    rng: &mut impl RngCore,
+    distinct: &[A],
+    log: u32,
+    kind: &str,
+    limit: Option<usize>,
+) where
+    A: MsmAffine + cuzk_math::msm::AffineCoordinates<Scalar = Scalar> + Send + Sync,
+    A::Projective: PartialEq + std::fmt::Debug + From<A::Curve>,
+{
+    let n = 1usize << log;
+    let points: Vec<A> = (0..n).map(|i| distinct[i % distinct.len()]).collect();
+    let s = scalars(rng, kind, n);
+    let mut folded = vec![Scalar::ZERO; distinct.len()];
+    for (i, si) in s.iter().enumerate() {
+        folded[i % distinct.len()] += si;
+    }
+    let expect = A::Projective::from(cuzk_math::msm(distinct, &folded));
+    let device = DeviceScalars::upload(gpu, &s).unwrap();
+    gpu.limit_memory(limit);
+    let got = msm_streamed(gpu, &points, &device);
+    gpu.limit_memory(None);
+    assert_eq!(
+        got.unwrap(),
+        expect,
+        "n = 2^{log}, scalars {kind}, {limit:?}"
+    );
 }
 
 /// The stored window multiples are 2^(c·w)·P for every window w, word for word as blst lays out

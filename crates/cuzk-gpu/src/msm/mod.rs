@@ -13,10 +13,14 @@ use crate::error::DriverContext;
 use crate::layout::{as_words, DeviceWords, XyzzPoint, SCALAR_WORDS};
 use crate::{DeviceScalars, Gpu, GpuError, MEMORY_MARGIN};
 use pair_rounds::PairPlan;
+pub use source::MsmScalars;
+use split::{Split, SPLIT_BLOCK};
 use trace::PassTrace;
 pub use trace::MSM_TRACE_ENV;
 
 mod pair_rounds;
+mod source;
+mod split;
 mod trace;
 
 /// Launch parameters, mirrored by `msm_params` in `cuda/msm/pippenger.cuh`.
@@ -523,35 +527,31 @@ pub fn msm<A: MsmAffine>(
 ///
 /// Runs as one Pippenger pass when its working memory fits the device's free memory, otherwise as
 /// consecutive passes over slices of the points, summed on the host.
-pub fn msm_device<A: MsmAffine>(
+pub fn msm_device<'s, A: MsmAffine>(
     gpu: &Gpu,
     bases: &DeviceBases<A>,
-    scalars: &DeviceScalars,
+    scalars: impl Into<MsmScalars<'s>>,
 ) -> Result<A::Projective, GpuError> {
-    let n = scalars_within("MSM", scalars, bases.len())?;
+    let scalars = scalars.into();
+    let n = scalars_within("MSM", &scalars, bases.len())?;
+    let points = bases.words.slice(..n * A::WORDS);
+    if let Some(split) = Split::of(gpu, &scalars)? {
+        let mut gathered = gathered_points::<A>(gpu, &split)?;
+        split.gather_others::<A>(gpu, &points, (0, n), &mut gathered)?;
+        let ones = split.sum_ones::<A>(gpu, &points, (0, n))?;
+        return Ok(ones + others_msm::<A>(gpu, &split, &gathered, &scalars)?);
+    }
     let (free, _) = gpu.settled_memory()?;
     if let Some(p) = bases.shared_params(n, free.saturating_sub(MEMORY_MARGIN)) {
         return pippenger::<A>(
             gpu,
             &bases.words.slice(..),
-            &scalars.words.slice(..n * SCALAR_WORDS),
+            &scalars.range(gpu, 0, n)?.view(),
             &Pass::full::<A>(p),
             None,
         );
     }
-    let mut total = A::Projective::identity();
-    for (start, end, pass) in passes::<A>(n, free, 0)? {
-        total += pippenger::<A>(
-            gpu,
-            &bases.words.slice(start * A::WORDS..end * A::WORDS),
-            &scalars
-                .words
-                .slice(start * SCALAR_WORDS..end * SCALAR_WORDS),
-            &pass,
-            None,
-        )?;
-    }
-    Ok(total)
+    resident_passes::<A>(gpu, &points, &scalars, n)
 }
 
 /// The sets of buckets an MSM over the first n of `bases` now has its windows share, if it can:
@@ -573,18 +573,63 @@ pub fn shared_bucket_sets<A: MsmAffine>(
 /// each copy overlapping the Pippenger pass over the chunk before it. The copies overlap only from
 /// page-locked memory ([`Pinned`](crate::Pinned), or memory locked in place by [`HostLocked`](crate::HostLocked));
 /// from pageable memory the driver stages each one and the host waits for it.
-pub fn msm_streamed<A: MsmAffine>(
+pub fn msm_streamed<'s, A: MsmAffine>(
     gpu: &Gpu,
     points: &[A],
-    scalars: &DeviceScalars,
+    scalars: impl Into<MsmScalars<'s>>,
 ) -> Result<A::Projective, GpuError> {
-    let n = scalars_within("streamed MSM", scalars, points.len())?;
+    let scalars = scalars.into();
+    let n = scalars_within("streamed MSM", &scalars, points.len())?;
     if n == 0 {
         return Ok(A::Projective::identity());
     }
+    if let Some(split) = Split::of(gpu, &scalars)? {
+        let mut gathered = gathered_points::<A>(gpu, &split)?;
+        let (free, _) = gpu.settled_memory()?;
+        let chunk = split_chunk::<A>(n, free)?;
+        let mut ones = A::Projective::identity();
+        stream_points(gpu, points, &ranges(n, chunk), |_, range, chunk, _| {
+            split.gather_others::<A>(gpu, chunk, range, &mut gathered)?;
+            ones += split.sum_ones::<A>(gpu, chunk, range)?;
+            Ok(())
+        })?;
+        return Ok(ones + others_msm::<A>(gpu, &split, &gathered, &scalars)?);
+    }
     let (free, _) = gpu.settled_memory()?;
     let passes = passes::<A>(n, free, streamed_point_bytes::<A>())?;
-    let chunk = passes[0].1 - passes[0].0;
+    let ranges: Vec<_> = passes.iter().map(|&(start, end, _)| (start, end)).collect();
+    let mut total = A::Projective::identity();
+    stream_points(
+        gpu,
+        points,
+        &ranges,
+        |k, (start, end), chunk, copy_wait_ms| {
+            total += pippenger::<A>(
+                gpu,
+                chunk,
+                &scalars.range(gpu, start, end)?.view(),
+                &passes[k].2,
+                copy_wait_ms,
+            )?;
+            Ok(())
+        },
+    )?;
+    Ok(total)
+}
+
+/// Copies `points` to the device range by range through two buffers, each copy on the copy
+/// stream overlapping `work` on the range before it, which runs on `gpu`'s stream with the
+/// range's index, bounds and points (and, when traced, how long the stream waited for their
+/// copy). A buffer is copied into again only once the work queued on it has run.
+fn stream_points<A: MsmAffine>(
+    gpu: &Gpu,
+    points: &[A],
+    ranges: &[(usize, usize)],
+    mut work: impl FnMut(usize, (usize, usize), &CudaView<'_, u32>, Option<f64>) -> Result<(), GpuError>,
+) -> Result<(), GpuError> {
+    let Some(chunk) = ranges.iter().map(|(start, end)| end - start).max() else {
+        return Ok(());
+    };
     let copy = gpu.copy_stream();
     let alloc = || {
         gpu.stream()
@@ -592,7 +637,20 @@ pub fn msm_streamed<A: MsmAffine>(
             .call("cuMemAlloc (MSM point chunk)")
     };
     let mut buffers = [alloc()?, alloc()?];
-    let upload = |(start, end): (usize, usize), buffer: &mut CudaSlice<u32>| {
+    // The copy stream starts once the buffers are made on the device's stream.
+    let mut released = [
+        gpu.stream()
+            .record_event(None)
+            .call("cuEventRecord (point buffers)")?,
+        gpu.stream()
+            .record_event(None)
+            .call("cuEventRecord (point buffers)")?,
+    ];
+    let upload = |(start, end): (usize, usize),
+                  buffer: &mut CudaSlice<u32>,
+                  released: &cudarc::driver::CudaEvent| {
+        copy.wait(released)
+            .call("cuStreamWaitEvent (point buffer free)")?;
         copy.memcpy_htod(
             as_words(&points[start..end]),
             &mut buffer.slice_mut(..(end - start) * A::WORDS),
@@ -601,28 +659,105 @@ pub fn msm_streamed<A: MsmAffine>(
         copy.record_event(None)
             .call("cuEventRecord (points copied)")
     };
-    let mut copied = upload((passes[0].0, passes[0].1), &mut buffers[0])?;
-    let mut total = A::Projective::identity();
-    for (k, &(start, end, pass)) in passes.iter().enumerate() {
+    let mut copied = upload(ranges[0], &mut buffers[0], &released[0])?;
+    for (k, &(start, end)) in ranges.iter().enumerate() {
         let copy_wait_ms = trace::copy_wait_ms(&copied)?;
         gpu.stream()
             .wait(&copied)
             .call("cuStreamWaitEvent (points copied)")?;
-        let [even, odd] = &mut buffers;
-        let (current, next) = if k % 2 == 0 { (even, odd) } else { (odd, even) };
-        // The next buffer's last pass has finished (each pass ends by reading its result back),
-        // so the next copy may start now and overlap this pass.
-        if let Some(&(start, end, _)) = passes.get(k + 1) {
-            copied = upload((start, end), next)?;
+        let (current, next) = (k % 2, (k + 1) % 2);
+        if let Some(&following) = ranges.get(k + 1) {
+            copied = upload(following, &mut buffers[next], &released[next])?;
         }
+        work(
+            k,
+            (start, end),
+            &buffers[current].slice(..(end - start) * A::WORDS),
+            copy_wait_ms,
+        )?;
+        released[current] = gpu
+            .stream()
+            .record_event(None)
+            .call("cuEventRecord (point buffer used)")?;
+    }
+    Ok(())
+}
+
+/// Points per range of a split streamed MSM over n points: each copy of [`SPLIT_CHUNK_BYTES`]
+/// or less (the sums of its ones take a fraction of its copy), halved while two buffers of it do
+/// not fit in `free`.
+fn split_chunk<A: MsmAffine>(n: usize, free: usize) -> Result<usize, GpuError> {
+    let point_bytes = A::WORDS * 4;
+    let mut chunk = (SPLIT_CHUNK_BYTES / point_bytes)
+        .next_power_of_two()
+        .min(n.next_power_of_two())
+        .max(SPLIT_BLOCK);
+    while chunk > SPLIT_BLOCK
+        && (chunk > SPLIT_CHUNK_BYTES / point_bytes
+            || 2 * chunk * point_bytes + MEMORY_MARGIN > free)
+    {
+        chunk /= 2;
+    }
+    match 2 * chunk * point_bytes + MEMORY_MARGIN <= free {
+        true => Ok(chunk),
+        false => Err(GpuError::OutOfMemory {
+            what: "MSM point chunks",
+            needed: 2 * chunk * point_bytes,
+            free,
+            account: None,
+        }),
+    }
+}
+
+/// A split streamed MSM copies its points in ranges of at most this many bytes.
+const SPLIT_CHUNK_BYTES: usize = 512 << 20;
+
+/// Room for the points of a split's others, gathered.
+fn gathered_points<A: MsmAffine>(gpu: &Gpu, split: &Split) -> Result<CudaSlice<u32>, GpuError> {
+    let words = split.others().max(1) * A::WORDS;
+    gpu.ensure_fits("gathered points", 4 * words)?;
+    gpu.stream()
+        .alloc_zeros::<u32>(words)
+        .call("cuMemAlloc (gathered points)")
+}
+
+/// Σ over a split's others: their scalars gathered from `scalars`, their points already in
+/// `gathered`, summed in Pippenger passes that fit the memory then free.
+fn others_msm<A: MsmAffine>(
+    gpu: &Gpu,
+    split: &Split,
+    gathered: &CudaSlice<u32>,
+    scalars: &MsmScalars<'_>,
+) -> Result<A::Projective, GpuError> {
+    let m = split.others();
+    if m == 0 {
+        return Ok(A::Projective::identity());
+    }
+    let others = split.gather_scalars(gpu, scalars)?;
+    let others = DeviceScalars {
+        words: others,
+        len: m,
+    };
+    resident_passes::<A>(gpu, &gathered.slice(..), &MsmScalars::all(&others), m)
+}
+
+/// Σ scalars[i]·bases[i] over i < n, both on the device, in Pippenger passes as large as fit
+/// the memory free now.
+fn resident_passes<A: MsmAffine>(
+    gpu: &Gpu,
+    bases: &CudaView<'_, u32>,
+    scalars: &MsmScalars<'_>,
+    n: usize,
+) -> Result<A::Projective, GpuError> {
+    let (free, _) = gpu.settled_memory()?;
+    let mut total = A::Projective::identity();
+    for (start, end, pass) in passes::<A>(n, free, 0)? {
         total += pippenger::<A>(
             gpu,
-            &current.slice(..(end - start) * A::WORDS),
-            &scalars
-                .words
-                .slice(start * SCALAR_WORDS..end * SCALAR_WORDS),
+            &bases.slice(start * A::WORDS..end * A::WORDS),
+            &scalars.range(gpu, start, end)?.view(),
             &pass,
-            copy_wait_ms,
+            None,
         )?;
     }
     Ok(total)
@@ -636,7 +771,7 @@ fn streamed_point_bytes<A: MsmAffine>() -> usize {
 /// The number of scalars, refused when there are more than the `points` they would multiply.
 fn scalars_within(
     what: &'static str,
-    scalars: &DeviceScalars,
+    scalars: &MsmScalars<'_>,
     points: usize,
 ) -> Result<usize, GpuError> {
     let n = scalars.len();
@@ -1055,39 +1190,17 @@ pub fn bitmap_sum<A: MsmAffine>(
     if n == 0 {
         return Ok(A::Projective::identity());
     }
-    /// 256 bits per thread: enough work per thread, enough threads to fill the device.
-    const WORDS_PER_THREAD: usize = 8;
-    let words32 = n.div_ceil(32);
-    let threads = words32.div_ceil(WORDS_PER_THREAD);
     let words: Vec<u32> = bits
         .iter()
         .flat_map(|w| [*w as u32, (*w >> 32) as u32])
-        .take(words32)
+        .take(n.div_ceil(32))
         .collect();
-    let xyzz_words = <A::Projective as XyzzPoint>::XYZZ_WORDS;
-    let stream = gpu.stream();
-    gpu.ensure_fits("bitmap sum", 4 * (words32 + (threads + 2) * xyzz_words))?;
-    let bits_dev = stream.clone_htod(&words).call("cuMemcpyHtoD (bitmap)")?;
-    let mut partial = stream
-        .alloc_zeros::<u32>(threads * xyzz_words)
-        .call("cuMemAlloc")?;
-    let batch_add = gpu.kernel(A::KERNELS.batch_add)?;
-    let (n32, per32, threads32) = (n as u32, WORDS_PER_THREAD as u32, threads as u32);
-    // SAFETY: bases hold ≥ n points; `bits_dev` holds ⌈n/32⌉ words and the kernel reads only
-    // those (bits past n masked); `partial` holds `threads` points, one per thread.
-    unsafe {
-        stream
-            .launch_builder(&batch_add)
-            .arg(&bases.words)
-            .arg(&bits_dev)
-            .arg(&n32)
-            .arg(&per32)
-            .arg(&threads32)
-            .arg(&mut partial)
-            .launch(grid(threads, 128))
-            .call(A::KERNELS.batch_add)?;
-    }
-    A::Projective::from_xyzz(&tree_sums::<A>(gpu, &partial, 1, threads32)?)
+    gpu.ensure_fits("bitmap", 4 * words.len())?;
+    let bits = gpu
+        .stream()
+        .clone_htod(&words)
+        .call("cuMemcpyHtoD (bitmap)")?;
+    split::sum_bits::<A>(gpu, &bases.words.slice(..), &bits.slice(..), n)
 }
 
 /// The XYZZ words of Σ partial[w·count + i] over i < `count`, for each of the `windows` windows,

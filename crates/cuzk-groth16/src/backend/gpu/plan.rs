@@ -7,7 +7,7 @@
 //!    side with H's three vectors;
 //! 2. every query resident, side by side;
 //! 3. one step at a time: H from two vectors of the domain at once (a∘b, then c in b's place),
-//!    then each MSM alone, the witness's gathers freed after theirs. The R1CS matrices stay on the
+//!    then each MSM alone, reading the witness in place. The R1CS matrices stay on the
 //!    device when they fit beside the largest step, else stream from host memory through two
 //!    chunk buffers while the device multiplies them (a, b and c come from the host only where
 //!    the witness does not fit beside H's two vectors), and the queries that fit beside that are
@@ -209,13 +209,10 @@ impl Plan {
             (Products::StreamedMatrices, Some(bytes)) => bytes.streamed,
             _ => 0,
         };
-        // The witness and what is gathered from it: L's scalars, A's, B's and B's copy for G2.
+        // The witness, which the MSMs read in place (A and B through their positions).
         let (w, a, b) = (shape.witness, lengths.a, lengths.b_g1);
         let steps = match program {
-            Program::SideBySide => {
-                SCALAR * (3 * n + w + (w - shape.inputs.min(w)) + a + 2 * b)
-                    + (0..5).map(working).sum::<usize>()
-            }
+            Program::SideBySide => SCALAR * (3 * n + w) + (0..5).map(working).sum::<usize>(),
             Program::OneAtATime => {
                 // The products read the witness and the matrices; from the host, a, b, c arrive
                 // one after another into two vectors. For the products the witness goes up
@@ -227,8 +224,8 @@ impl Plan {
                 };
                 let h_vectors = SCALAR * (2 * n + witness_first);
                 let h_msm = SCALAR * (n + witness_kept) + working(H);
-                let a_msm = SCALAR * (w + a) + working(A);
-                let b_msm = SCALAR * (w + b) + working(B_G1).max(working(B_G2));
+                let a_msm = SCALAR * w + working(A);
+                let b_msm = SCALAR * w + working(B_G1).max(working(B_G2));
                 let l_msm = SCALAR * w + working(L);
                 h_vectors.max(h_msm).max(a_msm).max(b_msm).max(l_msm)
             }

@@ -1,5 +1,6 @@
 //! The device work of one proof.
 
+use cuzk_gpu::msm::MsmScalars;
 use cuzk_gpu::ntt::{ab_minus_c, minus_scaled, mul_assign, ntt, NttOrder, NttTables, Transform};
 use cuzk_gpu::{DeviceScalars, Gpu, GpuError, Timing};
 use cuzk_math::{G1Projective, G2Projective, Scalar};
@@ -135,18 +136,7 @@ impl GpuBackend {
         let witness = stages.time(gpu, "h2d_witness_ms", || {
             DeviceScalars::upload_pinned_range(gpu, &p.staging, offset, offset + p.witness)
         })?;
-        let scalars = stages.time(gpu, "gather_ms", || {
-            let b = witness.gather(gpu, &index.b)?;
-            Ok(WitnessScalars {
-                l: witness.copy_range(gpu, p.inputs, p.witness)?,
-                a: witness.gather(gpu, &index.a)?,
-                // Its own copy for B in G2, which runs beside B in G1.
-                b_g2: b.copy_range(gpu, 0, b.len())?,
-                b_g1: b,
-            })
-        })?;
-        // Kept only when a, b and c are its products, until the region's end (the H lane reads it).
-        let products = matrices.as_ref().map(|matrices| (matrices, witness));
+        let scalars = WitnessScalars::of(&witness, index, p.inputs)?;
         let scalar_bytes = std::mem::size_of::<Scalar>();
         let uploaded = offset + p.witness;
         stages.push("h2d_bytes", (scalar_bytes * uploaded) as f64);
@@ -154,8 +144,8 @@ impl GpuBackend {
         let together = srs.h.working_memory(n)
             + srs.l.working_memory(scalars.l.len())
             + srs.a.working_memory(scalars.a.len())
-            + srs.b_g1.working_memory(scalars.b_g1.len())
-            + srs.b_g2.working_memory(scalars.b_g2.len())
+            + srs.b_g1.working_memory(scalars.b.len())
+            + srs.b_g2.working_memory(scalars.b.len())
             + 3 * n * scalar_bytes;
         let free = gpu.memory()?.0;
         let side_by_side = resident && together + cuzk_gpu::MEMORY_MARGIN <= free;
@@ -182,20 +172,21 @@ impl GpuBackend {
                 lane.wait_for(gpu)?;
             }
             let [h_lane, l, a, b_g1, b_g2] = &streams.lanes;
-            let s = &scalars;
+            let s = scalars;
+            // The H lane reads the witness when a, b and c are its products.
+            let products = matrices.as_ref().map(|matrices| (matrices, &witness));
             std::thread::scope(|scope| {
-                let l = scope.spawn(|| l.time(|| srs.l.msm(l, &s.l, &params.l)));
-                let a = scope.spawn(|| a.time(|| srs.a.msm(a, &s.a, &params.a)));
-                let b_g1 = scope.spawn(|| b_g1.time(|| srs.b_g1.msm(b_g1, &s.b_g1, &params.b_g1)));
-                let b_g2 = scope.spawn(|| b_g2.time(|| srs.b_g2.msm(b_g2, &s.b_g2, &params.b_g2)));
+                let l = scope.spawn(|| l.time(|| srs.l.msm(l, s.l, &params.l)));
+                let a = scope.spawn(|| a.time(|| srs.a.msm(a, s.a, &params.a)));
+                let b_g1 = scope.spawn(|| b_g1.time(|| srs.b_g1.msm(b_g1, s.b, &params.b_g1)));
+                let b_g2 = scope.spawn(|| b_g2.time(|| srs.b_g2.msm(b_g2, s.b, &params.b_g2)));
                 // H's chain is the longest: on the lane the device schedules first.
-                let h = Self::h_coefficients(h_lane, tables, p, products.as_ref(), stages)
+                let h = Self::h_coefficients(h_lane, tables, p, products, stages)
                     .and_then(|h| h_lane.time(|| srs.h.msm(h_lane, &h, &params.h)));
                 query_sums(stages, h, joined(l), joined(a), joined(b_g1), joined(b_g2))
             })
         } else {
-            drop(scalars);
-            drop(products);
+            drop(witness);
             Self::one_at_a_time(gpu, placed, params, p, stages)
         };
         stages.push("msm_ms", start.elapsed().as_secs_f64() * 1e3);
@@ -208,7 +199,7 @@ impl GpuBackend {
         gpu: &Gpu,
         tables: &NttTables,
         p: &Prepared,
-        products: Option<&(&Matrices, DeviceScalars)>,
+        products: Option<(&Matrices, &DeviceScalars)>,
         stages: &mut Stages,
     ) -> Result<DeviceScalars, GpuError> {
         let [mut h, mut db, mut dc] = stages.time(gpu, vectors_key(products), || {
@@ -235,7 +226,7 @@ impl GpuBackend {
         gpu: &Gpu,
         tables: &NttTables,
         p: &Prepared,
-        products: Option<&(&Matrices, DeviceScalars)>,
+        products: Option<(&Matrices, &DeviceScalars)>,
         stages: &mut Stages,
     ) -> Result<DeviceScalars, GpuError> {
         let n = 1usize << p.log_n;
@@ -314,57 +305,52 @@ impl GpuBackend {
                 DeviceScalars::upload_pinned_range(gpu, &p.staging, offset, offset + p.witness)
             })
         };
-        let products = match matrices {
-            Some(matrices) => Some((matrices, upload_witness(stages)?)),
+        // With the matrices, the witness goes up first for the products.
+        let mut witness = match matrices {
+            Some(_) => Some(upload_witness(stages)?),
             None => None,
         };
-        let mut uploads = 1;
+        let mut uploads = usize::from(witness.is_some());
         // H's coefficients freed once summed: the steps after it have their room. Where it is not
         // needed for the products, the witness comes after: beside H's MSM it would take room
         // from a streamed MSM's passes, and its copy could not start before H's transforms end
         // (it joins the main stream). With resident matrices it stays.
-        let (h, kept) = {
-            let coefficients = Self::h_from_two_vectors(gpu, tables, p, products.as_ref(), stages)?;
-            let kept = products
-                .filter(|(matrices, _)| matrices.products() == Products::ResidentMatrices)
-                .map(|(_, witness)| witness);
-            let h = msm_counted(gpu, stages, ["msm_h_passes", "msm_h_room_bytes"], || {
+        let h = {
+            let products = matrices.as_ref().zip(witness.as_ref());
+            let coefficients = Self::h_from_two_vectors(gpu, tables, p, products, stages)?;
+            if matrices.as_ref().map(Matrices::products) != Some(Products::ResidentMatrices) {
+                witness = None;
+            }
+            msm_counted(gpu, stages, ["msm_h_passes", "msm_h_room_bytes"], || {
                 srs.h.msm(gpu, &coefficients, &params.h)
-            });
-            (h, kept)
+            })
         };
-        let mut witness = match kept {
+        let witness = match witness {
             Some(witness) => witness,
             None => {
-                uploads += usize::from(matrices.is_some());
+                uploads += 1;
                 upload_witness(stages)?
             }
         };
-        let gathered = |stages: &mut Stages, index| {
-            stages.time(gpu, "gather_ms", || witness.gather(gpu, index))
-        };
-        let a_scalars = gathered(stages, &index.a)?;
+        // A and B read the witness through their positions, L its tail: no gathered copies.
+        let s = WitnessScalars::of(&witness, index, p.inputs)?;
         let a = msm_counted(gpu, stages, ["msm_a_passes", "msm_a_room_bytes"], || {
-            srs.a.msm(gpu, &a_scalars, &params.a)
+            srs.a.msm(gpu, s.a, &params.a)
         });
-        drop(a_scalars);
-        let b_scalars = gathered(stages, &index.b)?;
         let b_g1 = msm_counted(
             gpu,
             stages,
             ["msm_b_g1_passes", "msm_b_g1_room_bytes"],
-            || srs.b_g1.msm(gpu, &b_scalars, &params.b_g1),
+            || srs.b_g1.msm(gpu, s.b, &params.b_g1),
         );
         let b_g2 = msm_counted(
             gpu,
             stages,
             ["msm_b_g2_passes", "msm_b_g2_room_bytes"],
-            || srs.b_g2.msm(gpu, &b_scalars, &params.b_g2),
+            || srs.b_g2.msm(gpu, s.b, &params.b_g2),
         );
-        drop(b_scalars);
-        witness.remove_front(gpu, p.inputs)?;
         let l = msm_counted(gpu, stages, ["msm_l_passes", "msm_l_room_bytes"], || {
-            srs.l.msm(gpu, &witness, &params.l)
+            srs.l.msm(gpu, s.l, &params.l)
         });
         stages.push(
             "h2d_bytes",
@@ -411,12 +397,27 @@ fn msm_counted<T>(
     timed
 }
 
-/// The scalars the witness gives four of a proof's MSMs, on the device.
-pub(super) struct WitnessScalars {
-    pub(super) l: DeviceScalars,
-    pub(super) a: DeviceScalars,
-    pub(super) b_g1: DeviceScalars,
-    pub(super) b_g2: DeviceScalars,
+/// The scalars the witness gives four of a proof's MSMs, read from it in place: L's after the
+/// public inputs, A's and B's (both groups) through their variables' positions.
+#[derive(Clone, Copy)]
+pub(super) struct WitnessScalars<'w> {
+    pub(super) l: MsmScalars<'w>,
+    pub(super) a: MsmScalars<'w>,
+    pub(super) b: MsmScalars<'w>,
+}
+
+impl<'w> WitnessScalars<'w> {
+    pub(super) fn of(
+        witness: &'w DeviceScalars,
+        index: &'w QueryIndex,
+        inputs: usize,
+    ) -> Result<Self, GpuError> {
+        Ok(WitnessScalars {
+            l: MsmScalars::after(witness, inputs)?,
+            a: MsmScalars::indexed(witness, &index.a)?,
+            b: MsmScalars::indexed(witness, &index.b)?,
+        })
+    }
 }
 
 /// A scoped thread's result; its panic goes on in the joining thread.
@@ -427,7 +428,7 @@ pub(super) fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
 }
 
 /// The stage a, b and c are timed under: made on the device, or uploaded.
-fn vectors_key(products: Option<&(&Matrices, DeviceScalars)>) -> &'static str {
+fn vectors_key(products: Option<(&Matrices, &DeviceScalars)>) -> &'static str {
     match products {
         Some(_) => "products_ms",
         None => "h2d_abc_ms",
@@ -439,7 +440,7 @@ fn vectors_key(products: Option<&(&Matrices, DeviceScalars)>) -> &'static str {
 fn h_vector(
     gpu: &Gpu,
     p: &Prepared,
-    products: Option<&(&Matrices, DeviceScalars)>,
+    products: Option<(&Matrices, &DeviceScalars)>,
     m: usize,
 ) -> Result<DeviceScalars, GpuError> {
     let n = 1usize << p.log_n;

@@ -3,8 +3,9 @@
 use cuzk_gpu::fixed_base::{fixed_base_multiply_on_device, FixedBaseAffine};
 use cuzk_gpu::msm::{
     least_working_memory, msm_device, msm_streamed, multiple_window_bits, DeviceBases, MsmAffine,
+    MsmScalars,
 };
-use cuzk_gpu::{DeviceScalars, Gpu, GpuError};
+use cuzk_gpu::{Gpu, GpuError};
 use cuzk_math::{FixedBaseTable, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use group::prime::PrimeCurve;
 use std::sync::{Arc, MutexGuard, PoisonError};
@@ -66,10 +67,10 @@ impl<A: MsmAffine> Bases<A> {
     }
 
     /// Σ scalars[i]·points[i]; `host` is the query's vector, read when the points are streamed.
-    pub(super) fn msm(
+    pub(super) fn msm<'s>(
         &self,
         gpu: &Gpu,
-        scalars: &DeviceScalars,
+        scalars: impl Into<MsmScalars<'s>>,
         host: &[A],
     ) -> Result<A::Projective, GpuError> {
         match self {

@@ -1,0 +1,330 @@
+//! MSMs over scalars that are mostly 0 or 1 (`cuda/msm/split.cuh`). A circuit's witness is mostly
+//! bits: in a 32 GiB PoRep partition all but ~0.3% of L's and A's scalars and ~3% of B's. Pippenger
+//! gives each such point a bucket entry, a sort and its share of every pass's fixed costs; summing
+//! the points of the ones directly (`batch_add`, a mixed addition each) and running Pippenger over
+//! the few others' points, gathered, costs a fraction of that.
+
+use cudarc::driver::{CudaSlice, CudaView, LaunchConfig, PushKernelArg};
+
+use super::{exclusive_scan, grid, tree_sums, MsmAffine, MsmScalars};
+use crate::error::DriverContext;
+use crate::layout::{XyzzPoint, SCALAR_WORDS};
+use crate::{Gpu, GpuError};
+
+/// Scalars per block of the classifying kernels: the others' offsets are kept per block, so
+/// ranges of points split at multiples of it.
+pub(super) const SPLIT_BLOCK: usize = 256;
+/// MSMs over fewer scalars are not split: the classification's round trip would cost more than
+/// it saves.
+const SPLIT_MIN: usize = 1 << 16;
+/// Split only when at most one scalar in this many is neither 0 nor 1: dense scalars (H's) keep
+/// the Pippenger passes, which a compaction of most points would only delay.
+const SPLIT_SHARE: usize = 4;
+/// Words of a bitmap (32 bits each) each thread of `batch_add` sums: enough work per thread,
+/// enough threads to fill the device.
+const WORDS_PER_THREAD: usize = 8;
+
+/// Where the ones and the others are among an MSM's scalars.
+pub(super) struct Split {
+    /// Bit i % 32 of word i / 32 set where scalar i is one.
+    ones: CudaSlice<u32>,
+    /// Positions of the other scalars (neither 0 nor 1), in order.
+    others: CudaSlice<u32>,
+    /// Others before each block of [`SPLIT_BLOCK`] scalars, and their total last.
+    offsets: Vec<u32>,
+    n: usize,
+}
+
+impl Split {
+    /// The split of `scalars`, when they are many and mostly 0 or 1; None for an MSM that
+    /// Pippenger should take whole.
+    pub(super) fn of(gpu: &Gpu, scalars: &MsmScalars<'_>) -> Result<Option<Split>, GpuError> {
+        let n = scalars.len();
+        if n < SPLIT_MIN {
+            return Ok(None);
+        }
+        let (values, index) = (scalars.values(), scalars.index());
+        let n32 = u32::try_from(n).map_err(|_| GpuError::InvalidInput {
+            what: "MSM split",
+            reason: format!("{n} scalars exceed 2^32"),
+        })?;
+        let blocks = n.div_ceil(SPLIT_BLOCK);
+        gpu.ensure_fits("MSM split", 4 * (n.div_ceil(32) + blocks + 1))?;
+        let stream = gpu.stream();
+        let mut ones = stream
+            .alloc_zeros::<u32>(n.div_ceil(32))
+            .call("cuMemAlloc (MSM ones)")?;
+        let mut counts = stream
+            .alloc_zeros::<u32>(blocks + 1)
+            .call("cuMemAlloc (MSM split counts)")?;
+        let config = LaunchConfig {
+            grid_dim: (blocks as u32, 1, 1),
+            block_dim: (SPLIT_BLOCK as u32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let classify = gpu.kernel("msm_split_classify")?;
+        // SAFETY: `values` holds n scalars, or the values every position of `index` (n of them)
+        // names (`MsmScalars` checked both); one thread per scalar in blocks of SPLIT_BLOCK (a
+        // multiple of 32, as the ballots need), threads past n read nothing; `ones` holds
+        // ⌈n/32⌉ words, written by the first lane of each warp with a scalar below n; `counts`
+        // holds one slot per block and the scan's extra one.
+        unsafe {
+            let mut launch = stream.launch_builder(&classify);
+            launch.arg(&values);
+            match &index {
+                Some(index) => launch.arg(index),
+                None => launch.arg(&crate::NULL),
+            };
+            launch
+                .arg(&n32)
+                .arg(&mut ones)
+                .arg(&mut counts)
+                .launch(config)
+                .call("msm_split_classify")?;
+        }
+        exclusive_scan(gpu, &mut counts)?;
+        let offsets = stream
+            .clone_dtoh(&counts)
+            .call("cuMemcpyDtoH (MSM split offsets)")?;
+        let others_len = offsets[blocks] as usize;
+        if others_len * SPLIT_SHARE > n {
+            return Ok(None);
+        }
+        gpu.ensure_fits("MSM split positions", 4 * others_len)?;
+        let mut others = stream
+            .alloc_zeros::<u32>(others_len.max(1))
+            .call("cuMemAlloc (MSM split positions)")?;
+        let place = gpu.kernel("msm_split_others")?;
+        // SAFETY: as above, with the same blocks (SPLIT_BLOCK / 32 ≤ 32 warps); `counts` now
+        // holds each block's offset among the others, whose total is `others_len`, the length
+        // of `others`.
+        unsafe {
+            let mut launch = stream.launch_builder(&place);
+            launch.arg(&values);
+            match &index {
+                Some(index) => launch.arg(index),
+                None => launch.arg(&crate::NULL),
+            };
+            launch
+                .arg(&n32)
+                .arg(&counts)
+                .arg(&mut others)
+                .launch(config)
+                .call("msm_split_others")?;
+        }
+        Ok(Some(Split {
+            ones,
+            others,
+            offsets,
+            n,
+        }))
+    }
+
+    /// Scalars neither 0 nor 1.
+    pub(super) fn others(&self) -> usize {
+        self.offsets[self.offsets.len() - 1] as usize
+    }
+
+    /// [first, end) of the others among the scalars [start, end); `start` a multiple of
+    /// [`SPLIT_BLOCK`], `end` too or n.
+    fn others_within(&self, start: usize, end: usize) -> (usize, usize) {
+        let at = |i: usize| match i >= self.n {
+            true => self.others(),
+            false => self.offsets[i / SPLIT_BLOCK] as usize,
+        };
+        (at(start), at(end))
+    }
+
+    /// Σ points[i − start] over the ones i in [start, end), `points` holding those points (device
+    /// words of A); `start` a multiple of [`SPLIT_BLOCK`].
+    pub(super) fn sum_ones<A: MsmAffine>(
+        &self,
+        gpu: &Gpu,
+        points: &CudaView<'_, u32>,
+        (start, end): (usize, usize),
+    ) -> Result<A::Projective, GpuError> {
+        let len = end - start;
+        check_range(self, points, (start, end), A::WORDS)?;
+        sum_bits::<A>(gpu, points, &self.ones.slice(start / 32..), len)
+    }
+
+    /// Copies the points of the others in [start, end) from `points` (those of [start, end)) to
+    /// their places in `gathered` (one per other, in order).
+    pub(super) fn gather_others<A: MsmAffine>(
+        &self,
+        gpu: &Gpu,
+        points: &CudaView<'_, u32>,
+        (start, end): (usize, usize),
+        gathered: &mut CudaSlice<u32>,
+    ) -> Result<(), GpuError> {
+        check_range(self, points, (start, end), A::WORDS)?;
+        let (first, last) = self.others_within(start, end);
+        if gathered.len() < self.others() * A::WORDS {
+            return Err(GpuError::InvalidInput {
+                what: "gathered points",
+                reason: format!("{} words for {} points", gathered.len(), self.others()),
+            });
+        }
+        gather_words(
+            gpu,
+            points,
+            &self.others.slice(first..last),
+            start,
+            A::WORDS,
+            &mut gathered.slice_mut(first * A::WORDS..last * A::WORDS),
+        )
+    }
+
+    /// The scalars of the others, in order, gathered from `scalars` (the ones split): through
+    /// their positions when they have them.
+    pub(super) fn gather_scalars(
+        &self,
+        gpu: &Gpu,
+        scalars: &MsmScalars<'_>,
+    ) -> Result<CudaSlice<u32>, GpuError> {
+        let count = self.others();
+        gpu.ensure_fits("gathered scalars", 4 * count * (SCALAR_WORDS + 1))?;
+        let stream = gpu.stream();
+        let alloc = |words: usize| {
+            stream
+                .alloc_zeros::<u32>(words.max(1))
+                .call("cuMemAlloc (gathered scalars)")
+        };
+        let mut out = alloc(count * SCALAR_WORDS)?;
+        // With positions, the others' entries among the values: positions[others[k]].
+        let positions = match scalars.index() {
+            Some(index) => {
+                let mut positions = alloc(count)?;
+                gather_words(
+                    gpu,
+                    &index,
+                    &self.others.slice(..count),
+                    0,
+                    1,
+                    &mut positions.slice_mut(..count),
+                )?;
+                Some(positions)
+            }
+            None => None,
+        };
+        let others = match &positions {
+            Some(positions) => positions.slice(..count),
+            None => self.others.slice(..count),
+        };
+        gather_words(
+            gpu,
+            &scalars.values(),
+            &others,
+            0,
+            SCALAR_WORDS,
+            &mut out.slice_mut(..count * SCALAR_WORDS),
+        )?;
+        Ok(out)
+    }
+}
+
+/// Σ points[i] over the set bits i < len of `bits` (u32 words, bit i % 32 of word i / 32), both
+/// on the device: each thread of `batch_add` sums the points of [`WORDS_PER_THREAD`] words, then
+/// one tree sums the threads'.
+pub(super) fn sum_bits<A: MsmAffine>(
+    gpu: &Gpu,
+    points: &CudaView<'_, u32>,
+    bits: &CudaView<'_, u32>,
+    len: usize,
+) -> Result<A::Projective, GpuError> {
+    let words32 = len.div_ceil(32);
+    if points.len() < len * A::WORDS || bits.len() < words32 || len >= 1 << 31 {
+        return Err(GpuError::InvalidInput {
+            what: "sum of the ones",
+            reason: format!(
+                "{len} bits over {} point words and {} bitmap words (limit 2^31)",
+                points.len(),
+                bits.len()
+            ),
+        });
+    }
+    if len == 0 {
+        return Ok(<A::Projective as group::Group>::identity());
+    }
+    let threads = words32.div_ceil(WORDS_PER_THREAD);
+    let xyzz_words = <A::Projective as XyzzPoint>::XYZZ_WORDS;
+    gpu.ensure_fits("sum of the ones", 4 * threads * xyzz_words)?;
+    let stream = gpu.stream();
+    let mut partial = stream
+        .alloc_zeros::<u32>(threads * xyzz_words)
+        .call("cuMemAlloc (sum of the ones)")?;
+    let batch_add = gpu.kernel(A::KERNELS.batch_add)?;
+    let (len32, per32, threads32) = (len as u32, WORDS_PER_THREAD as u32, threads as u32);
+    // SAFETY: `points` holds ≥ len points and `bits` ⌈len/32⌉ words (checked), the kernel masking
+    // the bits past len; `partial` holds one point per thread.
+    unsafe {
+        stream
+            .launch_builder(&batch_add)
+            .arg(points)
+            .arg(bits)
+            .arg(&len32)
+            .arg(&per32)
+            .arg(&threads32)
+            .arg(&mut partial)
+            .launch(grid(threads, 128))
+            .call(A::KERNELS.batch_add)?;
+    }
+    A::Projective::from_xyzz(&tree_sums::<A>(gpu, &partial, 1, threads32)?)
+}
+
+/// Refuses a range outside the split's scalars, not starting a block, or past `points`.
+fn check_range(
+    split: &Split,
+    points: &CudaView<'_, u32>,
+    (start, end): (usize, usize),
+    words: usize,
+) -> Result<(), GpuError> {
+    let aligned = start % SPLIT_BLOCK == 0 && (end % SPLIT_BLOCK == 0 || end == split.n);
+    if start > end || end > split.n || !aligned || points.len() < (end - start) * words {
+        return Err(GpuError::InvalidInput {
+            what: "MSM split range",
+            reason: format!(
+                "{start}..{end} of {} scalars over {} point words",
+                split.n,
+                points.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// out[k] = src[index[k] − base] for each k, items of `words` words; every index − base is
+/// below the items `src` holds (the callers' ranges).
+pub(super) fn gather_words(
+    gpu: &Gpu,
+    src: &CudaView<'_, u32>,
+    index: &CudaView<'_, u32>,
+    base: usize,
+    words: usize,
+    out: &mut cudarc::driver::CudaViewMut<'_, u32>,
+) -> Result<(), GpuError> {
+    let count = index.len();
+    if count == 0 {
+        return Ok(());
+    }
+    let kernel = gpu.kernel("gather_words")?;
+    let (count32, base32, words32) = (count as u32, base as u32, words as u32);
+    // Enough blocks to fill the device; the kernel strides over the rest.
+    let threads = (count * words).min(1 << 22);
+    // SAFETY: `index` holds `count` positions, each in [base, base + src items) by the callers'
+    // ranges (the others of the range src holds); `out` holds count·words words (the callers'
+    // slices); the kernel's threads stride over count·words words.
+    unsafe {
+        gpu.stream()
+            .launch_builder(&kernel)
+            .arg(src)
+            .arg(index)
+            .arg(&count32)
+            .arg(&base32)
+            .arg(&words32)
+            .arg(out)
+            .launch(grid(threads, 256))
+            .call("gather_words")?;
+    }
+    Ok(())
+}
