@@ -33,6 +33,9 @@ pub struct Gpu {
     /// Most free bytes `memory` reports (usize::MAX: no limit), for sharing a device between
     /// backends and for testing the paths taken when memory is short.
     memory_limit: AtomicUsize,
+    /// Free bytes `memory` leaves out, for another handle's work beside this one's (see
+    /// [`Gpu::share_leaving`]).
+    left_to_others: AtomicUsize,
     /// Pippenger passes run on this handle: an MSM short of memory splits its points into many
     /// small passes, each costing more per point, and stage metrics show how many it took.
     msm_passes: AtomicU64,
@@ -57,6 +60,36 @@ fn block_while_waiting(ordinal: usize) -> Result<(), GpuError> {
     unsafe { sys::cuDevicePrimaryCtxSetFlags_v2(device, flags) }
         .result()
         .call("cuDevicePrimaryCtxSetFlags")
+}
+
+/// Kernels with the largest stack frames: each group's pair-round inversion keeps its 64 running
+/// products in local memory (G2: 6 KiB a thread; `ptxas --resource-usage`).
+const LARGEST_FRAMES: [&str; 2] = [
+    <blstrs::G1Affine as crate::msm::MsmAffine>::KERNELS.pair_invert,
+    <blstrs::G2Affine as crate::msm::MsmAffine>::KERNELS.pair_invert,
+];
+
+/// Makes the driver reserve now the local memory the kernels' stack frames take, and returns how
+/// much that is. The driver reserves a frame for every thread the device can hold (an H100: 1.5
+/// GB for the 6 KiB frame), outside any memory pool, when a kernel first needs it: a budget
+/// counted before then was that much short (32 GiB on 24 GiB, H100: plans that fitted their
+/// budget were refused 4.3 GB with 3.4 free).
+fn reserve_local_memory(ctx: &CudaContext, module: &Arc<CudaModule>) -> Result<usize, GpuError> {
+    let mut frame = 0;
+    for name in LARGEST_FRAMES {
+        let function = module
+            .load_function(name)
+            .map_err(|source| GpuError::MissingKernel { name, source })?;
+        let bytes = function
+            .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)
+            .call("cuFuncGetAttribute (local size)")?;
+        frame = frame.max(usize::try_from(bytes).unwrap_or(0));
+    }
+    let (before, _) = ctx.mem_get_info().call("cuMemGetInfo")?;
+    ctx.set_limit(sys::CUlimit::CU_LIMIT_STACK_SIZE, frame)
+        .call("cuCtxSetLimit (stack size)")?;
+    let (after, _) = ctx.mem_get_info().call("cuMemGetInfo")?;
+    Ok(before.saturating_sub(after))
 }
 
 impl Gpu {
@@ -86,7 +119,8 @@ impl Gpu {
         let shared_per_multiprocessor = ctx
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)
             .call("cuDeviceGetAttribute")? as u32;
-        let pool = DevicePool::of(&ctx, ordinal, budget)?;
+        let local = reserve_local_memory(&ctx, &module)?;
+        let pool = DevicePool::of(&ctx, ordinal, budget, local)?;
         Ok(Arc::new(Gpu {
             ctx,
             module,
@@ -101,6 +135,7 @@ impl Gpu {
             shared_per_multiprocessor,
             pool,
             memory_limit: AtomicUsize::new(usize::MAX),
+            left_to_others: AtomicUsize::new(0),
             msm_passes: AtomicU64::new(0),
         }))
     }
@@ -165,6 +200,7 @@ impl Gpu {
             shared_per_multiprocessor: self.shared_per_multiprocessor,
             pool: Arc::clone(&self.pool),
             memory_limit: AtomicUsize::new(self.memory_limit.load(Ordering::Relaxed)),
+            left_to_others: AtomicUsize::new(0),
             msm_passes: AtomicU64::new(0),
         }))
     }
@@ -259,7 +295,8 @@ impl Gpu {
         let available = free
             .saturating_add(reserved.saturating_sub(used))
             .min(self.pool.limit().saturating_sub(used))
-            .min(self.memory_limit.load(Ordering::Relaxed));
+            .min(self.memory_limit.load(Ordering::Relaxed))
+            .saturating_sub(self.left_to_others.load(Ordering::Relaxed));
         Ok((available, total))
     }
 
@@ -314,6 +351,28 @@ impl Gpu {
             .store(bytes.unwrap_or(usize::MAX), Ordering::Relaxed);
     }
 
+    /// Until the guard drops, this handle plans with at most `bytes` of free memory: its share of
+    /// the device beside another handle's work.
+    pub fn share_at_most(&self, bytes: usize) -> MemoryShare<'_> {
+        MemoryShare {
+            gpu: self,
+            limit: self.memory_limit.swap(bytes, Ordering::Relaxed),
+            left: self.left_to_others.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Until the guard drops, this handle plans with `bytes` less than the device has free: left
+    /// for another handle's work beside it (whose own plans keep within them, see
+    /// [`Gpu::share_at_most`]). While that work holds some of them, this handle sees that much
+    /// less again: never more than its share.
+    pub fn share_leaving(&self, bytes: usize) -> MemoryShare<'_> {
+        MemoryShare {
+            gpu: self,
+            limit: self.memory_limit.load(Ordering::Relaxed),
+            left: self.left_to_others.swap(bytes, Ordering::Relaxed),
+        }
+    }
+
     /// Runs `f`, which enqueues work on this device's stream, and returns its result with the device
     /// time that work took in milliseconds (CUDA events around it; waits for the work to finish).
     /// For benchmarks: the clock covers the device, not host-side launch overhead before it.
@@ -355,6 +414,23 @@ impl Gpu {
             pooled,
             outside: self.memory_outside_pool().ok()?,
         })
+    }
+}
+
+/// A handle's share of the device's memory for planning, as it was before restored on drop (see
+/// [`Gpu::share_at_most`], [`Gpu::share_leaving`]).
+#[must_use = "the share ends when the guard drops"]
+#[derive(Debug)]
+pub struct MemoryShare<'g> {
+    gpu: &'g Gpu,
+    limit: usize,
+    left: usize,
+}
+
+impl Drop for MemoryShare<'_> {
+    fn drop(&mut self) {
+        self.gpu.memory_limit.store(self.limit, Ordering::Relaxed);
+        self.gpu.left_to_others.store(self.left, Ordering::Relaxed);
     }
 }
 

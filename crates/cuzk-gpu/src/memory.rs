@@ -55,17 +55,20 @@ pub enum MemoryBudget {
     #[default]
     FreeAtStart,
     /// At most this many bytes for everything cuzk holds on the device, its context included
-    /// ([`CONTEXT_ALLOWANCE`]).
+    /// ([`CONTEXT_ALLOWANCE`]) and the local memory of its kernels' stack frames.
     Bytes(usize),
 }
 
 impl DevicePool {
     /// The pool of device `ordinal` (whose context is `ctx`), made now with `budget` if this is
     /// the process's first open of the device; a later open keeps the first one's budget.
+    /// `local`: device bytes the kernels' stack frames took when the device opened, which a
+    /// budget in bytes counts too.
     pub(crate) fn of(
         ctx: &CudaContext,
         ordinal: usize,
         budget: MemoryBudget,
+        local: usize,
     ) -> Result<Arc<Self>, GpuError> {
         let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((_, pool)) = pools.iter().find(|(o, _)| *o == ordinal) {
@@ -76,7 +79,7 @@ impl DevicePool {
         let used_at_start = total.saturating_sub(free);
         let limit = match budget {
             MemoryBudget::FreeAtStart => free.saturating_sub(MEMORY_MARGIN),
-            MemoryBudget::Bytes(bytes) => bytes.saturating_sub(CONTEXT_ALLOWANCE),
+            MemoryBudget::Bytes(bytes) => bytes.saturating_sub(CONTEXT_ALLOWANCE + local),
         };
         let made = match capped_pool(ctx, limit) {
             Ok(pool) => DevicePool {

@@ -6,8 +6,10 @@ mod common;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_gpu::layout::as_words;
-use cuzk_gpu::msm::{bitmap_sum, msm, msm_streamed, DeviceBases, MsmAffine};
-use cuzk_gpu::{DeviceScalars, Gpu, HostLocked};
+use cuzk_gpu::msm::{
+    bitmap_sum, msm, msm_device, msm_streamed, DeviceBases, MsmAffine, MsmScalars,
+};
+use cuzk_gpu::{DeviceIndex, DeviceScalars, Gpu, HostLocked};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
@@ -415,6 +417,59 @@ fn check_split_streamed<A>(
         expect,
         "n = 2^{log}, scalars {kind}, {limit:?}"
     );
+}
+
+/// Scalars read in place from a longer vector — through positions (a query's variables among the
+/// witness) or past a prefix (L's, past the inputs) — give the MSM of the scalars they name, split
+/// or not, resident or streamed.
+#[test]
+fn scalars_read_in_place_match_cpu() {
+    let Some(gpu) = common::gpu("scalars_read_in_place_match_cpu") else {
+        return;
+    };
+    let mut rng = common::rng("scalars_read_in_place_match_cpu");
+    let distinct = cuzk_testkit::distinct_points::<G1Projective>(&mut rng, 1 << 10);
+    let n = 1usize << 17;
+    let points: Vec<G1Affine> = (0..n).map(|i| distinct[i % distinct.len()]).collect();
+    let bases = DeviceBases::upload(&gpu, &points).unwrap();
+    for kind in ["bits_some_large", "random"] {
+        // The witness: twice as long as the query; the query takes every other variable, from
+        // the back, so positions are neither in order nor all.
+        let witness = scalars(&mut rng, kind, 2 * n + 5);
+        let positions: Vec<u32> = (0..n).map(|i| (2 * n + 4 - 2 * i) as u32).collect();
+        let named: Vec<Scalar> = positions.iter().map(|&p| witness[p as usize]).collect();
+        let device = DeviceScalars::upload(&gpu, &witness).unwrap();
+        let index = DeviceIndex::upload(&gpu, &positions).unwrap();
+        let indexed = MsmScalars::indexed(&device, &index).unwrap();
+        let expect = repeated_msm(&distinct, &named);
+        assert_eq!(
+            msm_device(&gpu, &bases, indexed).unwrap(),
+            expect,
+            "{kind} by position"
+        );
+        assert_eq!(
+            msm_streamed(&gpu, &points, indexed).unwrap(),
+            expect,
+            "{kind} by position, streamed"
+        );
+        // Past a prefix: the last n values.
+        let after = MsmScalars::after(&device, n + 5).unwrap();
+        let expect = repeated_msm(&distinct, &witness[n + 5..]);
+        assert_eq!(
+            msm_device(&gpu, &bases, after).unwrap(),
+            expect,
+            "{kind} past a prefix"
+        );
+    }
+}
+
+/// Σ s_i·P_(i mod m) on the CPU, over the m distinct points.
+fn repeated_msm(distinct: &[G1Affine], s: &[Scalar]) -> G1Projective {
+    let mut folded = vec![Scalar::ZERO; distinct.len()];
+    for (i, si) in s.iter().enumerate() {
+        folded[i % distinct.len()] += si;
+    }
+    cuzk_math::msm(distinct, &folded)
 }
 
 /// The stored window multiples are 2^(c·w)·P for every window w, word for word as blst lays out
