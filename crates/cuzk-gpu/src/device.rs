@@ -33,9 +33,6 @@ pub struct Gpu {
     /// Most free bytes `memory` reports (usize::MAX: no limit), for sharing a device between
     /// backends and for testing the paths taken when memory is short.
     memory_limit: AtomicUsize,
-    /// Free bytes `memory` leaves out, for another handle's work beside this one's (see
-    /// [`Gpu::share_leaving`]).
-    left_to_others: AtomicUsize,
     /// Pippenger passes run on this handle: an MSM short of memory splits its points into many
     /// small passes, each costing more per point, and stage metrics show how many it took.
     msm_passes: AtomicU64,
@@ -135,7 +132,6 @@ impl Gpu {
             shared_per_multiprocessor,
             pool,
             memory_limit: AtomicUsize::new(usize::MAX),
-            left_to_others: AtomicUsize::new(0),
             msm_passes: AtomicU64::new(0),
         }))
     }
@@ -200,7 +196,6 @@ impl Gpu {
             shared_per_multiprocessor: self.shared_per_multiprocessor,
             pool: Arc::clone(&self.pool),
             memory_limit: AtomicUsize::new(self.memory_limit.load(Ordering::Relaxed)),
-            left_to_others: AtomicUsize::new(0),
             msm_passes: AtomicU64::new(0),
         }))
     }
@@ -295,8 +290,7 @@ impl Gpu {
         let available = free
             .saturating_add(reserved.saturating_sub(used))
             .min(self.pool.limit().saturating_sub(used))
-            .min(self.memory_limit.load(Ordering::Relaxed))
-            .saturating_sub(self.left_to_others.load(Ordering::Relaxed));
+            .min(self.memory_limit.load(Ordering::Relaxed));
         Ok((available, total))
     }
 
@@ -351,28 +345,6 @@ impl Gpu {
             .store(bytes.unwrap_or(usize::MAX), Ordering::Relaxed);
     }
 
-    /// Until the guard drops, this handle plans with at most `bytes` of free memory: its share of
-    /// the device beside another handle's work.
-    pub fn share_at_most(&self, bytes: usize) -> MemoryShare<'_> {
-        MemoryShare {
-            gpu: self,
-            limit: self.memory_limit.swap(bytes, Ordering::Relaxed),
-            left: self.left_to_others.load(Ordering::Relaxed),
-        }
-    }
-
-    /// Until the guard drops, this handle plans with `bytes` less than the device has free: left
-    /// for another handle's work beside it (whose own plans keep within them, see
-    /// [`Gpu::share_at_most`]). While that work holds some of them, this handle sees that much
-    /// less again: never more than its share.
-    pub fn share_leaving(&self, bytes: usize) -> MemoryShare<'_> {
-        MemoryShare {
-            gpu: self,
-            limit: self.memory_limit.load(Ordering::Relaxed),
-            left: self.left_to_others.swap(bytes, Ordering::Relaxed),
-        }
-    }
-
     /// Runs `f`, which enqueues work on this device's stream, and returns its result with the device
     /// time that work took in milliseconds (CUDA events around it; waits for the work to finish).
     /// For benchmarks: the clock covers the device, not host-side launch overhead before it.
@@ -414,23 +386,6 @@ impl Gpu {
             pooled,
             outside: self.memory_outside_pool().ok()?,
         })
-    }
-}
-
-/// A handle's share of the device's memory for planning, as it was before restored on drop (see
-/// [`Gpu::share_at_most`], [`Gpu::share_leaving`]).
-#[must_use = "the share ends when the guard drops"]
-#[derive(Debug)]
-pub struct MemoryShare<'g> {
-    gpu: &'g Gpu,
-    limit: usize,
-    left: usize,
-}
-
-impl Drop for MemoryShare<'_> {
-    fn drop(&mut self) {
-        self.gpu.memory_limit.store(self.limit, Ordering::Relaxed);
-        self.gpu.left_to_others.store(self.left, Ordering::Relaxed);
     }
 }
 

@@ -29,7 +29,7 @@ pub mod rate;
 mod scalars;
 pub mod sparse;
 
-pub use device::{Gpu, MemoryShare, Timing};
+pub use device::{Gpu, Timing};
 pub use error::{GpuError, MemoryAccount};
 pub use memory::{MemoryBudget, CONTEXT_ALLOWANCE};
 pub use pinned::{pinned_bytes, HostLocked, Pinned};

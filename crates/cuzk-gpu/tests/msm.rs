@@ -187,11 +187,7 @@ fn check_repeated_uploaded<A>(
     let n = 1usize << log;
     let points: Vec<A> = (0..n).map(|i| distinct[i % distinct.len()]).collect();
     let s = scalars(rng, kind, n);
-    let mut folded = vec![Scalar::ZERO; distinct.len()];
-    for (i, si) in s.iter().enumerate() {
-        folded[i % distinct.len()] += si;
-    }
-    let expect = A::Projective::from(cuzk_math::msm(distinct, &folded));
+    let expect = repeated_msm(distinct, &s);
     let bases = upload(gpu, &points).unwrap();
     assert_eq!(
         msm(gpu, &bases, &s).unwrap(),
@@ -403,11 +399,7 @@ fn check_split_streamed<A>(
     let n = 1usize << log;
     let points: Vec<A> = (0..n).map(|i| distinct[i % distinct.len()]).collect();
     let s = scalars(rng, kind, n);
-    let mut folded = vec![Scalar::ZERO; distinct.len()];
-    for (i, si) in s.iter().enumerate() {
-        folded[i % distinct.len()] += si;
-    }
-    let expect = A::Projective::from(cuzk_math::msm(distinct, &folded));
+    let expect = repeated_msm(distinct, &s);
     let device = DeviceScalars::upload(gpu, &s).unwrap();
     gpu.limit_memory(limit);
     let got = msm_streamed(gpu, &points, &device);
@@ -463,13 +455,17 @@ fn scalars_read_in_place_match_cpu() {
     }
 }
 
-/// Σ s_i·P_(i mod m) on the CPU, over the m distinct points.
-fn repeated_msm(distinct: &[G1Affine], s: &[Scalar]) -> G1Projective {
+/// Σ s_i·P_(i mod m) on the CPU, over the m distinct points: Σⱼ (Σ_(i ≡ j) sᵢ)·Pⱼ.
+fn repeated_msm<A>(distinct: &[A], s: &[Scalar]) -> A::Projective
+where
+    A: MsmAffine + cuzk_math::msm::AffineCoordinates<Scalar = Scalar> + Send + Sync,
+    A::Projective: From<A::Curve>,
+{
     let mut folded = vec![Scalar::ZERO; distinct.len()];
     for (i, si) in s.iter().enumerate() {
         folded[i % distinct.len()] += si;
     }
-    cuzk_math::msm(distinct, &folded)
+    A::Projective::from(cuzk_math::msm(distinct, &folded))
 }
 
 /// The stored window multiples are 2^(c·w)·P for every window w, word for word as blst lays out

@@ -4,7 +4,7 @@
 //! the points of the ones directly (`batch_add`, a mixed addition each) and running Pippenger over
 //! the few others' points, gathered, costs a fraction of that.
 
-use cudarc::driver::{CudaSlice, CudaView, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaView, LaunchArgs, LaunchConfig, PushKernelArg};
 
 use super::{exclusive_scan, grid, tree_sums, MsmAffine, MsmScalars};
 use crate::error::DriverContext;
@@ -70,13 +70,7 @@ impl Split {
         // holds one slot per block and the scan's extra one.
         unsafe {
             let mut launch = stream.launch_builder(&classify);
-            launch.arg(&values);
-            match &index {
-                Some(index) => launch.arg(index),
-                None => launch.arg(&crate::NULL),
-            };
-            launch
-                .arg(&n32)
+            scalar_args(&mut launch, &values, index.as_ref(), &n32)
                 .arg(&mut ones)
                 .arg(&mut counts)
                 .launch(config)
@@ -100,13 +94,7 @@ impl Split {
         // of `others`.
         unsafe {
             let mut launch = stream.launch_builder(&place);
-            launch.arg(&values);
-            match &index {
-                Some(index) => launch.arg(index),
-                None => launch.arg(&crate::NULL),
-            };
-            launch
-                .arg(&n32)
+            scalar_args(&mut launch, &values, index.as_ref(), &n32)
                 .arg(&counts)
                 .arg(&mut others)
                 .launch(config)
@@ -270,6 +258,22 @@ pub(super) fn sum_bits<A: MsmAffine>(
             .call(A::KERNELS.batch_add)?;
     }
     A::Projective::from_xyzz(&tree_sums::<A>(gpu, &partial, 1, threads32)?)
+}
+
+/// The arguments both split kernels begin with: the values, their positions (a null pointer
+/// without), the scalar count.
+fn scalar_args<'a, 'l>(
+    launch: &'l mut LaunchArgs<'a>,
+    values: &'a CudaView<'_, u32>,
+    index: Option<&'a CudaView<'_, u32>>,
+    n: &'a u32,
+) -> &'l mut LaunchArgs<'a> {
+    launch.arg(values);
+    match index {
+        Some(index) => launch.arg(index),
+        None => launch.arg(&crate::NULL),
+    };
+    launch.arg(n)
 }
 
 /// Refuses a range outside the split's scalars, not starting a block, or past `points`.

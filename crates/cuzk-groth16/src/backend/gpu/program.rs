@@ -129,7 +129,7 @@ impl GpuBackend {
         stages.push("srs_window_bits", window_bits);
         if !resident {
             stages.push("msm_side_by_side", 0.0);
-            return Self::one_at_a_time(streams, placed, params, p, stages);
+            return Self::one_at_a_time(gpu, placed, params, p, stages);
         }
         let n = 1usize << p.log_n;
         let offset = p.witness_offset();
@@ -187,7 +187,7 @@ impl GpuBackend {
             })
         } else {
             drop(witness);
-            Self::one_at_a_time(streams, placed, params, p, stages)
+            Self::one_at_a_time(gpu, placed, params, p, stages)
         };
         stages.push("msm_ms", start.elapsed().as_secs_f64() * 1e3);
         sums
@@ -282,18 +282,16 @@ impl GpuBackend {
     }
 
     /// The device work of a proof short of memory: H first, from two vectors at a time, and its
-    /// MSM; then the witness's four MSMs in turn, reading it in place. With the matrices (the
-    /// witness goes up first for the products) and room for [`SUMS_RESERVE`] besides, those four
-    /// run on a lane beside H's chain ([`Self::beside_h`]); otherwise nothing overlaps but each
-    /// streamed MSM's copies and sums (and streamed matrices' copies and products).
+    /// MSM; then the witness, each gather and its MSMs in turn, L's scalars last (the witness
+    /// itself, its inputs dropped). Nothing overlaps but each streamed MSM's copies and sums (and
+    /// streamed matrices' copies and products).
     fn one_at_a_time(
-        streams: &Streams,
+        gpu: &Gpu,
         placed: &Placed,
         params: &Parameters,
         p: &mut Prepared,
         stages: &mut Stages,
     ) -> Result<QuerySums, GpuError> {
-        let gpu = &*streams.main;
         let Placed {
             tables,
             srs,
@@ -301,13 +299,6 @@ impl GpuBackend {
             index,
         } = placed;
         let start = std::time::Instant::now();
-        let beside = matrices.is_some() && Self::room_beside_h(gpu, srs, p)?;
-        stages.push("msm_beside_h", f64::from(u8::from(beside)));
-        if beside {
-            let sums = Self::beside_h(streams, placed, params, p, stages);
-            stages.push("msm_ms", start.elapsed().as_secs_f64() * 1e3);
-            return sums;
-        }
         let offset = p.witness_offset();
         let upload_witness = |stages: &mut Stages| {
             stages.time(gpu, "h2d_witness_ms", || {
@@ -368,83 +359,6 @@ impl GpuBackend {
         let sums = query_sums(stages, h, l, a, b_g1, b_g2);
         stages.push("msm_ms", start.elapsed().as_secs_f64() * 1e3);
         sums
-    }
-}
-
-/// Device bytes the lane of [`GpuBackend::beside_h`] may use for its four MSMs: a split MSM's
-/// two point buffers (512 MiB each at most) and its others' points, scalars and Pippenger passes
-/// (at 32 GiB, B's ~3% others in G2: ~0.9 GB before their passes).
-const SUMS_RESERVE: usize = 2 << 30;
-
-impl GpuBackend {
-    /// Whether H's chain fits beside [`SUMS_RESERVE`] in the memory free now, the witness kept
-    /// through it: its two vectors beside the witness, or its coefficients and the witness with
-    /// H's MSM at its least.
-    fn room_beside_h(gpu: &Gpu, srs: &DeviceSrs, p: &Prepared) -> Result<bool, GpuError> {
-        let scalar = std::mem::size_of::<Scalar>();
-        let n = 1usize << p.log_n;
-        let streamed = srs.queries[0] == Placement::Streamed;
-        let h_msm = cuzk_gpu::msm::least_working_memory::<cuzk_math::G1Affine>(n, streamed);
-        let chain = (scalar * (2 * n + p.witness)).max(scalar * (n + p.witness) + h_msm);
-        let free = gpu.settled_memory()?.0;
-        Ok(chain + SUMS_RESERVE + cuzk_gpu::MEMORY_MARGIN <= free)
-    }
-
-    /// One proof's device work in two streams: the witness goes up (the products read it), then
-    /// H's chain — a, b and c from the matrices, the transforms, H's MSM — runs on the priority
-    /// lane while another lane sums L, A and B (G1, G2) one after another, reading the witness in
-    /// place, within [`SUMS_RESERVE`]. H's chain is compute-bound and those four, mostly 0/1
-    /// scalars over mostly streamed points, copy-bound: side by side both the SMs and the copy
-    /// engine stay busy, where one after another each waited for the other.
-    fn beside_h(
-        streams: &Streams,
-        placed: &Placed,
-        params: &Parameters,
-        p: &mut Prepared,
-        stages: &mut Stages,
-    ) -> Result<QuerySums, GpuError> {
-        let Placed {
-            tables,
-            srs,
-            matrices,
-            index,
-        } = placed;
-        let gpu = &*streams.main;
-        let [h_lane, sums_lane, ..] = &streams.lanes;
-        let offset = p.witness_offset();
-        let witness = stages.time(gpu, "h2d_witness_ms", || {
-            DeviceScalars::upload_pinned_range(gpu, &p.staging, offset, offset + p.witness)
-        })?;
-        stages.push(
-            "h2d_bytes",
-            (std::mem::size_of::<Scalar>() * (offset + p.witness)) as f64,
-        );
-        h_lane.wait_for(gpu)?;
-        sums_lane.wait_for(gpu)?;
-        let s = WitnessScalars::of(&witness, index, p.inputs)?;
-        let _h_share = h_lane.share_leaving(SUMS_RESERVE);
-        let _sums_share = sums_lane.share_at_most(SUMS_RESERVE);
-        let products = matrices.as_ref().map(|matrices| (matrices, &witness));
-        let p = &*p;
-        std::thread::scope(|scope| {
-            let lane = &**sums_lane;
-            let sums = scope.spawn(move || {
-                let l = lane.time(|| srs.l.msm(lane, s.l, &params.l));
-                let a = lane.time(|| srs.a.msm(lane, s.a, &params.a));
-                let b_g1 = lane.time(|| srs.b_g1.msm(lane, s.b, &params.b_g1));
-                let b_g2 = lane.time(|| srs.b_g2.msm(lane, s.b, &params.b_g2));
-                (l, a, b_g1, b_g2)
-            });
-            let h = Self::h_from_two_vectors(h_lane, tables, p, products, stages).and_then(
-                |coefficients| {
-                    msm_counted(h_lane, stages, ["msm_h_passes", "msm_h_room_bytes"], || {
-                        srs.h.msm(h_lane, &coefficients, &params.h)
-                    })
-                },
-            );
-            let (l, a, b_g1, b_g2) = joined(sums);
-            query_sums(stages, h, l, a, b_g1, b_g2)
-        })
     }
 }
 
