@@ -688,14 +688,10 @@ fn stream_points<A: MsmAffine>(
 /// not fit in `free`.
 fn split_chunk<A: MsmAffine>(n: usize, free: usize) -> Result<usize, GpuError> {
     let point_bytes = A::WORDS * 4;
-    let mut chunk = (SPLIT_CHUNK_BYTES / point_bytes)
-        .next_power_of_two()
-        .min(n.next_power_of_two())
-        .max(SPLIT_BLOCK);
-    while chunk > SPLIT_BLOCK
-        && (chunk > SPLIT_CHUNK_BYTES / point_bytes
-            || 2 * chunk * point_bytes + MEMORY_MARGIN > free)
-    {
+    // The largest power of two within SPLIT_CHUNK_BYTES, no larger than n needs.
+    let largest = 1usize << (SPLIT_CHUNK_BYTES / point_bytes).ilog2();
+    let mut chunk = largest.min(n.next_power_of_two()).max(SPLIT_BLOCK);
+    while chunk > SPLIT_BLOCK && 2 * chunk * point_bytes + MEMORY_MARGIN > free {
         chunk /= 2;
     }
     match 2 * chunk * point_bytes + MEMORY_MARGIN <= free {
@@ -851,11 +847,13 @@ fn fit_points<A: MsmAffine>(
         })
         .ok_or_else(|| {
             let points = wanted.min(MIN_PASS);
+            let least = Pass {
+                params: MsmParams::new(points),
+                pairs: PairPlan::NONE,
+            };
             GpuError::OutOfMemory {
                 what: "MSM working memory",
-                needed: Pass::within::<A>(MsmParams::new(points), usize::MAX, 0, false)
-                    .map_or(0, |pass| pass.bytes::<A>())
-                    + points * extra_per_point,
+                needed: least.bytes::<A>() + points * extra_per_point,
                 free,
                 account: None,
             }
@@ -1177,16 +1175,7 @@ pub fn bitmap_sum<A: MsmAffine>(
     bits: &[u64],
     n: usize,
 ) -> Result<A::Projective, GpuError> {
-    if n > bases.len() || bits.len() * 64 < n || n >= 1 << 31 {
-        return Err(GpuError::InvalidInput {
-            what: "bitmap sum",
-            reason: format!(
-                "{n} bits over {} bases with {} bitmap bits (limit 2^31)",
-                bases.len(),
-                bits.len() * 64
-            ),
-        });
-    }
+    // Bits past the bitmap or the bases are refused by `sum_bits`, which checks both.
     if n == 0 {
         return Ok(A::Projective::identity());
     }
@@ -1200,7 +1189,8 @@ pub fn bitmap_sum<A: MsmAffine>(
         .stream()
         .clone_htod(&words)
         .call("cuMemcpyHtoD (bitmap)")?;
-    split::sum_bits::<A>(gpu, &bases.words.slice(..), &bits.slice(..), n)
+    let points = bases.words.slice(..bases.len * A::WORDS);
+    split::sum_bits::<A>(gpu, &points, &bits.slice(..), n)
 }
 
 /// The XYZZ words of Σ partial[w·count + i] over i < `count`, for each of the `windows` windows,
