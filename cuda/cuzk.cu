@@ -1,5 +1,6 @@
 // The one translation unit of the kernel fatbin: every kernel family, by folder.
 #include "util/scan.cuh"
+#include "util/packed_scalars.cuh"
 #include "msm/pippenger.cuh"
 #include "msm/affine_rounds.cuh"
 #include "msm/batch_add.cuh"

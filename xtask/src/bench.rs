@@ -5,8 +5,9 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 /// Benches and the crate that owns each.
-const BENCHES: [(&str, &str); 3] = [
+const BENCHES: [(&str, &str); 4] = [
     ("prover", "cuzk-groth16"),
+    ("packing", "cuzk-gpu"),
     ("setup", "cuzk-groth16"),
     ("math", "cuzk-math"),
 ];
@@ -19,7 +20,7 @@ pub fn run(only: Option<&str>) -> Result<()> {
         .collect();
     if selected.is_empty() {
         bail!(
-            "unknown bench {:?}; known: prover, setup, math",
+            "unknown bench {:?}; known: prover, packing, setup, math",
             only.unwrap_or_default()
         );
     }

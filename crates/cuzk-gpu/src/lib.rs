@@ -6,6 +6,7 @@
 //!   it ([`MemoryBudget`]: a pool of our own, capped).
 //! - [`layout`]: how blstrs values are laid out for the device (uploads are byte copies).
 //! - [`Pinned`]: page-locked host buffers, for copies that overlap kernels.
+//! - [`PackedScalars`]: scalars mostly 0 or 1 (a witness), packed on the host for a short upload.
 //! - [`msm`]: multi-scalar multiplication in G1 and G2, bases resident or streamed from the host.
 //! - [`ntt`]: forward/inverse NTTs over Fr, on the subgroup or its coset, in chainable orders.
 //! - [`sparse`]: sparse matrices (compressed rows, one coefficient table) times device vectors.
@@ -23,6 +24,7 @@ pub mod layout;
 mod memory;
 pub mod msm;
 pub mod ntt;
+mod packed;
 mod pinned;
 mod probe;
 pub mod rate;
@@ -32,6 +34,7 @@ pub mod sparse;
 pub use device::{Gpu, Timing};
 pub use error::{GpuError, MemoryAccount};
 pub use memory::{MemoryBudget, CONTEXT_ALLOWANCE};
+pub use packed::{PackedLayout, PackedScalars};
 pub use pinned::{pinned_bytes, HostLocked, Pinned};
 pub use probe::{probe, DeviceInfo, GpuUnavailable};
 pub use scalars::{Arrival, DeviceIndex, DeviceScalars};

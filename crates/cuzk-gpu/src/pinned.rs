@@ -103,6 +103,23 @@ impl<T: DeviceWords> Pinned<T> {
         Ok(unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<T>(), self.len) })
     }
 
+    /// The device layout's words of values [start, end) for writing, once every copy the device
+    /// has scheduled on them has finished: for a form of the values other than `T`'s (packed
+    /// scalars), which only the device reads back.
+    pub fn words_mut(&mut self, start: usize, end: usize) -> Result<&mut [u32], GpuError> {
+        if start > end || end > self.len {
+            return Err(GpuError::InvalidInput {
+                what: "page-locked words",
+                reason: format!("range {start}..{end} of {} values", self.len),
+            });
+        }
+        let words = self
+            .words
+            .as_mut_slice()
+            .call("cuEventSynchronize (pinned buffer)")?;
+        Ok(&mut words[start * T::WORDS..end * T::WORDS])
+    }
+
     /// The values, once every copy the device has scheduled on them has finished.
     pub fn as_slice(&self) -> Result<&[T], GpuError> {
         let words = self

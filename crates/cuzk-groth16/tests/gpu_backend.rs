@@ -131,6 +131,10 @@ fn gpu_proofs_match_cpu_proofs() {
                 "{what}: stage {key} reported in {keys:?}"
             );
         }
+        // Witnesses mostly of bits go up packed, and the proofs above say it unpacked right.
+        let packed = stages.iter().find(|(k, _)| *k == "witness_packed");
+        let expected = if boolean >= 0.9 { 1.0 } else { 0.0 };
+        assert_eq!(packed.map(|s| s.1), Some(expected), "{what}: {stages:?}");
     }
     let circuit = common::CubicCircuit {
         x: Scalar::from(3u64),

@@ -132,13 +132,10 @@ impl GpuBackend {
             return Self::one_at_a_time(gpu, placed, params, p, stages);
         }
         let n = 1usize << p.log_n;
-        let offset = p.witness_offset();
-        let witness = stages.time(gpu, "h2d_witness_ms", || {
-            DeviceScalars::upload_pinned_range(gpu, &p.staging, offset, offset + p.witness)
-        })?;
+        let witness = stages.time(gpu, "h2d_witness_ms", || p.upload_witness(gpu))?;
         let scalars = WitnessScalars::of(&witness, index, p.inputs)?;
         let scalar_bytes = std::mem::size_of::<Scalar>();
-        let uploaded = offset + p.witness;
+        let uploaded = p.witness_offset() + p.staged_witness();
         stages.push("h2d_bytes", (scalar_bytes * uploaded) as f64);
         // Side by side: every MSM's work buffers and H's three vectors at once.
         let together = srs.h.working_memory(n)
@@ -299,12 +296,8 @@ impl GpuBackend {
             index,
         } = placed;
         let start = std::time::Instant::now();
-        let offset = p.witness_offset();
-        let upload_witness = |stages: &mut Stages| {
-            stages.time(gpu, "h2d_witness_ms", || {
-                DeviceScalars::upload_pinned_range(gpu, &p.staging, offset, offset + p.witness)
-            })
-        };
+        let upload_witness =
+            |stages: &mut Stages| stages.time(gpu, "h2d_witness_ms", || p.upload_witness(gpu));
         // With the matrices, the witness goes up first for the products.
         let mut witness = match matrices {
             Some(_) => Some(upload_witness(stages)?),
@@ -354,7 +347,8 @@ impl GpuBackend {
         });
         stages.push(
             "h2d_bytes",
-            (std::mem::size_of::<Scalar>() * (offset + uploads * p.witness)) as f64,
+            (std::mem::size_of::<Scalar>() * (p.witness_offset() + uploads * p.staged_witness()))
+                as f64,
         );
         let sums = query_sums(stages, h, l, a, b_g1, b_g2);
         stages.push("msm_ms", start.elapsed().as_secs_f64() * 1e3);

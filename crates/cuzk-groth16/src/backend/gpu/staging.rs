@@ -1,6 +1,6 @@
 //! The host side of a proof: its witness staged in page-locked memory before the device is taken.
 
-use cuzk_gpu::{GpuError, Pinned};
+use cuzk_gpu::{DeviceScalars, Gpu, GpuError, PackedLayout, PackedScalars, Pinned};
 use cuzk_math::Scalar;
 use cuzk_synth::{CompiledR1cs, ProvingAssignment};
 use ff::{Field, PrimeField};
@@ -26,6 +26,9 @@ pub(super) struct Prepared {
     pub(super) staging: Pinned<Scalar>,
     pub(super) inputs: usize,
     pub(super) witness: usize,
+    /// The witness's packed form in the staging buffer (mostly 0 and 1: see [`PackedScalars`]);
+    /// None when it is staged whole.
+    pub(super) packed: Option<PackedLayout>,
     /// The matrices whose products with the witness are a, b and c, when the device computes
     /// them (the assignment's [`ProvingAssignment::deferred`]).
     pub(super) products: Option<Arc<CompiledR1cs>>,
@@ -37,6 +40,25 @@ impl Prepared {
         match self.products {
             Some(_) => 0,
             None => 3 << self.log_n,
+        }
+    }
+
+    /// Scalars the staged witness takes: fewer than it has when packed.
+    pub(super) fn staged_witness(&self) -> usize {
+        self.packed.map_or(self.witness, |layout| layout.scalars())
+    }
+
+    /// The witness on the device: uploaded whole, or packed and unpacked there.
+    pub(super) fn upload_witness(&self, gpu: &Gpu) -> Result<DeviceScalars, GpuError> {
+        let offset = self.witness_offset();
+        match self.packed {
+            Some(layout) => DeviceScalars::upload_packed(gpu, &self.staging, offset, layout),
+            None => DeviceScalars::upload_pinned_range(
+                gpu,
+                &self.staging,
+                offset,
+                offset + self.witness,
+            ),
         }
     }
 }
@@ -97,28 +119,39 @@ impl GpuBackend {
             });
         }
         let start = std::time::Instant::now();
-        let len = staging_len(n, witness, products.is_some());
-        let abc_len = len - witness;
+        let on_copy_threads = |work: &mut (dyn FnMut() + Send)| match &self.copies {
+            Some(pool) => pool.install(work),
+            None => work(),
+        };
+        let mut packed = None;
+        on_copy_threads(&mut || packed = PackedScalars::of(&[&inputs, &aux]));
+        let layout = packed.as_ref().map(PackedScalars::layout);
+        let staged = layout.map_or(witness, |layout| layout.scalars());
+        let len = staging_len(n, staged, products.is_some());
+        let abc_len = len - staged;
         let mut staging = self.take_staging(len)?;
+        if let Some(packed) = &packed {
+            packed.write(staging.words_mut(abc_len, len)?)?;
+        }
         {
             let values = staging.as_mut_slice()?;
             let (abc, witness_part) = values.split_at_mut(abc_len);
-            let (input_part, aux_part) = witness_part.split_at_mut(inputs.len());
-            let mut copy = || {
-                rayon::join(
-                    || stage(input_part, &inputs),
-                    || stage(&mut aux_part[..aux.len()], &aux),
-                );
+            let dense = packed.is_none();
+            on_copy_threads(&mut || {
+                if dense {
+                    let (input_part, aux_part) = witness_part.split_at_mut(inputs.len());
+                    rayon::join(
+                        || stage(input_part, &inputs),
+                        || stage(&mut aux_part[..aux.len()], &aux),
+                    );
+                }
                 for (part, values) in abc.chunks_mut(n).zip([&a, &b, &c]) {
                     stage(part, values);
                 }
-            };
-            match &self.copies {
-                Some(pool) => pool.install(copy),
-                None => copy(),
-            }
+            });
         }
         stages.push("prep_copy_ms", start.elapsed().as_secs_f64() * 1e3);
+        stages.push("witness_packed", if packed.is_some() { 1.0 } else { 0.0 });
         let spent = Spent {
             _vectors: [aux, a, b, c],
         };
@@ -150,6 +183,7 @@ impl GpuBackend {
             staging,
             inputs: inputs.len(),
             witness,
+            packed: layout,
             products,
         };
         Ok((prepared, index, spent))
@@ -157,7 +191,8 @@ impl GpuBackend {
 }
 
 /// Scalars of a proof's page-locked staging buffer: a, b and c (the domain's n each), then the
-/// witness; the witness alone when the device computes the products.
+/// witness's `witness` scalars (whole or packed); the witness alone when the device computes the
+/// products.
 pub(super) fn staging_len(n: usize, witness: usize, products_on_device: bool) -> usize {
     match products_on_device {
         true => witness,
