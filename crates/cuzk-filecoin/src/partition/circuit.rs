@@ -6,8 +6,11 @@
 //! filecoin's circuit calls bellperson's gadget itself, from types private to its crate.
 //!
 //! It must allocate and constrain exactly what filecoin's circuit does, in the same order
-//! (tests/filecoin/porep.rs holds its rows and witness against filecoin's). The Poseidon parts (the comm_r
-//! check, column hashes, the tree C and R paths) call filecoin's public gadgets.
+//! (tests/filecoin/porep.rs holds its rows and witness against filecoin's). The Poseidon parts (the
+//! comm_r check, column hashes, the tree C and R paths: `PoRCircuit` re-implemented too) go
+//! through [`cuzk_synth::gadgets::poseidon_hash`], native in a witness as well.
+
+use std::any::TypeId;
 
 use bellpepper_core::{ConstraintSystem, SynthesisError};
 use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
@@ -17,21 +20,19 @@ use bellperson::gadgets::uint32::UInt32;
 use cuzk_math::Scalar;
 use cuzk_synth::gadgets;
 use ff::PrimeField;
-use filecoin_hashers::poseidon::PoseidonFunction;
-use filecoin_hashers::{HashFunction, Hasher};
+use filecoin_hashers::poseidon::PoseidonHasher;
+use filecoin_hashers::{Hasher, PoseidonArity};
 use filecoin_proofs::{DefaultPieceHasher, MerkleTreeTrait};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use storage_proofs_core::gadgets::constraint;
 use storage_proofs_core::gadgets::encode::encode;
 use storage_proofs_core::gadgets::insertion::insert;
-use storage_proofs_core::gadgets::por::PoRCircuit;
 use storage_proofs_core::gadgets::uint64::UInt64;
-use storage_proofs_core::gadgets::variables::Root;
 use storage_proofs_core::merkle::{MerkleProof, MerkleProofTrait};
 use storage_proofs_core::util::reverse_bit_numbering;
 use storage_proofs_porep::stacked::{self, Column, ColumnProof, TOTAL_PARENTS};
-use typenum::{U11, U2};
+use typenum::{Unsigned, U11, U2};
 
 use super::{PartitionCircuit, TreeDomain};
 
@@ -67,8 +68,7 @@ pub(super) fn prologue<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Sca
     let comm_r = public(cs, circuit.comm_r.into())?;
     let comm_r_last = private(cs, circuit.comm_r_last.into())?;
     let comm_c = private(cs, circuit.comm_c.into())?;
-    let hashed =
-        <Tree::Hasher as Hasher>::Function::hash2_circuit(&mut *cs, &comm_c, &comm_r_last)?;
+    let hashed = tree_hash::<Tree, U2, _>(cs, &[comm_c.clone(), comm_r_last.clone()])?;
     constraint::equal(cs, || "comm_r = H(comm_c, comm_r_last)", &comm_r, &hashed);
     Ok(Commitments {
         replica_id,
@@ -142,13 +142,13 @@ pub(super) fn challenge<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Sc
         &commitments.comm_r_last,
         &encoded,
     )?;
-    let labels_hash = column_hash(cs, &labels)?;
+    let labels_hash = column_hash::<Tree, _>(cs, &labels)?;
     tree_inclusion::<Tree, _>(cs, &labels_path, &commitments.comm_c, &labels_hash)
 }
 
 /// The parents' columns allocated, column by column: its rows, its hash, the hash's inclusion in
 /// tree C.
-fn parent_columns<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Scalar>>(
+fn parent_columns<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Scalar> + 'static>(
     cs: &mut CS,
     parents: Vec<OpenedColumn<Tree>>,
     num_layers: usize,
@@ -167,7 +167,7 @@ fn parent_columns<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Scalar>>
                 rows.len()
             )));
         }
-        let hash = column_hash(cs, &rows)?;
+        let hash = column_hash::<Tree, _>(cs, &rows)?;
         tree_inclusion::<Tree, _>(cs, &path, comm_c, &hash)?;
         columns.push(rows);
     }
@@ -240,31 +240,114 @@ fn tree_d_inclusion<CS: ConstraintSystem<Scalar> + 'static>(
     Ok(())
 }
 
-/// filecoin's `PoRCircuit` for `leaf` under `root` in a tree of `Tree`'s shape, root not exposed.
-fn tree_inclusion<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Scalar>>(
+/// filecoin's `PoRCircuit` for `leaf` under `root` in a tree of `Tree`'s shape, root not exposed:
+/// per level its index bits, its siblings, the node inserted among them and their hash (the base
+/// levels, then the sub-tree's and the top tree's where the shape has them), then the index bits
+/// packed into public inputs and the root equated to `root`.
+fn tree_inclusion<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Scalar> + 'static>(
     cs: &mut CS,
     proof: &TreeProof<Tree>,
     root: &AllocatedNum<Scalar>,
     leaf: &AllocatedNum<Scalar>,
 ) -> Result<(), SynthesisError> {
-    PoRCircuit::<Tree>::synthesize(
-        &mut *cs,
-        Root::Var(leaf.clone()),
-        proof.as_options().into(),
-        Root::Var(root.clone()),
-        true,
-    )
+    let (sub, top) = (
+        Tree::SubTreeArity::to_usize(),
+        Tree::TopTreeArity::to_usize(),
+    );
+    if top > 0 && sub == 0 {
+        return Err(malformed(
+            "a tree with a top level and no sub-tree level".into(),
+        ));
+    }
+    let mut base = proof.as_options();
+    let upper = usize::from(sub > 0) + usize::from(top > 0);
+    let upper = base
+        .len()
+        .checked_sub(upper)
+        .map(|at| base.split_off(at))
+        .ok_or_else(|| malformed(format!("a tree path of {} levels", base.len())))?;
+    let mut node = leaf.clone();
+    let mut bits = Vec::new();
+    for level in &base {
+        node = path_level::<Tree, Tree::Arity, _>(cs, level, &node, &mut bits)?;
+    }
+    let mut upper = upper.iter();
+    if let Some(level) = upper.next() {
+        node = path_level::<Tree, Tree::SubTreeArity, _>(cs, level, &node, &mut bits)?;
+    }
+    if let Some(level) = upper.next() {
+        node = path_level::<Tree, Tree::TopTreeArity, _>(cs, level, &node, &mut bits)?;
+    }
+    multipack::pack_into_inputs(&mut *cs, &bits)?;
+    constraint::equal(cs, || "tree root", &node, root);
+    Ok(())
+}
+
+/// One level of a tree path over `node` (arity `A`): its index bits (appended to `bits`), its
+/// siblings, `node` inserted among them, their hash.
+fn path_level<Tree, A, CS>(
+    cs: &mut CS,
+    (siblings, index): &(Vec<Option<Scalar>>, Option<usize>),
+    node: &AllocatedNum<Scalar>,
+    bits: &mut Vec<Boolean>,
+) -> Result<AllocatedNum<Scalar>, SynthesisError>
+where
+    Tree: 'static + MerkleTreeTrait,
+    A: 'static + PoseidonArity,
+    CS: ConstraintSystem<Scalar> + 'static,
+{
+    let arity = A::to_usize();
+    if !arity.is_power_of_two() || siblings.len() + 1 != arity {
+        return Err(malformed(format!(
+            "a tree path level of {} siblings at arity {arity}",
+            siblings.len()
+        )));
+    }
+    let index_bits = (0..arity.trailing_zeros())
+        .map(|b| {
+            let bit = index.map(|index| (index >> b) & 1 == 1);
+            AllocatedBit::alloc(&mut *cs, bit).map(Boolean::from)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    bits.extend_from_slice(&index_bits);
+    let siblings = siblings
+        .iter()
+        .map(|s| AllocatedNum::alloc(&mut *cs, || s.ok_or(SynthesisError::AssignmentMissing)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let children = insert(cs, node, &index_bits, &siblings)?;
+    tree_hash::<Tree, A, _>(cs, &children)
+}
+
+/// Poseidon of `preimage` (arity `A`) as `Tree`'s hasher computes it in a circuit (neptune's
+/// gadget with filecoin's constants), through [`gadgets::poseidon_hash`]: natively in a witness.
+/// Every registered PoRep's trees C and R hash with Poseidon; a tree of another hasher is refused.
+fn tree_hash<Tree, A, CS>(
+    cs: &mut CS,
+    preimage: &[AllocatedNum<Scalar>],
+) -> Result<AllocatedNum<Scalar>, SynthesisError>
+where
+    Tree: 'static + MerkleTreeTrait,
+    A: 'static + PoseidonArity,
+    CS: ConstraintSystem<Scalar> + 'static,
+{
+    if TypeId::of::<Tree::Hasher>() != TypeId::of::<PoseidonHasher>() {
+        return Err(malformed(format!(
+            "trees hashed with {}, not Poseidon",
+            <Tree::Hasher as Hasher>::name()
+        )));
+    }
+    gadgets::poseidon_hash(cs, preimage, A::PARAMETERS())
 }
 
 /// A column's hash as filecoin's `hash_single_column` computes it: Poseidon of its 2 or 11 rows
-/// (neptune's gadget with filecoin's constants, which `hash_multi_leaf_circuit` calls).
-fn column_hash<CS: ConstraintSystem<Scalar>>(
+/// (with filecoin's constants, as `hash_multi_leaf_circuit` takes them).
+fn column_hash<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Scalar> + 'static>(
     cs: &mut CS,
     rows: &[AllocatedNum<Scalar>],
 ) -> Result<AllocatedNum<Scalar>, SynthesisError> {
     match rows.len() {
-        2 => PoseidonFunction::hash_multi_leaf_circuit::<U2, _>(cs, rows, 0),
-        11 => PoseidonFunction::hash_multi_leaf_circuit::<U11, _>(cs, rows, 0),
+        2 => tree_hash::<Tree, U2, _>(cs, rows),
+        11 => tree_hash::<Tree, U11, _>(cs, rows),
         n => Err(malformed(format!("a column of {n} rows, not 2 or 11"))),
     }
 }

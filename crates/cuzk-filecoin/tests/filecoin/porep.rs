@@ -436,7 +436,7 @@ fn the_reimplemented_porep_circuit_writes_filecoins_rows() {
     assert_eq!(first_difference, None);
 }
 
-/// `circuit`'s witness by the re-implementation (native SHA-256) is its gadgets' witness. Each is
+/// `circuit`'s witness by the re-implementation (native SHA-256 and Poseidon) is its gadgets' witness. Each is
 /// computed on one thread, for its CPU time.
 fn the_witness_is_the_gadgets<Tree: 'static + MerkleTreeTrait>(
     compiled: &Arc<CompiledR1cs>,
@@ -459,7 +459,7 @@ fn the_witness_is_the_gadgets<Tree: 'static + MerkleTreeTrait>(
             .unwrap()
     });
     eprintln!(
-        "{size} partition witness on one thread: re-implemented (native SHA-256) {ours_s:.2} s, \
+        "{size} partition witness on one thread: re-implemented (native SHA-256 and Poseidon) {ours_s:.2} s, \
          through the gadgets {theirs_s:.2} s"
     );
     assert!(ours == theirs, "the witnesses differ");

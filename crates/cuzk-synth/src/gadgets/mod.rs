@@ -3,6 +3,7 @@
 //! single linear combination; with any other constraint system they are the gadget itself.
 
 mod bits;
+mod poseidon;
 mod sha256;
 
 use std::any::Any;
@@ -11,6 +12,7 @@ use bellpepper::gadgets::boolean::Boolean;
 use bellpepper::gadgets::num::AllocatedNum;
 use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use cuzk_math::Scalar;
+use neptune::poseidon::{Arity, PoseidonConstants};
 
 use crate::Witness;
 
@@ -47,6 +49,20 @@ pub fn pack_bits<CS: ConstraintSystem<Scalar> + 'static>(
         cs,
         |w| bits::pack(w, bits),
         |cs| bellpepper::gadgets::multipack::pack_bits(cs, bits),
+    )
+}
+
+/// neptune's legacy `circuit::poseidon_hash` of `preimage` with `constants` (filecoin's hashers'
+/// gadget for Merkle paths, columns and comm_r). Pass the root constraint system.
+pub fn poseidon_hash<CS: ConstraintSystem<Scalar> + 'static, A: Arity<Scalar>>(
+    cs: &mut CS,
+    preimage: &[AllocatedNum<Scalar>],
+    constants: &PoseidonConstants<Scalar, A>,
+) -> Result<AllocatedNum<Scalar>, SynthesisError> {
+    natively_in_a_witness(
+        cs,
+        |w| poseidon::hash(w, preimage, constants),
+        |cs| neptune::circuit::poseidon_hash(cs, preimage.to_vec(), constants),
     )
 }
 
