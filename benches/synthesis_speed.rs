@@ -9,6 +9,8 @@
 //! # any size's first partition from a C1 file (a sample sector's): the native witness checked
 //! # against the gadgets', then both timed
 //! cargo bench -p cuzk-filecoin --bench synthesis_speed -- PARAMS_DIR 3 --c1 c1.json
+//! # WinningPoSt and WindowPoSt of a sealed 2 KiB sector: native witness against the gadgets'
+//! cargo bench -p cuzk-filecoin --bench synthesis_speed -- PARAMS_DIR 5 --post
 //! # only the witness path, for a profiler:
 //! RAYON_NUM_THREADS=1 perf record -g target/release/deps/synthesis_speed-* PARAMS_DIR 10 --witness-only
 //! ```
@@ -16,14 +18,16 @@
 //! with them too, so it also shows that bellperson reads cuzk's parameter files.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use cuzk_filecoin::post::PostCircuits;
 use cuzk_filecoin::{
-    compiled_r1cs, seal_random_sector, use_parameter_dir, verify_seal, C1Output, ParamFiles,
-    SealProof, SectorCircuits, SectorSize,
+    compiled_r1cs, post_vanilla_proofs, seal_random_sector, use_parameter_dir, verify_seal,
+    C1Output, ParamFiles, PostKind, PostProof, PostRequest, SealProof, SealedSector,
+    SectorCircuits, SectorSize,
 };
-use cuzk_synth::{ProvingAssignment, Sectioned, ThroughGadgets};
+use cuzk_synth::{CompiledR1cs, ProvingAssignment, Sectioned, ThroughGadgets};
 use filecoin_proofs::{with_shape, MerkleTreeTrait, SealCommitPhase1Output, SectorShape2KiB};
 
 /// Wall and CPU seconds (all threads) of `runs` runs of `f`.
@@ -72,6 +76,16 @@ fn witness_of_c1<Tree: 'static + MerkleTreeTrait>(
     );
     let circuits = SectorCircuits::<Tree>::new(c1)?;
     let circuit = circuits.circuits.first().ok_or("no partition")?;
+    native_against_gadgets(&compiled, circuit, runs)
+}
+
+/// `circuit`'s native witness checked against its gadgets' (the whole witness, every value),
+/// then both timed, witness alone.
+fn native_against_gadgets<S: Sectioned>(
+    compiled: &Arc<CompiledR1cs>,
+    circuit: &S,
+    runs: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
     let gadgets = ThroughGadgets(circuit);
     let native = compiled.witness_sectioned(circuit)?;
     let reference = compiled.witness_sectioned(&gadgets)?;
@@ -89,6 +103,36 @@ fn witness_of_c1<Tree: 'static + MerkleTreeTrait>(
         }),
     ];
     table(runs, circuit.sections(), &paths);
+    Ok(())
+}
+
+/// WinningPoSt and WindowPoSt of `sector` (sealed in `cache`): each circuit's native witness
+/// against its gadgets' (PARAMS_DIR must hold both PoSt parameter sets: `cuzk setup
+/// --winning-post 2KiB --window-post 2KiB`).
+fn witness_of_posts(
+    sector: &SealedSector,
+    cache: &Path,
+    dir: &Path,
+    runs: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    for kind in [PostKind::Winning, PostKind::Window] {
+        let proof = PostProof {
+            kind,
+            size: SectorSize::S2KiB,
+        };
+        let randomness = [7u8; 32];
+        let request = PostRequest {
+            proof,
+            vanilla_proofs: post_vanilla_proofs(proof, &[(sector, cache)], randomness)?,
+            randomness,
+            prover_id: sector.identity.prover_id,
+            partition: 0,
+        };
+        let (compiled, _) = compiled_r1cs(&ParamFiles::new(dir, proof)?)?;
+        println!("{proof}:");
+        let circuits = PostCircuits::<SectorShape2KiB>::new(&request)?;
+        native_against_gadgets(&compiled, &circuits.circuit, runs)?;
+    }
     Ok(())
 }
 
@@ -131,8 +175,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .skip(1)
         .filter(|a| a != "--bench")
         .collect();
-    let usage =
-        "usage: synthesis_speed PARAMS_DIR [RUNS] [--c1 FILE] [--witness-only] [--bellperson]";
+    let usage = "usage: synthesis_speed PARAMS_DIR [RUNS] [--c1 FILE] [--post] [--witness-only] \
+                 [--bellperson]";
     let Some(dir) = args.first().map(PathBuf::from) else {
         eprintln!("{usage}");
         return Ok(());
@@ -150,6 +194,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sector = seal_random_sector(proof, work.path(), None, &mut rand::rngs::OsRng)?;
     let (compiled, origin) = compiled_r1cs(&ParamFiles::new(&dir, proof)?)?;
     println!("compiled R1CS: {origin:?}, nnz {:?}", compiled.nnz());
+    if flag("--post") {
+        return witness_of_posts(&sector, work.path(), &dir, runs);
+    }
     let circuits = SectorCircuits::<SectorShape2KiB>::new(&sector.c1)?;
     let circuit = &circuits.circuits[0];
 

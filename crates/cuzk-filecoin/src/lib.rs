@@ -31,6 +31,7 @@
 pub mod c1;
 pub mod c2;
 mod error;
+mod inclusion;
 pub mod params;
 mod partition;
 pub mod post;

@@ -13,19 +13,22 @@ use cuzk_groth16::Parameters;
 use cuzk_math::Scalar;
 use cuzk_pipeline::engine::PartitionedCircuit;
 use cuzk_pipeline::{unpanicked, JobRequest, Partition};
-use cuzk_synth::{CompiledError, CompiledR1cs, ProvingAssignment, Sectioned};
+use cuzk_synth::{CompiledError, CompiledR1cs, ProvingAssignment, Sectioned, Witness};
 use filecoin_hashers::Domain;
 use filecoin_proofs::{
     as_safe_commitment, partition_vanilla_proofs, single_partition_vanilla_proofs, with_shape,
     FallbackPoStSectorProof, MerkleTreeTrait,
 };
 use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::gadgets::constraint;
 use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_post::fallback::{
-    self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
+    self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector, Sector,
 };
+use typenum::U2;
 
 use crate::error::filecoin;
+use crate::inclusion::{self, TreePathLevel};
 use crate::request_file::{byte_strings, bytes32, read_json, registered_proof, to_hex, write_json};
 use crate::shapes::post_public_params;
 use crate::{FilecoinError, ParamFiles, PostKind, PostProof};
@@ -237,8 +240,20 @@ impl<Tree: 'static + MerkleTreeTrait> PostCircuits<Tree> {
             Ok::<_, FilecoinError>((circuit, public_inputs))
         })
         .map_err(malformed)??;
+        // The circuit's sectors are the vanilla proof's, in order (the last repeated to fill it).
+        let paths: Vec<_> = partition_proof.sectors.iter().map(|s| s.as_options()).collect();
+        if paths.len() != circuit.sectors.len() {
+            return Err(malformed(format!(
+                "{} sector proofs for a circuit of {} sectors",
+                paths.len(),
+                circuit.sectors.len()
+            )));
+        }
         Ok(PostCircuits {
-            circuit: PostCircuit(circuit),
+            circuit: PostCircuit {
+                circuit,
+                paths: Arc::new(paths),
+            },
             public_inputs,
             compiled: None,
         })
@@ -289,7 +304,10 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedCircuit for PostCircuits<Tree> 
 
     fn partition(&self, _k: usize) -> Partition<PostCircuit<Tree>> {
         Partition {
-            circuit: PostCircuit(self.circuit.0.clone()),
+            circuit: PostCircuit {
+                circuit: self.circuit.circuit.clone(),
+                paths: Arc::clone(&self.circuit.paths),
+            },
             public_inputs: self.public_inputs.clone(),
         }
     }
@@ -310,26 +328,32 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedCircuit for PostCircuits<Tree> 
 }
 
 /// filecoin's fallback PoSt circuit, whose sectors are its sections: each sector's circuit reads
-/// nothing another allocated, and the whole circuit is the sectors in order.
-pub struct PostCircuit<Tree: 'static + MerkleTreeTrait>(pub FallbackPoStCircuit<Tree>);
+/// nothing another allocated, and the whole circuit is the sectors in order. Its witness comes
+/// from the sectors re-implemented ([`sector_witness`]: Poseidon natively), which read their
+/// paths from the vanilla proofs kept beside it (filecoin's circuit keeps them private).
+pub struct PostCircuit<Tree: 'static + MerkleTreeTrait> {
+    circuit: FallbackPoStCircuit<Tree>,
+    /// Per sector, per challenge: the leaf's path in tree R.
+    paths: Arc<Vec<Vec<Vec<TreePathLevel>>>>,
+}
 
 impl<Tree: 'static + MerkleTreeTrait> std::fmt::Debug for PostCircuit<Tree> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PostCircuit")
-            .field("sectors", &self.0.sectors.len())
+            .field("sectors", &self.circuit.sectors.len())
             .finish_non_exhaustive()
     }
 }
 
 impl<Tree: 'static + MerkleTreeTrait> Circuit<Scalar> for PostCircuit<Tree> {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-        self.0.synthesize(cs)
+        self.circuit.synthesize(cs)
     }
 }
 
 impl<Tree: 'static + MerkleTreeTrait> Sectioned for PostCircuit<Tree> {
     fn sections(&self) -> usize {
-        self.0.sectors.len()
+        self.circuit.sectors.len()
     }
 
     fn synthesize_sections<CS: ConstraintSystem<Scalar>>(
@@ -338,7 +362,7 @@ impl<Tree: 'static + MerkleTreeTrait> Sectioned for PostCircuit<Tree> {
         range: Range<usize>,
     ) -> Result<(), SynthesisError> {
         let sectors = self
-            .0
+            .circuit
             .sectors
             .get(range.clone())
             .ok_or(SynthesisError::Unsatisfiable)?;
@@ -347,6 +371,47 @@ impl<Tree: 'static + MerkleTreeTrait> Sectioned for PostCircuit<Tree> {
         }
         Ok(())
     }
+
+    fn witness_sections(&self, w: &mut Witness, range: Range<usize>) -> Result<(), SynthesisError> {
+        let sectors = self.circuit.sectors.get(range.clone());
+        let paths = self.paths.get(range);
+        let (Some(sectors), Some(paths)) = (sectors, paths) else {
+            return Err(SynthesisError::Unsatisfiable);
+        };
+        for (sector, paths) in sectors.iter().zip(paths) {
+            sector_witness(w, sector, paths)?;
+        }
+        Ok(())
+    }
+}
+
+/// storage-proofs-post's `Sector::synthesize` re-implemented, in the same order: comm_r_last,
+/// comm_c and comm_r (public), comm_r = H(comm_c, comm_r_last), then each challenged leaf and its
+/// inclusion under comm_r_last.
+fn sector_witness<Tree: 'static + MerkleTreeTrait>(
+    w: &mut Witness,
+    sector: &Sector<Tree>,
+    paths: &[Vec<TreePathLevel>],
+) -> Result<(), SynthesisError> {
+    let value = |v: Option<Scalar>| v.ok_or(SynthesisError::AssignmentMissing);
+    if paths.len() != sector.leafs.len() {
+        return Err(inclusion::malformed(format!(
+            "{} paths for {} challenged leaves",
+            paths.len(),
+            sector.leafs.len()
+        )));
+    }
+    let comm_r_last = inclusion::private(w, value(sector.comm_r_last)?)?;
+    let comm_c = inclusion::private(w, value(sector.comm_c)?)?;
+    let comm_r = inclusion::private(w, value(sector.comm_r)?)?;
+    comm_r.inputize(&mut *w)?;
+    let hash = inclusion::tree_hash::<Tree, U2, _>(w, &[comm_c, comm_r_last.clone()])?;
+    constraint::equal(w, || "comm_r = H(comm_c, comm_r_last)", &comm_r, &hash);
+    for (leaf, path) in sector.leafs.iter().zip(paths) {
+        let leaf = inclusion::private(w, value(*leaf)?)?;
+        inclusion::tree_inclusion::<Tree, _>(w, path.clone(), &comm_r_last, &leaf)?;
+    }
+    Ok(())
 }
 
 /// A [`PostRequest`] as a JSON file (what `cuzk seal-test-sector` writes and `cuzk prove

@@ -10,8 +10,6 @@
 //! comm_r check, column hashes, the tree C and R paths: `PoRCircuit` re-implemented too) go
 //! through [`cuzk_synth::gadgets::poseidon_hash`], native in a witness as well.
 
-use std::any::TypeId;
-
 use bellpepper_core::{ConstraintSystem, SynthesisError};
 use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
 use bellperson::gadgets::multipack;
@@ -20,8 +18,6 @@ use bellperson::gadgets::uint32::UInt32;
 use cuzk_math::Scalar;
 use cuzk_synth::gadgets;
 use ff::PrimeField;
-use filecoin_hashers::poseidon::PoseidonHasher;
-use filecoin_hashers::{Hasher, PoseidonArity};
 use filecoin_proofs::{DefaultPieceHasher, MerkleTreeTrait};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -32,9 +28,10 @@ use storage_proofs_core::gadgets::uint64::UInt64;
 use storage_proofs_core::merkle::{MerkleProof, MerkleProofTrait};
 use storage_proofs_core::util::reverse_bit_numbering;
 use storage_proofs_porep::stacked::{self, Column, ColumnProof, TOTAL_PARENTS};
-use typenum::{Unsigned, U11, U2};
+use typenum::{U11, U2};
 
 use super::{PartitionCircuit, TreeDomain};
+use crate::inclusion::{malformed, private, tree_hash, tree_inclusion};
 
 /// An inclusion proof in a tree of `Tree`'s shape (trees C and R).
 type TreeProof<Tree> = MerkleProof<
@@ -138,12 +135,12 @@ pub(super) fn challenge<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Sc
     let encoded = encode(&mut *cs, key, &data_leaf)?;
     tree_inclusion::<Tree, _>(
         cs,
-        &proof.comm_r_last_proof,
+        proof.comm_r_last_proof.as_options(),
         &commitments.comm_r_last,
         &encoded,
     )?;
     let labels_hash = column_hash::<Tree, _>(cs, &labels)?;
-    tree_inclusion::<Tree, _>(cs, &labels_path, &commitments.comm_c, &labels_hash)
+    tree_inclusion::<Tree, _>(cs, labels_path.as_options(), &commitments.comm_c, &labels_hash)
 }
 
 /// The parents' columns allocated, column by column: its rows, its hash, the hash's inclusion in
@@ -168,7 +165,7 @@ fn parent_columns<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Scalar> 
             )));
         }
         let hash = column_hash::<Tree, _>(cs, &rows)?;
-        tree_inclusion::<Tree, _>(cs, &path, comm_c, &hash)?;
+        tree_inclusion::<Tree, _>(cs, path.as_options(), comm_c, &hash)?;
         columns.push(rows);
     }
     Ok(columns)
@@ -240,105 +237,6 @@ fn tree_d_inclusion<CS: ConstraintSystem<Scalar> + 'static>(
     Ok(())
 }
 
-/// filecoin's `PoRCircuit` for `leaf` under `root` in a tree of `Tree`'s shape, root not exposed:
-/// per level its index bits, its siblings, the node inserted among them and their hash (the base
-/// levels, then the sub-tree's and the top tree's where the shape has them), then the index bits
-/// packed into public inputs and the root equated to `root`.
-fn tree_inclusion<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Scalar> + 'static>(
-    cs: &mut CS,
-    proof: &TreeProof<Tree>,
-    root: &AllocatedNum<Scalar>,
-    leaf: &AllocatedNum<Scalar>,
-) -> Result<(), SynthesisError> {
-    let (sub, top) = (
-        Tree::SubTreeArity::to_usize(),
-        Tree::TopTreeArity::to_usize(),
-    );
-    if top > 0 && sub == 0 {
-        return Err(malformed(
-            "a tree with a top level and no sub-tree level".into(),
-        ));
-    }
-    let mut base = proof.as_options();
-    let upper = usize::from(sub > 0) + usize::from(top > 0);
-    let upper = base
-        .len()
-        .checked_sub(upper)
-        .map(|at| base.split_off(at))
-        .ok_or_else(|| malformed(format!("a tree path of {} levels", base.len())))?;
-    let mut node = leaf.clone();
-    let mut bits = Vec::new();
-    for level in &base {
-        node = path_level::<Tree, Tree::Arity, _>(cs, level, &node, &mut bits)?;
-    }
-    let mut upper = upper.iter();
-    if let Some(level) = upper.next() {
-        node = path_level::<Tree, Tree::SubTreeArity, _>(cs, level, &node, &mut bits)?;
-    }
-    if let Some(level) = upper.next() {
-        node = path_level::<Tree, Tree::TopTreeArity, _>(cs, level, &node, &mut bits)?;
-    }
-    multipack::pack_into_inputs(&mut *cs, &bits)?;
-    constraint::equal(cs, || "tree root", &node, root);
-    Ok(())
-}
-
-/// One level of a tree path over `node` (arity `A`): its index bits (appended to `bits`), its
-/// siblings, `node` inserted among them, their hash.
-fn path_level<Tree, A, CS>(
-    cs: &mut CS,
-    (siblings, index): &(Vec<Option<Scalar>>, Option<usize>),
-    node: &AllocatedNum<Scalar>,
-    bits: &mut Vec<Boolean>,
-) -> Result<AllocatedNum<Scalar>, SynthesisError>
-where
-    Tree: 'static + MerkleTreeTrait,
-    A: 'static + PoseidonArity,
-    CS: ConstraintSystem<Scalar> + 'static,
-{
-    let arity = A::to_usize();
-    if !arity.is_power_of_two() || siblings.len() + 1 != arity {
-        return Err(malformed(format!(
-            "a tree path level of {} siblings at arity {arity}",
-            siblings.len()
-        )));
-    }
-    let index_bits = (0..arity.trailing_zeros())
-        .map(|b| {
-            let bit = index.map(|index| (index >> b) & 1 == 1);
-            AllocatedBit::alloc(&mut *cs, bit).map(Boolean::from)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    bits.extend_from_slice(&index_bits);
-    let siblings = siblings
-        .iter()
-        .map(|s| AllocatedNum::alloc(&mut *cs, || s.ok_or(SynthesisError::AssignmentMissing)))
-        .collect::<Result<Vec<_>, _>>()?;
-    let children = insert(cs, node, &index_bits, &siblings)?;
-    tree_hash::<Tree, A, _>(cs, &children)
-}
-
-/// Poseidon of `preimage` (arity `A`) as `Tree`'s hasher computes it in a circuit (neptune's
-/// gadget with filecoin's constants), through [`gadgets::poseidon_hash`]: natively in a witness.
-/// Every registered PoRep's trees C and R hash with Poseidon; a tree of another hasher is refused.
-fn tree_hash<Tree, A, CS>(
-    cs: &mut CS,
-    preimage: &[AllocatedNum<Scalar>],
-) -> Result<AllocatedNum<Scalar>, SynthesisError>
-where
-    Tree: 'static + MerkleTreeTrait,
-    A: 'static + PoseidonArity,
-    CS: ConstraintSystem<Scalar> + 'static,
-{
-    if TypeId::of::<Tree::Hasher>() != TypeId::of::<PoseidonHasher>() {
-        return Err(malformed(format!(
-            "trees hashed with {}, not Poseidon",
-            <Tree::Hasher as Hasher>::name()
-        )));
-    }
-    gadgets::poseidon_hash(cs, preimage, A::PARAMETERS())
-}
-
 /// A column's hash as filecoin's `hash_single_column` computes it: Poseidon of its 2 or 11 rows
 /// (with filecoin's constants, as `hash_multi_leaf_circuit` takes them).
 fn column_hash<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Scalar> + 'static>(
@@ -371,13 +269,6 @@ fn preimage_bits<CS: ConstraintSystem<Scalar> + 'static>(
     Ok(reverse_bit_numbering(gadgets::to_bits_le(cs, num)?))
 }
 
-fn private<CS: ConstraintSystem<Scalar>>(
-    cs: &mut CS,
-    value: Scalar,
-) -> Result<AllocatedNum<Scalar>, SynthesisError> {
-    AllocatedNum::alloc(&mut *cs, || Ok(value))
-}
-
 fn public<CS: ConstraintSystem<Scalar>>(
     cs: &mut CS,
     value: Scalar,
@@ -405,9 +296,4 @@ fn open<Tree: 'static + MerkleTreeTrait>(
 fn fields<T: DeserializeOwned>(value: &impl Serialize) -> Result<T, SynthesisError> {
     let bytes = bincode::serialize(value).map_err(std::io::Error::other)?;
     Ok(bincode::deserialize(&bytes).map_err(std::io::Error::other)?)
-}
-
-/// A vanilla proof whose shape filecoin's circuit would refuse (with a panic).
-fn malformed(what: String) -> SynthesisError {
-    SynthesisError::IncompatibleLengthVector(what)
 }

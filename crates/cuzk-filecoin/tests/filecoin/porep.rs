@@ -436,12 +436,12 @@ fn the_reimplemented_porep_circuit_writes_filecoins_rows() {
     assert_eq!(first_difference, None);
 }
 
-/// `circuit`'s witness by the re-implementation (native SHA-256 and Poseidon) is its gadgets' witness. Each is
-/// computed on one thread, for its CPU time.
-fn the_witness_is_the_gadgets<Tree: 'static + MerkleTreeTrait>(
+/// `circuit`'s witness by the re-implementation (native SHA-256 and Poseidon) is its gadgets'
+/// witness. Each is computed on one thread, for its CPU time.
+pub(crate) fn the_witness_is_the_gadgets<S: Sectioned>(
     compiled: &Arc<CompiledR1cs>,
-    circuit: &PartitionCircuit<Tree>,
-    size: &str,
+    circuit: &S,
+    what: &str,
 ) {
     let one_thread = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
@@ -459,17 +459,17 @@ fn the_witness_is_the_gadgets<Tree: 'static + MerkleTreeTrait>(
             .unwrap()
     });
     eprintln!(
-        "{size} partition witness on one thread: re-implemented (native SHA-256 and Poseidon) {ours_s:.2} s, \
+        "{what} witness on one thread: re-implemented (native SHA-256 and Poseidon) {ours_s:.2} s, \
          through the gadgets {theirs_s:.2} s"
     );
-    assert!(ours == theirs, "the witnesses differ");
+    assert!(ours == theirs, "{what}: the witnesses differ");
 }
 
 #[test]
 fn the_reimplemented_porep_witness_is_the_gadgets() {
     let fixture = fixture();
     let circuit = partition::<SectorShape2KiB>(&fixture.sectors[1].c1);
-    the_witness_is_the_gadgets(&fixture.compiled, &circuit, "2 KiB");
+    the_witness_is_the_gadgets(&fixture.compiled, &circuit, "2 KiB partition");
 }
 
 #[test]
@@ -481,7 +481,7 @@ fn the_reimplemented_porep_witness_is_the_gadgets_on_a_sample_8mib_sector() {
     let mut rng = cuzk_testkit::rng("8 MiB witness");
     let sector = sample_sector(proof, None, &mut rng).unwrap().sector;
     let circuit = partition::<SectorShape8MiB>(&sector.c1);
-    the_witness_is_the_gadgets(&compiled, &circuit, "8 MiB");
+    the_witness_is_the_gadgets(&compiled, &circuit, "8 MiB partition");
 }
 
 /// Non-interactive PoRep: 13 partitions of the same 2 KiB circuit (about 13 times the interactive

@@ -13,7 +13,9 @@ use cuzk_filecoin::{
     FilecoinError, ParamFiles, PostJob, PostKind, PostProof, PostRequest, SealProof, SealedSector,
     SectorSize,
 };
+use cuzk_filecoin::post::PostCircuits;
 use cuzk_groth16::Parameters;
+use filecoin_proofs::SectorShape2KiB;
 use rand::RngCore;
 
 const WINNING: PostProof = PostProof {
@@ -118,6 +120,25 @@ fn window_post_partitions_verify_together() {
             !verify(&all, 3, chosen, &proofs),
             "{proof}: partitions out of order"
         );
+    }
+}
+
+/// The witness of the PoSt sectors re-implemented (native Poseidon) is filecoin's gadgets'
+/// witness: a WinningPoSt (its sector repeated for each challenge) and WindowPoSt partitions of
+/// one and two sectors (filled by repeating the last), for both WindowPoSt versions.
+#[test]
+fn the_reimplemented_post_witness_is_the_gadgets() {
+    let window_v1 = PostProof {
+        kind: PostKind::WindowV1,
+        ..WINDOW
+    };
+    for (proof, count) in [(WINNING, 1), (WINDOW, 1), (WINDOW, 2), (window_v1, 2)] {
+        let post = request(proof, count, randomness(&format!("witness {proof} {count}")));
+        let (files, _) = parameters(proof);
+        let (compiled, _) = compiled_r1cs(&files).unwrap();
+        let circuits = PostCircuits::<SectorShape2KiB>::new(&post).unwrap();
+        let what = format!("{proof} of {count} sectors");
+        crate::porep::the_witness_is_the_gadgets(&compiled, &circuits.circuit, &what);
     }
 }
 
