@@ -43,6 +43,7 @@ pub mod seal_proof;
 pub mod sealer;
 mod shapes;
 pub mod snap;
+mod update_circuit;
 pub mod update_proof;
 pub mod verify;
 

@@ -241,7 +241,11 @@ impl<Tree: 'static + MerkleTreeTrait> PostCircuits<Tree> {
         })
         .map_err(malformed)??;
         // The circuit's sectors are the vanilla proof's, in order (the last repeated to fill it).
-        let paths: Vec<_> = partition_proof.sectors.iter().map(|s| s.as_options()).collect();
+        let paths: Vec<_> = partition_proof
+            .sectors
+            .iter()
+            .map(|s| s.as_options())
+            .collect();
         if paths.len() != circuit.sectors.len() {
             return Err(malformed(format!(
                 "{} sector proofs for a circuit of {} sectors",
@@ -356,7 +360,7 @@ impl<Tree: 'static + MerkleTreeTrait> Sectioned for PostCircuit<Tree> {
         self.circuit.sectors.len()
     }
 
-    fn synthesize_sections<CS: ConstraintSystem<Scalar>>(
+    fn synthesize_sections<CS: ConstraintSystem<Scalar> + 'static>(
         &self,
         cs: &mut CS,
         range: Range<usize>,

@@ -3,6 +3,7 @@
 //! `generate_empty_sector_update_proof_with_vanilla` builds them, as one engine job whose proof
 //! is the partitions' proofs in order (filecoin's `EmptySectorUpdateProof` bytes).
 
+use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use cuzk_groth16::Parameters;
 use cuzk_math::Scalar;
 use cuzk_pipeline::engine::PartitionedCircuit;
 use cuzk_pipeline::{unpanicked, JobRequest, Partition};
-use cuzk_synth::CompiledR1cs;
+use cuzk_synth::{CompiledError, CompiledR1cs, ProvingAssignment, Sectioned};
 use ff::PrimeField;
 use filecoin_hashers::Domain;
 use filecoin_proofs::{with_shape, DefaultPieceDomain, MerkleTreeTrait, TreeRHasher};
@@ -252,10 +253,20 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionedCircuit
     fn compiled(&self) -> Option<&Arc<CompiledR1cs>> {
         self.compiled.as_ref()
     }
+
+    /// The challenges side by side, each with native hashes ([`crate::update_circuit`]).
+    fn witness_compiled(
+        &self,
+        circuit: UpdateCircuit<Tree>,
+        compiled: &Arc<CompiledR1cs>,
+    ) -> Result<ProvingAssignment, CompiledError> {
+        compiled.witness_sectioned(&circuit)
+    }
 }
 
 /// filecoin's empty-sector-update circuit of one partition, which the engine clones per
-/// synthesis (filecoin's type is not `Clone`, its parts are).
+/// synthesis (filecoin's type is not `Clone`, its parts are). Its challenges are its sections
+/// in the re-implementation ([`crate::update_circuit`]); as a [`Circuit`] it is filecoin's own.
 pub struct UpdateCircuit<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     pub EmptySectorUpdateCircuit<Tree>,
 );
@@ -292,6 +303,20 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Circuit<Scalar>
 {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
         self.0.synthesize(cs)
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Sectioned for UpdateCircuit<Tree> {
+    fn sections(&self) -> usize {
+        self.0.priv_inputs.challenge_proofs.len()
+    }
+
+    fn synthesize_sections<CS: ConstraintSystem<Scalar> + 'static>(
+        &self,
+        cs: &mut CS,
+        range: Range<usize>,
+    ) -> Result<(), SynthesisError> {
+        crate::update_circuit::synthesize(cs, &self.0, range)
     }
 }
 

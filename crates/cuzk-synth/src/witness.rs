@@ -23,8 +23,10 @@ use crate::{precedence, CompiledError};
 pub trait Sectioned: Sync {
     fn sections(&self) -> usize;
 
-    /// The prologue, then sections `range` only (the prologue alone for an empty range).
-    fn synthesize_sections<CS: ConstraintSystem<Scalar>>(
+    /// The prologue, then sections `range` only (the prologue alone for an empty range). `cs` is
+    /// a root constraint system (never a namespace), so that the native gadgets of
+    /// [`crate::gadgets`] can see a [`Witness`] in it.
+    fn synthesize_sections<CS: ConstraintSystem<Scalar> + 'static>(
         &self,
         cs: &mut CS,
         range: Range<usize>,
@@ -48,7 +50,7 @@ impl<S: Sectioned> Sectioned for ThroughGadgets<'_, S> {
         self.0.sections()
     }
 
-    fn synthesize_sections<CS: ConstraintSystem<Scalar>>(
+    fn synthesize_sections<CS: ConstraintSystem<Scalar> + 'static>(
         &self,
         cs: &mut CS,
         range: Range<usize>,

@@ -105,7 +105,18 @@ impl Sectioned for Chain {
         self.sections
     }
 
-    fn synthesize_sections<CS: ConstraintSystem<Scalar>>(
+    fn synthesize_sections<CS: ConstraintSystem<Scalar> + 'static>(
+        &self,
+        cs: &mut CS,
+        range: Range<usize>,
+    ) -> Result<(), SynthesisError> {
+        self.run(cs, range)
+    }
+}
+
+impl Chain {
+    /// The seed and its square, then sections `range`.
+    fn run<CS: ConstraintSystem<Scalar>>(
         &self,
         cs: &mut CS,
         range: Range<usize>,
@@ -143,7 +154,7 @@ impl Sectioned for Chain {
 
 impl Circuit<Scalar> for Chain {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-        self.synthesize_sections(cs, 0..self.sections)
+        self.run(cs, 0..self.sections)
     }
 }
 

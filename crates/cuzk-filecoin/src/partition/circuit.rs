@@ -11,27 +11,24 @@
 //! through [`cuzk_synth::gadgets::poseidon_hash`], native in a witness as well.
 
 use bellpepper_core::{ConstraintSystem, SynthesisError};
-use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
-use bellperson::gadgets::multipack;
+use bellperson::gadgets::boolean::Boolean;
 use bellperson::gadgets::num::AllocatedNum;
 use bellperson::gadgets::uint32::UInt32;
 use cuzk_math::Scalar;
-use cuzk_synth::gadgets;
-use ff::PrimeField;
 use filecoin_proofs::{DefaultPieceHasher, MerkleTreeTrait};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use storage_proofs_core::gadgets::constraint;
 use storage_proofs_core::gadgets::encode::encode;
-use storage_proofs_core::gadgets::insertion::insert;
 use storage_proofs_core::gadgets::uint64::UInt64;
 use storage_proofs_core::merkle::{MerkleProof, MerkleProofTrait};
-use storage_proofs_core::util::reverse_bit_numbering;
 use storage_proofs_porep::stacked::{self, Column, ColumnProof, TOTAL_PARENTS};
 use typenum::{U11, U2};
 
 use super::{PartitionCircuit, TreeDomain};
-use crate::inclusion::{malformed, private, tree_hash, tree_inclusion};
+use crate::inclusion::{
+    malformed, preimage_bits, private, sha256_num, tree_hash, tree_inclusion, TreeD,
+};
 
 /// An inclusion proof in a tree of `Tree`'s shape (trees C and R).
 type TreeProof<Tree> = MerkleProof<
@@ -98,9 +95,9 @@ pub(super) fn challenge<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Sc
     };
 
     let data_leaf = private(cs, proof.comm_d_proofs.leaf().into())?;
-    tree_d_inclusion(
+    tree_inclusion::<TreeD, _>(
         cs,
-        &proof.comm_d_proofs.as_options(),
+        proof.comm_d_proofs.as_options(),
         &commitments.comm_d,
         &data_leaf,
     )?;
@@ -140,7 +137,12 @@ pub(super) fn challenge<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Sc
         &encoded,
     )?;
     let labels_hash = column_hash::<Tree, _>(cs, &labels)?;
-    tree_inclusion::<Tree, _>(cs, labels_path.as_options(), &commitments.comm_c, &labels_hash)
+    tree_inclusion::<Tree, _>(
+        cs,
+        labels_path.as_options(),
+        &commitments.comm_c,
+        &labels_hash,
+    )
 }
 
 /// The parents' columns allocated, column by column: its rows, its hash, the hash's inclusion in
@@ -199,44 +201,6 @@ fn label<CS: ConstraintSystem<Scalar> + 'static>(
     sha256_num(cs, &preimage)
 }
 
-/// filecoin's `PoRCircuit` for `leaf` under `root` in tree D (binary, SHA-256, root not exposed),
-/// each node hashed by [`sha256_num`]: per level its index bit, its sibling, the two in order and
-/// their hash; then the index bits packed into public inputs and the root equated to `root`.
-fn tree_d_inclusion<CS: ConstraintSystem<Scalar> + 'static>(
-    cs: &mut CS,
-    path: &[(Vec<Option<Scalar>>, Option<usize>)],
-    root: &AllocatedNum<Scalar>,
-    leaf: &AllocatedNum<Scalar>,
-) -> Result<(), SynthesisError> {
-    let mut node = leaf.clone();
-    let mut index_bits = Vec::with_capacity(path.len());
-    for (siblings, index) in path {
-        let [sibling] = siblings.as_slice() else {
-            return Err(malformed(format!(
-                "a tree D path level with {} siblings",
-                siblings.len()
-            )));
-        };
-        let bit = Boolean::from(AllocatedBit::alloc(
-            &mut *cs,
-            index.map(|index| index & 1 == 1),
-        )?);
-        let sibling = AllocatedNum::alloc(&mut *cs, || {
-            sibling.ok_or(SynthesisError::AssignmentMissing)
-        })?;
-        let children = insert(cs, &node, std::slice::from_ref(&bit), &[sibling])?;
-        let mut preimage = Vec::with_capacity(2 * 256);
-        for child in &children {
-            preimage.extend(preimage_bits(cs, child)?);
-        }
-        node = sha256_num(cs, &preimage)?;
-        index_bits.push(bit);
-    }
-    multipack::pack_into_inputs(&mut *cs, &index_bits)?;
-    constraint::equal(cs, || "tree D root", &node, root);
-    Ok(())
-}
-
 /// A column's hash as filecoin's `hash_single_column` computes it: Poseidon of its 2 or 11 rows
 /// (with filecoin's constants, as `hash_multi_leaf_circuit` takes them).
 fn column_hash<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Scalar> + 'static>(
@@ -248,25 +212,6 @@ fn column_hash<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Scalar> + '
         11 => tree_hash::<Tree, U11, _>(cs, rows),
         n => Err(malformed(format!("a column of {n} rows, not 2 or 11"))),
     }
-}
-
-/// SHA-256 of `preimage` as filecoin makes a field element of it: each byte's bits reversed, the
-/// first 254 bits packed.
-fn sha256_num<CS: ConstraintSystem<Scalar> + 'static>(
-    cs: &mut CS,
-    preimage: &[Boolean],
-) -> Result<AllocatedNum<Scalar>, SynthesisError> {
-    let digest = reverse_bit_numbering(gadgets::sha256(cs, preimage)?);
-    gadgets::pack_bits(cs, &digest[..Scalar::CAPACITY as usize])
-}
-
-/// `num`'s bits as filecoin hashes a field element with SHA-256: little-endian, padded to 256
-/// bits, each byte's bits reversed.
-fn preimage_bits<CS: ConstraintSystem<Scalar> + 'static>(
-    cs: &mut CS,
-    num: &AllocatedNum<Scalar>,
-) -> Result<Vec<Boolean>, SynthesisError> {
-    Ok(reverse_bit_numbering(gadgets::to_bits_le(cs, num)?))
 }
 
 fn public<CS: ConstraintSystem<Scalar>>(

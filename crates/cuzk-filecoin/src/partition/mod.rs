@@ -116,7 +116,7 @@ impl<Tree: 'static + MerkleTreeTrait> Sectioned for PartitionCircuit<Tree> {
         self.challenges.len()
     }
 
-    fn synthesize_sections<CS: ConstraintSystem<Scalar>>(
+    fn synthesize_sections<CS: ConstraintSystem<Scalar> + 'static>(
         &self,
         cs: &mut CS,
         range: Range<usize>,

@@ -8,12 +8,12 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use cuzk_filecoin::post::PostCircuits;
 use cuzk_filecoin::{
     compiled_r1cs, post_vanilla_proofs, sample_sector, seal_random_sector, verify_post,
     FilecoinError, ParamFiles, PostJob, PostKind, PostProof, PostRequest, SealProof, SealedSector,
     SectorSize,
 };
-use cuzk_filecoin::post::PostCircuits;
 use cuzk_groth16::Parameters;
 use filecoin_proofs::SectorShape2KiB;
 use rand::RngCore;
@@ -133,7 +133,11 @@ fn the_reimplemented_post_witness_is_the_gadgets() {
         ..WINDOW
     };
     for (proof, count) in [(WINNING, 1), (WINDOW, 1), (WINDOW, 2), (window_v1, 2)] {
-        let post = request(proof, count, randomness(&format!("witness {proof} {count}")));
+        let post = request(
+            proof,
+            count,
+            randomness(&format!("witness {proof} {count}")),
+        );
         let (files, _) = parameters(proof);
         let (compiled, _) = compiled_r1cs(&files).unwrap();
         let circuits = PostCircuits::<SectorShape2KiB>::new(&post).unwrap();

@@ -7,12 +7,17 @@ use crate::common;
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
+use cuzk_filecoin::snap::SnapCircuits;
 use cuzk_filecoin::{
     compiled_r1cs, seal_random_sector, snap_update, verify_snap, FilecoinError, ParamFiles,
     SealProof, SectorSize, SnapJob, SnapRequest, UpdateProof,
 };
 use cuzk_groth16::Parameters;
+use cuzk_pipeline::engine::PartitionedCircuit;
+use cuzk_synth::ProvingAssignment;
+use filecoin_proofs::SectorShape2KiB;
 
 struct Fixture {
     dir: PathBuf,
@@ -50,6 +55,34 @@ fn prove(snap: &SnapRequest) -> Result<Vec<u8>, FilecoinError> {
     let (compiled, _) = compiled_r1cs(&files)?;
     let job = SnapJob::new("snap", snap, params, &files, Some(compiled))?;
     common::on_cpu_engine(async |engine| Ok(engine.submit(job.request).wait().await?.proof_bytes()))
+}
+
+/// The update circuit re-implemented (its challenges side by side, native Poseidon and SHA-256)
+/// writes the witness of filecoin's own circuit (through its gadgets), every value and the rows;
+/// each on one thread, for its CPU time.
+#[test]
+fn the_reimplemented_update_witness_is_filecoins() {
+    let snap = &fixture().snap;
+    let (files, _) = parameters(snap.proof);
+    let (compiled, _) = compiled_r1cs(&files).unwrap();
+    let circuits = SnapCircuits::<SectorShape2KiB>::new(snap).unwrap();
+    let circuit = circuits.partition(0).circuit;
+    let one_thread = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let timed = |witness: &(dyn Fn() -> ProvingAssignment + Sync)| {
+        let start = Instant::now();
+        let assignment = one_thread.install(witness);
+        (assignment, start.elapsed().as_secs_f64())
+    };
+    let (ours, ours_s) = timed(&|| compiled.witness_sectioned(&circuit).unwrap());
+    let (theirs, theirs_s) = timed(&|| compiled.witness(circuit.clone()).unwrap());
+    eprintln!(
+        "2 KiB update partition witness on one thread: re-implemented {ours_s:.2} s, \
+         filecoin's circuit {theirs_s:.2} s"
+    );
+    assert!(ours == theirs, "the witnesses differ");
 }
 
 #[test]
