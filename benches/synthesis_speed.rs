@@ -11,6 +11,8 @@
 //! cargo bench -p cuzk-filecoin --bench synthesis_speed -- PARAMS_DIR 3 --c1 c1.json
 //! # WinningPoSt and WindowPoSt of a sealed 2 KiB sector: native witness against the gadgets'
 //! cargo bench -p cuzk-filecoin --bench synthesis_speed -- PARAMS_DIR 5 --post
+//! # a SnapDeals update of it: native witness against filecoin's circuit and the gadgets'
+//! cargo bench -p cuzk-filecoin --bench synthesis_speed -- PARAMS_DIR 5 --snap
 //! # only the witness path, for a profiler:
 //! RAYON_NUM_THREADS=1 perf record -g target/release/deps/synthesis_speed-* PARAMS_DIR 10 --witness-only
 //! ```
@@ -22,11 +24,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cuzk_filecoin::post::PostCircuits;
+use cuzk_filecoin::snap::SnapCircuits;
 use cuzk_filecoin::{
-    compiled_r1cs, post_vanilla_proofs, seal_random_sector, use_parameter_dir, verify_seal,
-    C1Output, ParamFiles, PostKind, PostProof, PostRequest, SealProof, SealedSector,
+    compiled_r1cs, post_vanilla_proofs, seal_random_sector, snap_update, use_parameter_dir,
+    verify_seal, C1Output, ParamFiles, PostKind, PostProof, PostRequest, SealProof, SealedSector,
     SectorCircuits, SectorSize,
 };
+use cuzk_pipeline::engine::PartitionedCircuit;
 use cuzk_synth::{CompiledR1cs, ProvingAssignment, Sectioned, ThroughGadgets};
 use filecoin_proofs::{with_shape, MerkleTreeTrait, SealCommitPhase1Output, SectorShape2KiB};
 
@@ -106,6 +110,26 @@ fn native_against_gadgets<S: Sectioned>(
     Ok(())
 }
 
+/// An update of `sector` (sealed in `cache`) with random data: its partition's native witness
+/// checked against filecoin's own circuit and against the gadgets', then timed (PARAMS_DIR must
+/// hold the update's parameters: `cuzk setup --snap 2KiB`).
+fn witness_of_snap(
+    sector: &SealedSector,
+    cache: &Path,
+    dir: &Path,
+    runs: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let snap = snap_update(sector, cache, &mut rand::rngs::OsRng)?;
+    let (compiled, _) = compiled_r1cs(&ParamFiles::new(dir, snap.proof)?)?;
+    println!("{}:", snap.proof);
+    let circuits = SnapCircuits::<SectorShape2KiB>::new(&snap)?;
+    let circuit = circuits.partition(0).circuit;
+    if compiled.witness_sectioned(&circuit)? != compiled.witness(circuit.clone())? {
+        return Err("the native witness differs from filecoin's circuit's".into());
+    }
+    native_against_gadgets(&compiled, &circuit, runs)
+}
+
 /// WinningPoSt and WindowPoSt of `sector` (sealed in `cache`): each circuit's native witness
 /// against its gadgets' (PARAMS_DIR must hold both PoSt parameter sets: `cuzk setup
 /// --winning-post 2KiB --window-post 2KiB`).
@@ -175,8 +199,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .skip(1)
         .filter(|a| a != "--bench")
         .collect();
-    let usage = "usage: synthesis_speed PARAMS_DIR [RUNS] [--c1 FILE] [--post] [--witness-only] \
-                 [--bellperson]";
+    let usage = "usage: synthesis_speed PARAMS_DIR [RUNS] [--c1 FILE] [--post] [--snap] \
+                 [--witness-only] [--bellperson]";
     let Some(dir) = args.first().map(PathBuf::from) else {
         eprintln!("{usage}");
         return Ok(());
@@ -196,6 +220,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("compiled R1CS: {origin:?}, nnz {:?}", compiled.nnz());
     if flag("--post") {
         return witness_of_posts(&sector, work.path(), &dir, runs);
+    }
+    if flag("--snap") {
+        return witness_of_snap(&sector, work.path(), &dir, runs);
     }
     let circuits = SectorCircuits::<SectorShape2KiB>::new(&sector.c1)?;
     let circuit = &circuits.circuits[0];

@@ -57,6 +57,67 @@ impl<S: Sectioned> Sectioned for ThroughGadgets<'_, S> {
     ) -> Result<(), SynthesisError> {
         self.0.synthesize_sections(cs, range)
     }
+
+    /// On a witness no native gadget recognizes: circuits whose sections call
+    /// [`crate::gadgets`] themselves take the gadgets' code too.
+    fn witness_sections(&self, w: &mut Witness, range: Range<usize>) -> Result<(), SynthesisError> {
+        let mut shadow = GadgetsOnly(std::mem::take(w));
+        let done = self.0.synthesize_sections(&mut shadow, range);
+        *w = shadow.0;
+        done
+    }
+}
+
+/// A [`Witness`] under another type, so that [`crate::gadgets`] take their gadgets' own code on it.
+struct GadgetsOnly(Witness);
+
+impl ConstraintSystem<Scalar> for GadgetsOnly {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, annotation: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.0.alloc(annotation, f)
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, annotation: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.0.alloc_input(annotation, f)
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, annotation: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        self.0.enforce(annotation, a, b, c)
+    }
+
+    fn push_namespace<NR, N>(&mut self, name: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+        self.0.push_namespace(name)
+    }
+
+    fn pop_namespace(&mut self) {
+        self.0.pop_namespace()
+    }
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
 }
 
 /// The constraint system of witness-only synthesis: keeps the values, counts the rows.
