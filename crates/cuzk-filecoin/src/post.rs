@@ -341,6 +341,17 @@ pub struct PostCircuit<Tree: 'static + MerkleTreeTrait> {
     paths: Arc<Vec<Vec<Vec<TreePathLevel>>>>,
 }
 
+impl<Tree: 'static + MerkleTreeTrait> PostCircuit<Tree> {
+    /// `circuit` (filecoin's blank circuit) for its shape alone, which is recorded sector by
+    /// sector side by side: it has no witness (no paths).
+    pub(crate) fn blank(circuit: FallbackPoStCircuit<Tree>) -> Self {
+        PostCircuit {
+            circuit,
+            paths: Arc::new(Vec::new()),
+        }
+    }
+}
+
 impl<Tree: 'static + MerkleTreeTrait> std::fmt::Debug for PostCircuit<Tree> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PostCircuit")

@@ -1,7 +1,8 @@
 //! The compiled R1CS of a Filecoin circuit, cached beside its parameters: recorded once (for
 //! PoRep from a sample partition, its challenges side by side, or else from the blank circuit;
-//! for PoSt and SnapDeals from the blank circuit), then every partition of that circuit is synthesized by
-//! witness only (`cuzk_synth::CompiledR1cs`).
+//! for PoSt from the blank circuit, its sectors side by side; for SnapDeals from the blank
+//! circuit), then every partition of that circuit is synthesized by witness only
+//! (`cuzk_synth::CompiledR1cs`).
 
 use std::io::ErrorKind;
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use cuzk_synth::Sectioned;
 use filecoin_proofs::parameters::public_params;
 
 use crate::error::{filecoin, io};
+use crate::post::PostCircuit;
 use crate::shapes::{blank_circuit, blank_post_circuit, blank_update_circuit};
 use crate::{
     sample_sector, CircuitId, FilecoinError, ParamFiles, PartitionCircuit, Revision, SealProof,
@@ -61,7 +63,10 @@ fn record<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
             Some(circuit) => CompiledR1cs::record_sectioned(&circuit),
             None => CompiledR1cs::record(blank_circuit::<Tree>(proof)?),
         },
-        CircuitId::Post(proof) => CompiledR1cs::record(blank_post_circuit::<Tree>(proof)?),
+        // The sectors side by side: a 32 GiB WindowPoSt's 2,349 took ~470 s on one thread.
+        CircuitId::Post(proof) => {
+            CompiledR1cs::record_sectioned(&PostCircuit::blank(blank_post_circuit::<Tree>(proof)?))
+        }
         CircuitId::Update(proof) => CompiledR1cs::record(blank_update_circuit::<Tree>(proof)),
     };
     recorded.map_err(|e| FilecoinError::Filecoin {
