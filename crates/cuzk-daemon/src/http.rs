@@ -171,6 +171,7 @@ pub fn status_json(status: &proto::GetStatusResponse) -> Value {
             "size_bytes": set.size_bytes,
             "ref_count": set.ref_count,
             "device_plans": set.device_plans,
+            "r1cs": set.r1cs,
         })).collect::<Vec<_>>(),
         "queues": status.queues.iter().map(|queue| json!({
             "proof_kind": queue.proof_kind,

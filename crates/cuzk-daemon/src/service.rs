@@ -109,6 +109,7 @@ pub fn status_reply(report: StatusReport) -> proto::GetStatusResponse {
                 size_bytes: set.bytes,
                 ref_count: u32::try_from(set.users).unwrap_or(u32::MAX),
                 device_plans: set.plans,
+                r1cs: set.r1cs.unwrap_or_default(),
             })
             .collect(),
         queues: report

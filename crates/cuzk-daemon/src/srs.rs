@@ -45,6 +45,8 @@ pub struct SetStatus {
     pub evictable: bool,
     /// How each device in service proves with it, where it is placed ("NAME: plan").
     pub plans: Vec<String>,
+    /// Where its compiled R1CS came from, for a loaded set that has one.
+    pub r1cs: Option<String>,
 }
 
 /// What a load ends with, shared by everyone who waited for it.
@@ -364,6 +366,7 @@ impl SrsManager {
                         idle: Some(idle),
                         evictable: entry.users == 0 && idle >= self.inner.min_idle,
                         plans: self.inner.plans(set),
+                        r1cs: set.r1cs_origin.clone(),
                     },
                     Slot::Loading(_) => SetStatus {
                         circuit: circuit.clone(),
@@ -373,6 +376,7 @@ impl SrsManager {
                         idle: Some(idle),
                         evictable: false,
                         plans: Vec::new(),
+                        r1cs: None,
                     },
                 }
             })
@@ -388,6 +392,7 @@ impl SrsManager {
                     idle: None,
                     evictable: false,
                     plans: Vec::new(),
+                    r1cs: None,
                 });
             }
         }
@@ -652,6 +657,7 @@ mod tests {
                 params: Arc::clone(&self.params),
                 compiled: None,
                 bytes: 100,
+                r1cs_origin: None,
             })
         }
     }

@@ -355,21 +355,40 @@ impl Circuits for FilecoinCircuits {
             .load(PointCheck::Unchecked)
             .map_err(|e| e.to_string())?;
         let mut bytes = params.file_size() as u64;
-        let compiled = if self.compiled {
+        let (compiled, r1cs_origin) = if self.compiled {
+            let start = std::time::Instant::now();
             let (compiled, origin) = compiled_r1cs(&files).map_err(|e| e.to_string())?;
-            if let R1csOrigin::RecordedUncached(e) = origin {
-                tracing::warn!(file = %files.r1cs.display(), "could not cache the compiled R1CS: {e}");
+            let note = r1cs_note(&origin, start.elapsed());
+            match origin {
+                R1csOrigin::RecordedUncached(_) => {
+                    tracing::warn!(circuit, file = %files.r1cs.display(), "compiled R1CS {note}")
+                }
+                _ => tracing::info!(circuit, file = %files.r1cs.display(), "compiled R1CS {note}"),
             }
             bytes += std::fs::metadata(&files.r1cs).map_or(0, |m| m.len());
-            Some(compiled)
+            (Some(compiled), Some(note))
         } else {
-            None
+            (None, None)
         };
         Ok(ParamSet {
             params: Arc::new(params),
             compiled,
             bytes,
+            r1cs_origin,
         })
+    }
+}
+
+/// Where a compiled R1CS came from and how long it took, as status and logs say it.
+fn r1cs_note(origin: &R1csOrigin, took: std::time::Duration) -> String {
+    let took = match took.as_secs_f64() {
+        s if s < 1.0 => format!("{} ms", took.as_millis()),
+        s => format!("{s:.1} s"),
+    };
+    match origin {
+        R1csOrigin::Cache => format!("read from the cache in {took}"),
+        R1csOrigin::Recorded => format!("recorded in {took} and cached"),
+        R1csOrigin::RecordedUncached(e) => format!("recorded in {took}, not cached: {e}"),
     }
 }
 
@@ -529,6 +548,24 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn r1cs_notes_say_where_and_how_long() {
+        let ms = std::time::Duration::from_millis;
+        assert_eq!(
+            r1cs_note(&R1csOrigin::Cache, ms(812)),
+            "read from the cache in 812 ms"
+        );
+        assert_eq!(
+            r1cs_note(&R1csOrigin::Recorded, ms(31_400)),
+            "recorded in 31.4 s and cached"
+        );
+        let full = std::io::Error::other("disk full");
+        assert_eq!(
+            r1cs_note(&R1csOrigin::RecordedUncached(full), ms(2_000)),
+            "recorded in 2.0 s, not cached: disk full"
+        );
+    }
 
     /// A partition index sizes a WindowPoSt's public inputs (every earlier partition's sectors):
     /// u32::MAX once aborted the process asking for 343 GB.

@@ -28,6 +28,9 @@ pub struct ParamSet {
     pub compiled: Option<Arc<CompiledR1cs>>,
     /// Host bytes the set holds.
     pub bytes: u64,
+    /// Where its compiled R1CS came from when it loaded, for status and logs ("read from the
+    /// cache in 812 ms", "recorded in 31.4 s and cached"); None without one.
+    pub r1cs_origin: Option<String>,
 }
 
 /// The circuits a daemon serves.

@@ -135,6 +135,7 @@ impl Circuits for SyntheticCircuits {
             bytes: params.file_size() as u64,
             params: Arc::new(params),
             compiled: None,
+            r1cs_origin: None,
         })
     }
 }
