@@ -52,8 +52,9 @@ pub enum Command {
     Verify(VerifyCommand),
     /// Seal a sector of random data with filecoin-proofs and write its C1 output (tests, benches).
     SealTestSector(TestSectorArgs),
-    /// Write a committed-capacity sector's C1 output without sealing it (any size, in seconds:
-    /// sparse trees; interactive PoRep revisions only).
+    /// Write a committed-capacity sector's C1 output, its PoSt requests and its update with zero
+    /// data without sealing it (any size, in seconds: sparse trees; interactive PoRep revisions
+    /// only).
     SampleSector(TestSectorArgs),
     /// Read a TIMELINE log (ours or the public engine's): GPU idle windows, busy fraction, throughput.
     Analyze(AnalyzeArgs),

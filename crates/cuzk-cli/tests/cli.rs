@@ -861,8 +861,8 @@ fn porep_too_big_for_its_memory_is_refused_and_one_that_fits_proves() {
     assert_eq!(std::fs::read(files.path("large.proof")).unwrap().len(), 192);
 }
 
-/// `sample-sector` writes a 32 GiB sector's C1 output (10 partitions), its sector.json and its
-/// WinningPoSt and WindowPoSt requests in seconds; it refuses a directory that already holds a sector and a revision it cannot sample.
+/// `sample-sector` writes a 32 GiB sector's C1 output (10 partitions), its sector.json, its
+/// WinningPoSt and WindowPoSt requests and its update (16 partitions) in seconds; it refuses a directory that already holds a sector and a revision it cannot sample.
 #[test]
 fn sample_sector_writes_a_32gib_c1_output() {
     let files = Files::new();
@@ -913,6 +913,11 @@ fn sample_sector_writes_a_32gib_c1_output() {
             "{name}"
         );
     }
+    let update: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(files.path("s32/snap.json")).unwrap()).unwrap();
+    assert_eq!(update["registered_proof"], "StackedDrg32GiBV1", "{update}");
+    assert_eq!(update["vanilla_proofs"].as_array().unwrap().len(), 16);
+    assert_eq!(update["comm_r_new"], update["comm_r_old"], "zero data");
 
     let again = cuzk(&["sample-sector", "--size", "32GiB", "--out", &out]);
     assert_eq!(again.status.code(), Some(2));

@@ -290,6 +290,9 @@ pub fn sample_sector(global: &GlobalArgs, args: TestSectorArgs) -> Result<Outcom
                     .join(super::post::request_file_name(post.proof.kind)),
             )?;
         }
+        sample
+            .update
+            .write(&args.out.join(super::snap::REQUEST_FILE_NAME))?;
         Ok(sample.sector)
     })
 }

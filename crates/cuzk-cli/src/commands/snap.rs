@@ -72,11 +72,14 @@ pub fn verify(global: &GlobalArgs, args: RequestVerifyArgs) -> Result<Outcome> {
     ))
 }
 
+/// The update request a test or sample sector comes with, beside its c1.json.
+pub(super) const REQUEST_FILE_NAME: &str = "snap.json";
+
 /// Updates `sector` (sealed into `sector_dir`) with new random data and writes the SnapDeals
 /// request Curio would send for it into `out/snap.json`.
 pub fn write_test_request(sector: &SealedSector, sector_dir: &Path, out: &Path) -> Result<PathBuf> {
     let request = snap_update(sector, sector_dir, &mut rand::rngs::OsRng)?;
-    let path = out.join("snap.json");
+    let path = out.join(REQUEST_FILE_NAME);
     request.write(&path)?;
     Ok(path)
 }

@@ -10,7 +10,8 @@
 //! seconds at 32 GiB, without the ~450 GB and hours a real seal takes.
 //!
 //! The sample's WinningPoSt and WindowPoSt come with it: their challenged leaves of tree_r_last
-//! are zero or PoRep-challenged ones, which the sparse tree opens like any other.
+//! are zero or PoRep-challenged ones, which the sparse tree opens like any other. So does its
+//! SnapDeals update with zero data (`update.rs`).
 //!
 //! Challenges must be known before the trees: true of the interactive revisions (V1, V1_1),
 //! whose challenges come from the replica id and seed, but not of synthetic and non-interactive
@@ -18,12 +19,15 @@
 
 mod post;
 mod sparse_tree;
+mod update;
 
 use std::collections::BTreeMap;
 
 use filecoin_hashers::{Domain, HashFunction, Hasher};
 use filecoin_proofs::parameters::public_params;
-use filecoin_proofs::{with_shape, DefaultPieceHasher, MerkleTreeTrait, SealCommitPhase1Output};
+use filecoin_proofs::{
+    with_shape, DefaultPieceHasher, MerkleTreeTrait, SealCommitPhase1Output, TreeRHasher,
+};
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 use storage_proofs_core::drgraph::Graph;
@@ -40,16 +44,18 @@ use crate::sealer::{random_bytes, random_field_bytes};
 use crate::shapes::Drg;
 use crate::{
     prover_id_of_miner, FilecoinError, PostRequest, Revision, SealProof, SealedSector,
-    SectorIdentity,
+    SectorIdentity, SnapRequest,
 };
 use post::Replica;
 use sparse_tree::{arities_of, SparseTree};
 
-/// A sample sector: its C1 output, and a WinningPoSt and a WindowPoSt of it (random randomness).
+/// A sample sector: its C1 output, a WinningPoSt and a WindowPoSt of it (random randomness), and
+/// its SnapDeals update with zero data.
 #[derive(Clone, Debug)]
 pub struct SampledSector {
     pub sector: SealedSector,
     pub posts: Vec<PostRequest>,
+    pub update: SnapRequest,
 }
 
 /// Makes a committed-capacity `proof` sector's C1 output (random sector id, ticket and seed;
@@ -82,7 +88,7 @@ type TreeProof<Tree> = MerkleProof<
     <Tree as MerkleTreeTrait>::TopTreeArity,
 >;
 
-fn sample<Tree: 'static + MerkleTreeTrait>(
+fn sample<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     proof: SealProof,
     miner_id: Option<u64>,
     rng: &mut impl RngCore,
@@ -187,16 +193,16 @@ fn sample<Tree: 'static + MerkleTreeTrait>(
         seed,
         ticket,
     };
-    let posts = Replica::<Tree> {
+    let replica = Replica::<Tree> {
         identity,
         comm_c: tree_c.root(),
         comm_r,
         tree_r_last: &tree_r_last,
-    }
-    .posts(proof.size, rng)?;
+    };
     Ok(SampledSector {
         sector: SealedSector::from_output(&output, proof, identity, "sample")?,
-        posts,
+        posts: replica.posts(proof.size, rng)?,
+        update: replica.update(proof.size)?,
     })
 }
 

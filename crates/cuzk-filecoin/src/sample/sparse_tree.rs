@@ -89,7 +89,8 @@ impl<H: Hasher> SparseTree<H> {
         }
     }
 
-    fn node(&self, height: usize, index: usize) -> H::Domain {
+    /// Node `index` of level `height` (the leaves are level 0).
+    pub(crate) fn node(&self, height: usize, index: usize) -> H::Domain {
         self.levels[height]
             .get(&index)
             .copied()

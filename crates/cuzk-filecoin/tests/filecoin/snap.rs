@@ -11,8 +11,8 @@ use std::time::Instant;
 
 use cuzk_filecoin::snap::SnapCircuits;
 use cuzk_filecoin::{
-    compiled_r1cs, seal_random_sector, snap_update, verify_snap, FilecoinError, ParamFiles,
-    SealProof, SectorSize, SnapJob, SnapRequest, UpdateProof,
+    compiled_r1cs, sample_sector, seal_random_sector, snap_update, verify_snap, FilecoinError,
+    ParamFiles, SealProof, SectorSize, SnapJob, SnapRequest, UpdateProof,
 };
 use cuzk_groth16::Parameters;
 use cuzk_pipeline::engine::PartitionedCircuit;
@@ -83,6 +83,44 @@ fn the_reimplemented_update_witness_is_filecoins() {
          filecoin's circuit {theirs_s:.2} s"
     );
     assert!(ours == theirs, "the witnesses differ");
+}
+
+/// A sample sector's update (zero data, partition proofs from sparse trees): filecoin's vanilla
+/// verifier accepted it on the way (2 KiB and 8 MiB: 1 and 4 partitions), and at 2 KiB cuzk's
+/// proof of it is accepted by `verify_empty_sector_update_proof`, not for another comm_d_new.
+#[test]
+fn a_sample_sectors_update_verifies() {
+    fixture();
+    let mut rng = cuzk_testkit::rng("sample update");
+    let sample = sample_sector(SealProof::current(SectorSize::S8MiB), None, &mut rng).unwrap();
+    let partitions = UpdateProof {
+        size: SectorSize::S8MiB,
+    }
+    .update_config()
+    .unwrap()
+    .update_partitions;
+    assert_eq!(sample.update.vanilla_proofs.len(), usize::from(partitions));
+    let sample = sample_sector(SealProof::current(SectorSize::S2KiB), None, &mut rng).unwrap();
+    let update = &sample.update;
+    assert_eq!(
+        update.comm_r_old,
+        sample.sector.c1.commitments().unwrap().comm_r
+    );
+    assert_eq!(
+        update.comm_r_new, update.comm_r_old,
+        "zero data: the replica is unchanged"
+    );
+    let proof = prove(update).unwrap();
+    assert!(
+        verify_snap(update, &proof, &fixture().dir).unwrap(),
+        "must verify"
+    );
+    let mut other = update.clone();
+    other.comm_d_new[0] ^= 1;
+    assert!(
+        !verify_snap(&other, &proof, &fixture().dir).unwrap_or(false),
+        "not for another comm_d_new"
+    );
 }
 
 #[test]
