@@ -306,9 +306,26 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Circuit<Scalar>
     }
 }
 
+/// Sections an update partition's challenges are grouped into, at most, and the challenges a
+/// section has at least (2 KiB … 16 MiB: 10 challenges, 2 sections; larger: 86, 8 sections).
+/// Each section reruns the prologue, whose apex tree is 127 SHA-256 hashes at 32 GiB (~7M rows,
+/// a twelfth of the circuit; at 2 KiB 7 hashes, a third of it): one section per challenge would
+/// record it 87 times over.
+const UPDATE_SECTIONS: usize = 8;
+const UPDATE_SECTION_CHALLENGES: usize = 4;
+
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> UpdateCircuit<Tree> {
+    /// The challenges of sections [0, `section`): an even share each.
+    fn challenges_before(&self, section: usize) -> usize {
+        let challenges = self.0.priv_inputs.challenge_proofs.len();
+        challenges * section / self.sections().max(1)
+    }
+}
+
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Sectioned for UpdateCircuit<Tree> {
     fn sections(&self) -> usize {
-        self.0.priv_inputs.challenge_proofs.len()
+        let challenges = self.0.priv_inputs.challenge_proofs.len();
+        (challenges / UPDATE_SECTION_CHALLENGES).clamp(1, UPDATE_SECTIONS)
     }
 
     fn synthesize_sections<CS: ConstraintSystem<Scalar> + 'static>(
@@ -316,7 +333,8 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Sectioned for Update
         cs: &mut CS,
         range: Range<usize>,
     ) -> Result<(), SynthesisError> {
-        crate::update_circuit::synthesize(cs, &self.0, range)
+        let challenges = self.challenges_before(range.start)..self.challenges_before(range.end);
+        crate::update_circuit::synthesize(cs, &self.0, challenges)
     }
 }
 

@@ -79,25 +79,16 @@ where
     let k_and_h_select = alloc(cs, inputs.k_and_h_select)?;
     k_and_h_select.inputize(&mut *cs)?;
     let bit_len = params.partition_bit_len + hs(params.sector_nodes).len();
-    let k_value = value(k_and_h_select.get_value())?;
-    let bits = k_value
-        .to_le_bits()
+    // Without values (a recording) the bits have none either.
+    let bit_values: Vec<Option<bool>> = match k_and_h_select.get_value() {
+        Some(k) => k.to_le_bits().into_iter().take(bit_len).map(Some).collect(),
+        None => vec![None; bit_len],
+    };
+    let bits = bit_values
         .into_iter()
-        .take(bit_len)
-        .map(|bit| AllocatedBit::alloc(&mut *cs, Some(bit)))
+        .map(|bit| AllocatedBit::alloc(&mut *cs, bit))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut decomposition = LinearCombination::zero();
-    let mut power = Scalar::ONE;
-    for bit in &bits {
-        decomposition = decomposition + (power, bit.get_variable());
-        power = power.double();
-    }
-    cs.enforce(
-        || "k_and_h_select binary decomp",
-        |_| decomposition,
-        |lc| lc + CS::one(),
-        |lc| lc + k_and_h_select.get_variable(),
-    );
+    packs_into(cs, &bits, &k_and_h_select);
     let (partition_bits, h_select_bits) = bits.split_at(params.partition_bit_len);
     let partition_booleans: Vec<Boolean> = partition_bits.iter().cloned().map(Into::into).collect();
     let partition = gadgets::pack_bits(cs, &partition_booleans)?;
@@ -230,13 +221,14 @@ where
     let bits_per_challenge = params.challenge_bit_len - params.partition_bit_len;
     let per_digest = Scalar::CAPACITY as usize / bits_per_challenge.max(1);
     let digests = params.challenge_count.div_ceil(per_digest.max(1)) as u64;
-    let k = partition
-        .get_value()
-        .ok_or(SynthesisError::AssignmentMissing)?;
     let mut generated = Vec::with_capacity(params.challenge_count);
     for j in 0..digests {
-        let index =
-            AllocatedNum::alloc(&mut *cs, || Ok(k * Scalar::from(digests) + Scalar::from(j)))?;
+        let index = AllocatedNum::alloc(&mut *cs, || {
+            let k = partition
+                .get_value()
+                .ok_or(SynthesisError::AssignmentMissing)?;
+            Ok(k * Scalar::from(digests) + Scalar::from(j))
+        })?;
         cs.enforce(
             || "digest_index == k * digests_per_partition + j",
             |lc| {
@@ -290,10 +282,13 @@ where
     let leaf_r_old = AllocatedNum::alloc(&mut *cs, || value(proof.leaf_r_old))?;
     let leaf_d_new = AllocatedNum::alloc(&mut *cs, || value(proof.leaf_d_new))?;
     let leaf_r_new = encoded(cs, &leaf_r_old, &leaf_d_new, &rho)?;
-    if leaf_r_new.get_value() != proof.leaf_r_new {
-        return Err(malformed(format!(
-            "challenge {c_index}: the new replica leaf is not the old one plus the data times rho"
-        )));
+    if let Some(got) = leaf_r_new.get_value() {
+        if Some(got) != proof.leaf_r_new {
+            return Err(malformed(format!(
+                "challenge {c_index}: the new replica leaf is not the old one plus the data \
+                 times rho"
+            )));
+        }
     }
     let path_r_old = allocated_path(cs, &proof.path_r_old)?;
     inclusion_of_allocated::<Tree, _>(cs, &c_bits, &leaf_r_old, &path_r_old, &p.root_r_old)?;
@@ -347,9 +342,19 @@ fn bits_of<CS: ConstraintSystem<Scalar>>(
     num: &AllocatedNum<Scalar>,
 ) -> Result<Vec<AllocatedBit>, SynthesisError> {
     let bits = field_into_allocated_bits_le(&mut *cs, num.get_value())?;
+    packs_into(cs, &bits, num);
+    Ok(bits)
+}
+
+/// The row Σ 2^i·bits[i] = num.
+fn packs_into<CS: ConstraintSystem<Scalar>>(
+    cs: &mut CS,
+    bits: &[AllocatedBit],
+    num: &AllocatedNum<Scalar>,
+) {
     let mut packed = LinearCombination::zero();
     let mut power = Scalar::ONE;
-    for bit in &bits {
+    for bit in bits {
         packed = packed + (power, bit.get_variable());
         power = power.double();
     }
@@ -359,7 +364,6 @@ fn bits_of<CS: ConstraintSystem<Scalar>>(
         |lc| lc + CS::one(),
         |lc| lc + num.get_variable(),
     );
-    Ok(bits)
 }
 
 /// The challenge's `h` high bits as a number, `h` the entry of `hs` that `h_select_bits` (one

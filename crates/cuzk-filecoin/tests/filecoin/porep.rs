@@ -336,23 +336,10 @@ fn the_compiled_evaluator_equals_direct_synthesis_on_the_porep_circuit() {
 
 #[test]
 fn the_r1cs_recorded_challenge_by_challenge_is_the_blank_circuits() {
-    let dir = tempfile::tempdir().unwrap();
-    let files = ParamFiles::new(dir.path(), PROOF).unwrap();
-    let start = Instant::now();
-    let (sectioned, origin) = compiled_r1cs(&files).unwrap();
-    let sectioned_s = start.elapsed().as_secs_f64();
-    assert!(matches!(origin, R1csOrigin::Recorded), "{origin:?}");
     let vanilla_params = public_params::<SectorShape2KiB>(&PROOF.porep_config().unwrap()).unwrap();
     let blank: StackedCircuit<SectorShape2KiB, DefaultPieceHasher> =
         StackedCompound::blank_circuit(&vanilla_params);
-    let start = Instant::now();
-    let recorded = CompiledR1cs::record(blank).unwrap();
-    eprintln!(
-        "recording the 2 KiB R1CS: blank circuit {:.2} s, a sample's challenges side by side \
-         {sectioned_s:.2} s (sampling included)",
-        start.elapsed().as_secs_f64()
-    );
-    assert_eq!(*sectioned, recorded);
+    common::recorded_as_whole(PROOF, blank);
 }
 
 /// A constraint system that keeps a digest of each row (its three linear combinations, every
@@ -437,32 +424,21 @@ fn the_reimplemented_porep_circuit_writes_filecoins_rows() {
 }
 
 /// `circuit`'s witness by the re-implementation (native SHA-256 and Poseidon) is its gadgets'
-/// witness. Each is computed on one thread, for its CPU time.
+/// witness (each on one thread, for its CPU time).
 pub(crate) fn the_witness_is_the_gadgets<S: Sectioned>(
     compiled: &Arc<CompiledR1cs>,
     circuit: &S,
     what: &str,
 ) {
-    let one_thread = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .unwrap();
-    let timed = |witness: &(dyn Fn() -> ProvingAssignment + Sync)| {
-        let start = Instant::now();
-        let assignment = one_thread.install(witness);
-        (assignment, start.elapsed().as_secs_f64())
-    };
-    let (ours, ours_s) = timed(&|| compiled.witness_sectioned(circuit).unwrap());
-    let (theirs, theirs_s) = timed(&|| {
-        compiled
-            .witness_sectioned(&ThroughGadgets(circuit))
-            .unwrap()
-    });
-    eprintln!(
-        "{what} witness on one thread: re-implemented (native SHA-256 and Poseidon) {ours_s:.2} s, \
-         through the gadgets {theirs_s:.2} s"
+    common::same_witness_on_one_thread(
+        what,
+        &|| compiled.witness_sectioned(circuit).unwrap(),
+        &|| {
+            compiled
+                .witness_sectioned(&ThroughGadgets(circuit))
+                .unwrap()
+        },
     );
-    assert!(ours == theirs, "{what}: the witnesses differ");
 }
 
 #[test]

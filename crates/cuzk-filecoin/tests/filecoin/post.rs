@@ -7,17 +7,14 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
 
 use cuzk_filecoin::post::PostCircuits;
-use cuzk_filecoin::R1csOrigin;
 use cuzk_filecoin::{
     compiled_r1cs, post_vanilla_proofs, sample_sector, seal_random_sector, verify_post,
     FilecoinError, ParamFiles, PostJob, PostKind, PostProof, PostRequest, SealProof, SealedSector,
     SectorSize,
 };
 use cuzk_groth16::Parameters;
-use cuzk_synth::CompiledR1cs;
 use filecoin_proofs::parameters::{window_post_public_params, winning_post_public_params};
 use filecoin_proofs::SectorShape2KiB;
 use rand::RngCore;
@@ -157,12 +154,6 @@ fn the_reimplemented_post_witness_is_the_gadgets() {
 #[test]
 fn the_post_r1cs_recorded_sector_by_sector_is_the_blank_circuits() {
     for proof in [WINNING, WINDOW] {
-        let dir = tempfile::tempdir().unwrap();
-        let files = ParamFiles::new(dir.path(), proof).unwrap();
-        let start = Instant::now();
-        let (sectioned, origin) = compiled_r1cs(&files).unwrap();
-        let sectioned_s = start.elapsed().as_secs_f64();
-        assert!(matches!(origin, R1csOrigin::Recorded), "{origin:?}");
         let config = proof.post_config().unwrap();
         let params = match proof.kind {
             PostKind::Winning => winning_post_public_params::<SectorShape2KiB>(&config),
@@ -174,14 +165,7 @@ fn the_post_r1cs_recorded_sector_by_sector_is_the_blank_circuits() {
             FallbackPoSt<'_, SectorShape2KiB>,
             FallbackPoStCircuit<SectorShape2KiB>,
         >>::blank_circuit(&params);
-        let start = Instant::now();
-        let whole = CompiledR1cs::record(blank).unwrap();
-        eprintln!(
-            "recording the {proof} R1CS: whole {:.2} s, sector by sector side by side \
-             {sectioned_s:.2} s",
-            start.elapsed().as_secs_f64()
-        );
-        assert_eq!(*sectioned, whole, "{proof}");
+        common::recorded_as_whole(proof, blank);
     }
 }
 

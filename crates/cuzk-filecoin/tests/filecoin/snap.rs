@@ -7,7 +7,6 @@ use crate::common;
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
 
 use cuzk_filecoin::snap::SnapCircuits;
 use cuzk_filecoin::{
@@ -16,8 +15,11 @@ use cuzk_filecoin::{
 };
 use cuzk_groth16::Parameters;
 use cuzk_pipeline::engine::PartitionedCircuit;
-use cuzk_synth::ProvingAssignment;
 use filecoin_proofs::SectorShape2KiB;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_update::{
+    EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PublicParams,
+};
 
 struct Fixture {
     dir: PathBuf,
@@ -67,22 +69,11 @@ fn the_reimplemented_update_witness_is_filecoins() {
     let (compiled, _) = compiled_r1cs(&files).unwrap();
     let circuits = SnapCircuits::<SectorShape2KiB>::new(snap).unwrap();
     let circuit = circuits.partition(0).circuit;
-    let one_thread = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .unwrap();
-    let timed = |witness: &(dyn Fn() -> ProvingAssignment + Sync)| {
-        let start = Instant::now();
-        let assignment = one_thread.install(witness);
-        (assignment, start.elapsed().as_secs_f64())
-    };
-    let (ours, ours_s) = timed(&|| compiled.witness_sectioned(&circuit).unwrap());
-    let (theirs, theirs_s) = timed(&|| compiled.witness(circuit.clone()).unwrap());
-    eprintln!(
-        "2 KiB update partition witness on one thread: re-implemented {ours_s:.2} s, \
-         filecoin's circuit {theirs_s:.2} s"
+    common::same_witness_on_one_thread(
+        "2 KiB update partition",
+        &|| compiled.witness_sectioned(&circuit).unwrap(),
+        &|| compiled.witness(circuit.clone()).unwrap(),
     );
-    assert!(ours == theirs, "the witnesses differ");
 }
 
 /// A sample sector's update (zero data, partition proofs from sparse trees): filecoin's vanilla
@@ -110,17 +101,23 @@ fn a_sample_sectors_update_verifies() {
         update.comm_r_new, update.comm_r_old,
         "zero data: the replica is unchanged"
     );
-    let proof = prove(update).unwrap();
-    assert!(
-        verify_snap(update, &proof, &fixture().dir).unwrap(),
-        "must verify"
-    );
-    let mut other = update.clone();
-    other.comm_d_new[0] ^= 1;
-    assert!(
-        !verify_snap(&other, &proof, &fixture().dir).unwrap_or(false),
-        "not for another comm_d_new"
-    );
+    verifies_for_its_commitments_only(update, &prove(update).unwrap());
+}
+
+/// The update R1CS recorded challenge by challenge side by side from a sample update (what
+/// `compiled_r1cs` records) is the one recorded from filecoin's blank circuit whole.
+#[test]
+fn the_update_r1cs_recorded_challenge_by_challenge_is_the_blank_circuits() {
+    let proof = UpdateProof {
+        size: SectorSize::S2KiB,
+    };
+    let params = PublicParams::from_sector_size(proof.size.bytes());
+    let blank = <EmptySectorUpdateCompound<SectorShape2KiB> as CompoundProof<
+        '_,
+        EmptySectorUpdate<SectorShape2KiB>,
+        EmptySectorUpdateCircuit<SectorShape2KiB>,
+    >>::blank_circuit(&params);
+    common::recorded_as_whole(proof, blank);
 }
 
 #[test]
@@ -133,21 +130,27 @@ fn update_of_a_sealed_sector_verifies() {
     );
     let proof = prove(snap).unwrap();
     assert_eq!(proof.len(), 192);
-    assert!(
-        verify_snap(snap, &proof, &fixture().dir).unwrap(),
-        "the proof must verify"
-    );
-    let mut other = snap.clone();
-    other.comm_d_new[0] ^= 1;
-    assert!(
-        !verify_snap(&other, &proof, &fixture().dir).unwrap(),
-        "not for another comm_d_new"
-    );
+    verifies_for_its_commitments_only(snap, &proof);
     let mut flipped = proof.clone();
     flipped[100] ^= 1;
     assert!(
         !verify_snap(snap, &flipped, &fixture().dir).unwrap_or(false),
         "not with a byte flipped"
+    );
+}
+
+/// `proof` is accepted by `verify_empty_sector_update_proof` for `update`, not for another
+/// comm_d_new.
+fn verifies_for_its_commitments_only(update: &SnapRequest, proof: &[u8]) {
+    assert!(
+        verify_snap(update, proof, &fixture().dir).unwrap(),
+        "must verify"
+    );
+    let mut other = update.clone();
+    other.comm_d_new[0] ^= 1;
+    assert!(
+        !verify_snap(&other, proof, &fixture().dir).unwrap_or(false),
+        "not for another comm_d_new"
     );
 }
 
