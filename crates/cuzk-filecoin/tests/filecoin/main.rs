@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod compare;
 mod fuzz_decoders;
 mod fuzzing;
 mod porep;

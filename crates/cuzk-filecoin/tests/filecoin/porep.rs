@@ -339,7 +339,7 @@ fn the_r1cs_recorded_challenge_by_challenge_is_the_blank_circuits() {
     let vanilla_params = public_params::<SectorShape2KiB>(&PROOF.porep_config().unwrap()).unwrap();
     let blank: StackedCircuit<SectorShape2KiB, DefaultPieceHasher> =
         StackedCompound::blank_circuit(&vanilla_params);
-    common::recorded_as_whole(PROOF, blank);
+    crate::compare::recorded_as_whole(PROOF, blank);
 }
 
 /// A constraint system that keeps a digest of each row (its three linear combinations, every
@@ -430,7 +430,7 @@ pub(crate) fn the_witness_is_the_gadgets<S: Sectioned>(
     circuit: &S,
     what: &str,
 ) {
-    common::same_witness_on_one_thread(
+    crate::compare::same_witness_on_one_thread(
         what,
         &|| compiled.witness_sectioned(circuit).unwrap(),
         &|| {

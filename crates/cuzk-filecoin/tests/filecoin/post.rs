@@ -165,7 +165,7 @@ fn the_post_r1cs_recorded_sector_by_sector_is_the_blank_circuits() {
             FallbackPoSt<'_, SectorShape2KiB>,
             FallbackPoStCircuit<SectorShape2KiB>,
         >>::blank_circuit(&params);
-        common::recorded_as_whole(proof, blank);
+        crate::compare::recorded_as_whole(proof, blank);
     }
 }
 

@@ -69,7 +69,7 @@ fn the_reimplemented_update_witness_is_filecoins() {
     let (compiled, _) = compiled_r1cs(&files).unwrap();
     let circuits = SnapCircuits::<SectorShape2KiB>::new(snap).unwrap();
     let circuit = circuits.partition(0).circuit;
-    common::same_witness_on_one_thread(
+    crate::compare::same_witness_on_one_thread(
         "2 KiB update partition",
         &|| compiled.witness_sectioned(&circuit).unwrap(),
         &|| compiled.witness(circuit.clone()).unwrap(),
@@ -117,7 +117,7 @@ fn the_update_r1cs_recorded_challenge_by_challenge_is_the_blank_circuits() {
         EmptySectorUpdate<SectorShape2KiB>,
         EmptySectorUpdateCircuit<SectorShape2KiB>,
     >>::blank_circuit(&params);
-    common::recorded_as_whole(proof, blank);
+    crate::compare::recorded_as_whole(proof, blank);
 }
 
 #[test]
