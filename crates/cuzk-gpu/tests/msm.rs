@@ -295,11 +295,8 @@ fn msm_splits_when_memory_is_short() {
     let bases = DeviceBases::upload(&gpu, &points).unwrap();
     let s = scalars(&mut rng, "random", n);
     let expect = cuzk_math::msm(&points, &s);
-    gpu.limit_memory(Some(300 << 20));
-    let split = msm(&gpu, &bases, &s);
-    gpu.limit_memory(Some(1 << 20));
-    let refused = msm(&gpu, &bases, &s);
-    gpu.limit_memory(None);
+    let split = common::with_memory_limit(&gpu, Some(300 << 20), || msm(&gpu, &bases, &s));
+    let refused = common::with_memory_limit(&gpu, Some(1 << 20), || msm(&gpu, &bases, &s));
     assert_eq!(split.unwrap(), expect);
     assert!(
         matches!(refused, Err(cuzk_gpu::GpuError::OutOfMemory { .. })),
@@ -347,9 +344,7 @@ fn streamed_msm_matches_cpu() {
     for (size, limit) in [(1, None), (1000, None), (n, None), (n, Some(300 << 20))] {
         let s = scalars(&mut rng, "random", size);
         let device = DeviceScalars::upload(&gpu, &s).unwrap();
-        gpu.limit_memory(limit);
-        let got = msm_streamed(&gpu, &g1, &device);
-        gpu.limit_memory(None);
+        let got = common::with_memory_limit(&gpu, limit, || msm_streamed(&gpu, &g1, &device));
         assert_eq!(
             got.unwrap(),
             cuzk_math::msm(&g1[..size], &s),
@@ -401,9 +396,7 @@ fn check_split_streamed<A>(
     let s = scalars(rng, kind, n);
     let expect = repeated_msm(distinct, &s);
     let device = DeviceScalars::upload(gpu, &s).unwrap();
-    gpu.limit_memory(limit);
-    let got = msm_streamed(gpu, &points, &device);
-    gpu.limit_memory(None);
+    let got = common::with_memory_limit(gpu, limit, || msm_streamed(gpu, &points, &device));
     assert_eq!(
         got.unwrap(),
         expect,

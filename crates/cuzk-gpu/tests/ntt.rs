@@ -432,10 +432,8 @@ fn tables_without_direct_top_twiddles_match_the_cpu() {
     let log = 14;
     let n = 1usize << log;
     // Both directions' tables hold n/2 scalars each: n·32 bytes, built within 1/16 of the free.
-    gpu.limit_memory(Some(n * 32 * 16 - 1));
-    let tables = NttTables::new(&gpu, log);
-    gpu.limit_memory(None);
-    let tables = tables.unwrap();
+    let limit = Some(n * 32 * 16 - 1);
+    let tables = common::with_memory_limit(&gpu, limit, || NttTables::new(&gpu, log)).unwrap();
     assert!(tables.two_level_top());
     if gpu.shared_per_multiprocessor() >= 3 * 64 * 1024 {
         assert!(!NttTables::new(&gpu, log).unwrap().two_level_top());

@@ -22,6 +22,15 @@ pub fn gpu(test: &str) -> Option<Arc<Gpu>> {
 #[allow(unused_imports)] // not every test binary draws random values
 pub use cuzk_testkit::rng;
 
+/// `work`'s result with the free memory `gpu` plans with capped at `limit` (`None`: what the
+/// device has), the cap lifted after, whatever `work` returned.
+pub fn with_memory_limit<T>(gpu: &Gpu, limit: Option<usize>, work: impl FnOnce() -> T) -> T {
+    gpu.limit_memory(limit);
+    let result = work();
+    gpu.limit_memory(None);
+    result
+}
+
 /// Largest log2 size the GPU tests go to (`CUZK_GPU_TEST_MAX_LOG`, default 20).
 pub fn max_log() -> u32 {
     std::env::var("CUZK_GPU_TEST_MAX_LOG")
