@@ -1,8 +1,8 @@
 //! The compiled R1CS of a Filecoin circuit, cached beside its parameters: recorded once (for
 //! PoRep from a sample partition, its challenges side by side, or else from the blank circuit;
-//! for PoSt from the blank circuit, its sectors side by side; for SnapDeals from a sample
-//! update, its challenges side by side), then every partition of that circuit is synthesized by
-//! witness only (`cuzk_synth::CompiledR1cs`).
+//! for PoSt from the blank circuit, its sectors side by side; for SnapDeals from an update of a
+//! zero replica, its challenges side by side), then every partition of that circuit is
+//! synthesized by witness only (`cuzk_synth::CompiledR1cs`).
 
 use std::io::ErrorKind;
 use std::sync::Arc;
@@ -16,6 +16,7 @@ use filecoin_proofs::parameters::public_params;
 
 use crate::error::{filecoin, io};
 use crate::post::PostCircuit;
+use crate::sample::zero_replica_update;
 use crate::shapes::{blank_circuit, blank_post_circuit, blank_update_circuit};
 use crate::snap::UpdateCircuit;
 use crate::{
@@ -68,7 +69,7 @@ fn record<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         CircuitId::Post(proof) => {
             CompiledR1cs::record_sectioned(&PostCircuit::blank(blank_post_circuit::<Tree>(proof)?))
         }
-        CircuitId::Update(proof) => match sample_update::<Tree>(proof)? {
+        CircuitId::Update(proof) => match zero_replica_partition::<Tree>(proof)? {
             Some(circuit) => CompiledR1cs::record_sectioned(&circuit),
             None => CompiledR1cs::record(blank_update_circuit::<Tree>(proof)),
         },
@@ -106,19 +107,13 @@ fn sample_partition<Tree: 'static + MerkleTreeTrait>(
     Ok(circuit.filter(|c| c.sections() == challenges))
 }
 
-/// Partition 0 of a sample sector's update (zero data), whose challenges can be recorded side by
-/// side; its shape is the blank circuit's (an update's shape is its sector size's). `None`: no
-/// sample of that size (record the blank circuit).
-fn sample_update<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+/// Partition 0 of an update (zero data of a zero replica), whose challenges can be recorded side
+/// by side; its shape is the blank circuit's (an update's shape is its sector size's).
+fn zero_replica_partition<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     proof: UpdateProof,
 ) -> Result<Option<UpdateCircuit<Tree>>, FilecoinError> {
-    let sealed = SealProof::current(proof.size);
-    let sample = match sample_sector(sealed, None, &mut rand::rngs::OsRng) {
-        Ok(sample) => sample,
-        Err(FilecoinError::NoSample { .. }) => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    Ok(SnapCircuits::<Tree>::new(&sample.update)?
+    let update = zero_replica_update::<Tree>(proof.size)?;
+    Ok(SnapCircuits::<Tree>::new(&update)?
         .circuits
         .into_iter()
         .next())

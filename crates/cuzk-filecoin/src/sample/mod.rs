@@ -21,6 +21,8 @@ mod post;
 mod sparse_tree;
 mod update;
 
+pub(crate) use update::zero_replica_update;
+
 use std::collections::BTreeMap;
 
 use filecoin_hashers::{Domain, HashFunction, Hasher};
@@ -202,7 +204,7 @@ fn sample<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     Ok(SampledSector {
         sector: SealedSector::from_output(&output, proof, identity, "sample")?,
         posts: replica.posts(proof.size, rng)?,
-        update: replica.update(proof.size)?,
+        update: update::zero_data_update::<Tree>(tree_c.root(), &tree_r_last, proof.size)?,
     })
 }
 

@@ -104,7 +104,7 @@ fn a_sample_sectors_update_verifies() {
     verifies_for_its_commitments_only(update, &prove(update).unwrap());
 }
 
-/// The update R1CS recorded challenge by challenge side by side from a sample update (what
+/// The update R1CS recorded challenge by challenge side by side from a zero replica's update (what
 /// `compiled_r1cs` records) is the one recorded from filecoin's blank circuit whole.
 #[test]
 fn the_update_r1cs_recorded_challenge_by_challenge_is_the_blank_circuits() {
