@@ -42,6 +42,7 @@ mod circuit;
 mod plan;
 mod program;
 mod residency;
+mod reuse;
 mod staging;
 
 use std::collections::HashMap;
@@ -65,6 +66,7 @@ use circuit::*;
 use plan::{MatrixBytes, Placement, Plan, Products, Program, Shape};
 use program::*;
 use residency::*;
+use reuse::Reusable;
 use staging::*;
 
 /// Proves on one device.
@@ -87,7 +89,7 @@ pub struct GpuBackend {
     /// recently used first (at most [`CACHED_CIRCUITS`]).
     matrices: Mutex<Vec<(Weak<CompiledR1cs>, Kept)>>,
     /// Page-locked staging buffers, one per proof in preparation, reused.
-    staging: Mutex<Vec<Pinned<Scalar>>>,
+    staging: Reusable<Pinned<Scalar>>,
     /// Threads that copy witnesses into staging buffers, apart from the rayon global pool: there
     /// the copy queued behind syntheses' sections (2.6–3.1 s for a 32 GiB partition's 4.2 GB,
     /// H200 host) and, with synthesis niced, would run at its priority. `None` if none could
@@ -131,7 +133,7 @@ impl GpuBackend {
             tables: Mutex::new(HashMap::new()),
             index: Mutex::default(),
             matrices: Mutex::default(),
-            staging: Mutex::new(Vec::new()),
+            staging: Reusable::default(),
             copies: staging_pool(COPY_THREADS),
             lanes: Mutex::new(None),
             beside: Mutex::new(None),
@@ -527,7 +529,7 @@ impl ProverBackend for GpuBackend {
         let lengths = params.lengths();
         let witness = params.vk.ic.len() + lengths.l;
         let len = staging_len(lengths.h + 1, witness, products_deferred);
-        (len * std::mem::size_of::<Scalar>()) as u64
+        (len.next_multiple_of(STAGING_GRAIN) * std::mem::size_of::<Scalar>()) as u64
     }
 
     /// On the device, with the compiled matrices (uploaded once per circuit) when they fit, else

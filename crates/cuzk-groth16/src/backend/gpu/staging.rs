@@ -16,6 +16,15 @@ use super::*;
 /// thread moves several GB/s; the witness of a 32 GiB partition is 4.2 GB).
 pub(super) const COPY_THREADS: usize = 4;
 
+/// Staging buffers are made in multiples of this many scalars (32 MiB).
+pub(super) const STAGING_GRAIN: usize = 1 << 20;
+
+impl reuse::Len for Pinned<Scalar> {
+    fn len(&self) -> usize {
+        Pinned::len(self)
+    }
+}
+
 /// The host side of one proof, made before the device is taken.
 pub(super) struct Prepared {
     pub(super) log_n: u32,
@@ -64,20 +73,15 @@ impl Prepared {
 }
 
 impl GpuBackend {
-    /// A staging buffer of at least `len` scalars: a returned one if large enough, else new.
+    /// A staging buffer of at least `len` scalars, rounded up to [`STAGING_GRAIN`] so that
+    /// partitions whose packed witnesses differ a little share their buffers.
     pub(super) fn take_staging(&self, len: usize) -> Result<Pinned<Scalar>, GpuError> {
-        let mut pool = self.staging.lock().unwrap_or_else(PoisonError::into_inner);
-        match pool.iter().position(|b| b.len() >= len) {
-            Some(i) => Ok(pool.swap_remove(i)),
-            None => Pinned::zeroed(&self.gpu, len),
-        }
+        let len = len.next_multiple_of(STAGING_GRAIN);
+        self.staging.take(len, |len| Pinned::zeroed(&self.gpu, len))
     }
 
     pub(super) fn return_staging(&self, buffer: Pinned<Scalar>) {
-        self.staging
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(buffer);
+        self.staging.give_back(buffer);
     }
 
     /// Host work of one proof: checks, a staging copy of the witness and of a, b and c (in
