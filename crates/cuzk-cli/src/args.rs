@@ -518,6 +518,7 @@ pub struct AnalyzeArgs {
 #[command(mut_arg("constraints", |arg| {
     arg.required(false).required_unless_present_any(["c1", "post", "snap"])
 }))]
+#[command(group(clap::ArgGroup::new("request").args(["c1", "post", "snap"])))]
 pub struct BenchArgs {
     #[command(flatten)]
     pub circuit: Option<CircuitArgs>,
@@ -536,16 +537,16 @@ pub struct BenchArgs {
     /// Parameter directory for --c1, --post or --snap (default: filecoin-proofs').
     #[arg(long)]
     pub params_dir: Option<PathBuf>,
-    /// With --c1: prove with random test parameters made in this process (their points on the
-    /// GPU when --backend allows one) instead of reading the .params file: nothing is written but
-    /// the compiled R1CS cache in the parameter directory. A 32 GiB set is ~47 GB of host memory,
-    /// taken from an automatic memory budget.
-    #[arg(long, requires = "c1")]
+    /// With --c1, --post or --snap: prove with random test parameters made in this process
+    /// (their points on the GPU when --backend allows one) instead of reading the .params file:
+    /// nothing is written but the compiled R1CS cache in the parameter directory. A 32 GiB PoRep
+    /// set is ~47 GB of host memory, taken from an automatic memory budget.
+    #[arg(long, requires = "request")]
     pub test_params: bool,
-    /// With --c1: random test parameters whose points are made on the first GPU and stay there,
-    /// the only device that proves: never written, never in host memory (a 32 GiB set is
-    /// ~47 GB), only the verifying key comes back.
-    #[arg(long, requires = "c1", conflicts_with = "test_params")]
+    /// With --c1, --post or --snap: random test parameters whose points are made on the first
+    /// GPU and stay there, the only device that proves: never written, never in host memory (a
+    /// 32 GiB PoRep set is ~47 GB), only the verifying key comes back.
+    #[arg(long, requires = "request", conflicts_with = "test_params")]
     pub test_params_on_gpu: bool,
     /// Jobs (proof requests) to run in all.
     #[arg(short = 'j', long, default_value_t = 4)]

@@ -1069,6 +1069,33 @@ fn request_commands_prove_and_verify_a_sealed_sector() {
         assert_eq!(summary["circuit"], circuit, "{summary}");
         assert_eq!(summary["partitions"], 1, "{summary}");
     }
+    // Random test parameters for a request of another kind than PoRep: nothing but the compiled
+    // R1CS cache needed in the directory, every proof verified against their key.
+    let fresh = files.path("fresh");
+    std::fs::create_dir(&fresh).unwrap();
+    for (bench_flag, kind, circuit) in [
+        ("--post", "window-post", "post"),
+        ("--snap", "snap", "snap"),
+    ] {
+        let bench = cuzk(&[
+            "--json",
+            "bench",
+            bench_flag,
+            &files.path(&format!("s/{kind}.json")),
+            "--test-params",
+            "--params-dir",
+            &fresh,
+            "--backend",
+            "cpu",
+            "-j",
+            "1",
+            "--warmup",
+            "0",
+        ]);
+        assert!(bench.status.success(), "{kind} bench: {}", stderr(&bench));
+        let summary: serde_json::Value = serde_json::from_slice(&bench.stdout).unwrap();
+        assert_eq!(summary["circuit"], circuit, "{summary}");
+    }
     // A WinningPoSt probe at CRITICAL beside a WindowPoSt load: alone, then under the load; the
     // bench's own figures are the load's.
     let probed = cuzk(&[

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
 use cuzk_filecoin::{
-    compiled_r1cs, parameter_dir, C1Output, ParamFiles, PostJob, PostRequest, SectorJob, SnapJob,
+    compiled_r1cs, parameter_dir, C1Output, CircuitId, ParamFiles, PostJob, PostRequest, SectorJob, SnapJob,
     SnapRequest,
 };
 use cuzk_groth16::backend::{Faults, FaultyBackend, GpuBackend};
@@ -42,38 +42,27 @@ use probe::Probe;
 enum Workload {
     /// `partitions` copies of a built-in circuit, with parameters from our setup.
     Synthetic(CircuitSpec),
-    /// One sealed sector's C2 (its partitions), with its parameter files and compiled R1CS
-    /// (none with --direct-synthesis); `test_params` says where to make random test parameters
-    /// instead of reading the files.
-    Porep {
-        c1: C1Output,
-        files: ParamFiles,
-        compiled: Option<Arc<CompiledR1cs>>,
-        test_params: Option<TestParams>,
-    },
-    /// One WinningPoSt or WindowPoSt request, with its parameter files and compiled R1CS.
-    Post {
-        post: PostRequest,
-        source: PathBuf,
-        files: ParamFiles,
-        compiled: Option<Arc<CompiledR1cs>>,
-    },
-    /// One SnapDeals request (its partitions), with its parameter files and compiled R1CS.
-    Snap {
-        snap: SnapRequest,
-        source: PathBuf,
-        files: ParamFiles,
-        compiled: Option<Arc<CompiledR1cs>>,
-    },
+    Filecoin(FilecoinWork),
 }
 
-/// The compiled R1CS of `files`' circuit (read, or recorded and cached), none with
-/// --direct-synthesis.
-fn compiled_unless_direct(files: &ParamFiles, direct: bool) -> Result<Option<Arc<CompiledR1cs>>> {
-    Ok(match direct {
-        true => None,
-        false => Some(compiled_r1cs(files)?.0),
-    })
+/// A Filecoin request's partitions, with its parameter files and compiled R1CS (none with
+/// --direct-synthesis); `test_params` says where to make random test parameters instead of
+/// reading the files.
+struct FilecoinWork {
+    request: Request,
+    files: ParamFiles,
+    compiled: Option<Arc<CompiledR1cs>>,
+    test_params: Option<TestParams>,
+}
+
+/// The request every job proves.
+enum Request {
+    /// One sealed sector's C2.
+    Porep(C1Output),
+    /// One WinningPoSt or WindowPoSt partition.
+    Post { post: PostRequest, source: PathBuf },
+    /// One SnapDeals update (its partitions).
+    Snap { snap: SnapRequest, source: PathBuf },
 }
 
 /// Where random test parameters are made.
@@ -84,74 +73,54 @@ enum TestParams {
     OnDevice(Arc<GpuBackend>),
 }
 
+impl TestParams {
+    /// What `args` ask for; checked before any file is read, so a GPU that is not there fails at
+    /// once.
+    fn from_args(args: &BenchArgs, global: &GlobalArgs) -> Result<Option<Self>> {
+        if args.test_params_on_gpu {
+            if matches!(args.backend, BackendChoice::Cpu) {
+                bail!("--test-params-on-gpu makes the parameters on a GPU: not with --backend cpu");
+            }
+            let gpu = backend::first_gpu(global).context("--test-params-on-gpu")?;
+            return Ok(Some(TestParams::OnDevice(Arc::new(GpuBackend::with_gpu(gpu)))));
+        }
+        if args.test_params {
+            let multiplier = backend::multiplier(args.backend, global, global.json)?;
+            return Ok(Some(TestParams::Host(multiplier)));
+        }
+        Ok(None)
+    }
+}
+
 impl Workload {
     fn from_args(args: &BenchArgs, global: &GlobalArgs) -> Result<Self> {
-        let quiet = global.json;
-        if let Some(source) = &args.post {
-            return Workload::post(source, args);
-        }
-        if let Some(source) = &args.snap {
-            let dir = parameter_dir(args.params_dir.as_deref())?;
-            let snap = SnapRequest::read(source)?;
-            let files = ParamFiles::new(&dir, snap.proof)?;
-            let compiled = compiled_unless_direct(&files, args.direct_synthesis)?;
-            return Ok(Workload::Snap {
-                snap,
+        // Before any file is read: a GPU that is not there fails at once.
+        let test_params = TestParams::from_args(args, global)?;
+        let request = match (&args.c1, &args.post, &args.snap, &args.circuit) {
+            (Some(c1), ..) => Request::Porep(C1Output::read(c1, None)?),
+            (_, Some(source), ..) => Request::Post {
+                post: PostRequest::read(source)?,
                 source: source.clone(),
-                files,
-                compiled,
-            });
-        }
-        match (&args.c1, &args.circuit) {
-            (Some(c1), _) => {
-                // Before any file is read: a GPU that is not there fails at once.
-                let test_params = if args.test_params_on_gpu {
-                    if matches!(args.backend, BackendChoice::Cpu) {
-                        bail!("--test-params-on-gpu makes the parameters on a GPU: not with --backend cpu");
-                    }
-                    let gpu = backend::first_gpu(global).context("--test-params-on-gpu")?;
-                    Some(TestParams::OnDevice(Arc::new(GpuBackend::with_gpu(gpu))))
-                } else if args.test_params {
-                    Some(TestParams::Host(backend::multiplier(
-                        args.backend,
-                        global,
-                        quiet,
-                    )?))
-                } else {
-                    None
-                };
-                let dir = parameter_dir(args.params_dir.as_deref())?;
-                let c1 = C1Output::read(c1, None)?;
-                let files = ParamFiles::new(&dir, c1.proof)?;
-                let compiled = compiled_unless_direct(&files, args.direct_synthesis)?;
-                Ok(Workload::Porep {
-                    c1,
-                    files,
-                    compiled,
-                    test_params,
-                })
-            }
-            (None, Some(circuit)) => Ok(Workload::Synthetic(CircuitSpec::from_args(circuit)?)),
-            (None, None) => {
-                bail!(
-                    "give a circuit (--constraints N), a sector (--c1 FILE), --post or --snap FILE"
-                )
-            }
-        }
+            },
+            (_, _, Some(source), _) => Request::Snap {
+                snap: SnapRequest::read(source)?,
+                source: source.clone(),
+            },
+            (.., Some(circuit)) => return Ok(Workload::Synthetic(CircuitSpec::from_args(circuit)?)),
+            (None, None, None, None) => bail!(
+                "give a circuit (--constraints N), a sector (--c1 FILE), --post or --snap FILE"
+            ),
+        };
+        FilecoinWork::new(request, args, test_params).map(Workload::Filecoin)
     }
 
-    /// The PoSt request of `source`, with the parameters of `args`' directory.
+    /// The PoSt request of `source` (a --probe's), with the parameter files of `args`' directory.
     fn post(source: &Path, args: &BenchArgs) -> Result<Self> {
-        let dir = parameter_dir(args.params_dir.as_deref())?;
-        let post = PostRequest::read(source)?;
-        let files = ParamFiles::new(&dir, post.proof)?;
-        let compiled = compiled_unless_direct(&files, args.direct_synthesis)?;
-        Ok(Workload::Post {
-            post,
+        let request = Request::Post {
+            post: PostRequest::read(source)?,
             source: source.to_owned(),
-            files,
-            compiled,
-        })
+        };
+        FilecoinWork::new(request, args, None).map(Workload::Filecoin)
     }
 
     /// Job `id`: `partitions` copies of the circuit, or the request's partitions.
@@ -168,77 +137,29 @@ impl Workload {
                     .with_shape(shape),
                 )
             }
-            Workload::Porep {
-                c1,
-                files,
-                compiled,
-                ..
-            } => Ok(SectorJob::new(id, c1, Arc::clone(params), files, compiled.clone())?.request),
-            Workload::Post {
-                post,
-                files,
-                compiled,
-                ..
-            } => Ok(PostJob::new(id, post, Arc::clone(params), files, compiled.clone())?.request),
-            Workload::Snap {
-                snap,
-                files,
-                compiled,
-                ..
-            } => Ok(SnapJob::new(id, snap, Arc::clone(params), files, compiled.clone())?.request),
+            Workload::Filecoin(work) => work.job(id, params),
         }
     }
 
     fn describe(&self) -> String {
         match self {
             Workload::Synthetic(spec) => spec.describe(),
-            Workload::Porep { c1, .. } => format!("{} C2 of {}", c1.proof, c1.source),
-            Workload::Post { post, source, .. } => {
-                format!("{} of {}", post.proof, source.display())
-            }
-            Workload::Snap { snap, source, .. } => {
-                format!("{} of {}", snap.proof, source.display())
-            }
+            Workload::Filecoin(work) => work.describe(),
         }
     }
 
     /// The parameters every job proves with; a synthetic circuit's multiplied out by
     /// `multiplier`.
     fn params(&self, progress: Progress, multiplier: &Multiplier) -> Result<Parameters> {
-        let (params, _) = match self {
-            Workload::Synthetic(spec) => progress.stage(
-                "generating parameters (random, NOT a trusted setup)",
-                || spec.random_parameters(multiplier),
-            ),
-            Workload::Porep {
-                files,
-                compiled,
-                test_params: Some(test_params),
-                ..
-            } => progress.stage(
-                "generating test parameters (random, NOT a trusted setup)",
-                || {
-                    // With --direct-synthesis the compiled R1CS serves setup only.
-                    let compiled = match compiled {
-                        Some(compiled) => Arc::clone(compiled),
-                        None => compiled_r1cs(files)?.0,
-                    };
-                    let toxic = ToxicWaste::random(&mut rand::rngs::OsRng);
-                    anyhow::Ok(match test_params {
-                        TestParams::Host(multiplier) => {
-                            parameters_for_compiled(&compiled, &toxic, multiplier)?
-                        }
-                        TestParams::OnDevice(backend) => {
-                            parameters_on_device(&compiled, &toxic, backend)?
-                        }
+        let params = match self {
+            Workload::Synthetic(spec) => {
+                progress
+                    .stage("generating parameters (random, NOT a trusted setup)", || {
+                        spec.random_parameters(multiplier)
                     })
-                },
-            ),
-            Workload::Porep { files, .. }
-            | Workload::Post { files, .. }
-            | Workload::Snap { files, .. } => progress.stage("loading parameters", || {
-                anyhow::Ok(files.load(PointCheck::Unchecked)?)
-            }),
+                    .0
+            }
+            Workload::Filecoin(work) => work.params(progress),
         };
         params.context("parameters")
     }
@@ -247,14 +168,12 @@ impl Workload {
     /// for parameters made in the process.
     fn header(&self) -> Result<Option<ParamsHeader>> {
         Ok(match self {
-            Workload::Porep {
+            Workload::Filecoin(FilecoinWork {
                 test_params: None,
                 files,
                 ..
-            }
-            | Workload::Post { files, .. }
-            | Workload::Snap { files, .. } => Some(files.header()?),
-            Workload::Porep { .. } | Workload::Synthetic(_) => None,
+            }) => Some(files.header()?),
+            Workload::Filecoin(_) | Workload::Synthetic(_) => None,
         })
     }
 
@@ -271,9 +190,7 @@ impl Workload {
     /// The compiled R1CS the run holds, if any.
     fn compiled(&self) -> Option<&Arc<CompiledR1cs>> {
         match self {
-            Workload::Porep { compiled, .. }
-            | Workload::Post { compiled, .. }
-            | Workload::Snap { compiled, .. } => compiled.as_ref(),
+            Workload::Filecoin(work) => work.compiled.as_ref(),
             Workload::Synthetic(_) => None,
         }
     }
@@ -286,22 +203,113 @@ impl Workload {
                 "constraints": circuit.constraints,
                 "boolean_fraction": circuit.boolean_fraction,
             }),
-            Workload::Porep { c1, compiled, .. } => json!({
+            Workload::Filecoin(work) => work.summary(),
+        }
+    }
+}
+
+impl FilecoinWork {
+    fn new(request: Request, args: &BenchArgs, test_params: Option<TestParams>) -> Result<Self> {
+        let dir = parameter_dir(args.params_dir.as_deref())?;
+        let files = ParamFiles::new(&dir, request.circuit())?;
+        // With --direct-synthesis the compiled R1CS serves test parameters' setup only.
+        let compiled = match args.direct_synthesis {
+            true => None,
+            false => Some(compiled_r1cs(&files)?.0),
+        };
+        Ok(FilecoinWork {
+            request,
+            files,
+            compiled,
+            test_params,
+        })
+    }
+
+    /// Partitions of one job: the sector's or the update's; one PoSt partition per job.
+    fn partitions(&self) -> Result<usize> {
+        Ok(match &self.request {
+            Request::Porep(c1) => usize::from(c1.proof.porep_config()?.partitions),
+            Request::Post { .. } => 1,
+            Request::Snap { snap, .. } => snap.vanilla_proofs.len(),
+        })
+    }
+
+    fn job(&self, id: String, params: &Arc<Parameters>) -> Result<JobRequest> {
+        let (params, files, compiled) = (Arc::clone(params), &self.files, self.compiled.clone());
+        Ok(match &self.request {
+            Request::Porep(c1) => SectorJob::new(id, c1, params, files, compiled)?.request,
+            Request::Post { post, .. } => PostJob::new(id, post, params, files, compiled)?.request,
+            Request::Snap { snap, .. } => SnapJob::new(id, snap, params, files, compiled)?.request,
+        })
+    }
+
+    fn describe(&self) -> String {
+        match &self.request {
+            Request::Porep(c1) => format!("{} C2 of {}", c1.proof, c1.source),
+            Request::Post { post, source } => format!("{} of {}", post.proof, source.display()),
+            Request::Snap { snap, source } => format!("{} of {}", snap.proof, source.display()),
+        }
+    }
+
+    /// The parameter files' points, or random test parameters made for the compiled R1CS.
+    fn params(&self, progress: Progress) -> Result<Parameters> {
+        let Some(test_params) = &self.test_params else {
+            let loaded = progress.stage("loading parameters", || {
+                self.files.load(PointCheck::Unchecked)
+            });
+            return Ok(loaded.0?);
+        };
+        let made = progress.stage(
+            "generating test parameters (random, NOT a trusted setup)",
+            || {
+                let compiled = match &self.compiled {
+                    Some(compiled) => Arc::clone(compiled),
+                    None => compiled_r1cs(&self.files)?.0,
+                };
+                let toxic = ToxicWaste::random(&mut rand::rngs::OsRng);
+                anyhow::Ok(match test_params {
+                    TestParams::Host(multiplier) => {
+                        parameters_for_compiled(&compiled, &toxic, multiplier)?
+                    }
+                    TestParams::OnDevice(backend) => {
+                        parameters_on_device(&compiled, &toxic, backend)?
+                    }
+                })
+            },
+        );
+        made.0
+    }
+
+    fn summary(&self) -> Value {
+        let rows = self.compiled.as_ref().map(|c| c.num_rows());
+        match &self.request {
+            Request::Porep(c1) => json!({
                 "circuit": "porep",
                 "seal_proof": c1.proof.name(),
-                "rows": compiled.as_ref().map(|c| c.num_rows()),
+                "rows": rows,
             }),
-            Workload::Post { post, compiled, .. } => json!({
+            Request::Post { post, .. } => json!({
                 "circuit": "post",
                 "post_proof": post.proof.name(),
                 "sectors": post.vanilla_proofs.len(),
-                "rows": compiled.as_ref().map(|c| c.num_rows()),
+                "rows": rows,
             }),
-            Workload::Snap { snap, compiled, .. } => json!({
+            Request::Snap { snap, .. } => json!({
                 "circuit": "snap",
                 "update_proof": snap.proof.name(),
-                "rows": compiled.as_ref().map(|c| c.num_rows()),
+                "rows": rows,
             }),
+        }
+    }
+}
+
+impl Request {
+    /// The circuit whose parameter files the request proves with.
+    fn circuit(&self) -> CircuitId {
+        match self {
+            Request::Porep(c1) => c1.proof.into(),
+            Request::Post { post, .. } => post.proof.into(),
+            Request::Snap { snap, .. } => snap.proof.into(),
         }
     }
 }
@@ -327,9 +335,7 @@ impl Plan {
         let workload = Workload::from_args(args, global)?;
         let partitions = match &workload {
             Workload::Synthetic(_) => args.partitions,
-            Workload::Porep { c1, .. } => usize::from(c1.proof.porep_config()?.partitions),
-            Workload::Post { .. } => 1,
-            Workload::Snap { snap, .. } => snap.vanilla_proofs.len(),
+            Workload::Filecoin(work) => work.partitions()?,
         };
         Ok(Plan {
             workload,
@@ -557,10 +563,10 @@ fn with_injected_fault(
 pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
     let mut plan = Plan::from_args(&args, global)?;
     let backends: Vec<Arc<dyn ProverBackend>> = match &plan.workload {
-        Workload::Porep {
+        Workload::Filecoin(FilecoinWork {
             test_params: Some(TestParams::OnDevice(backend)),
             ..
-        } => vec![backend.clone()],
+        }) => vec![backend.clone()],
         _ => backend::select_all(args.backend, args.devices.as_deref(), global)?,
     };
     let backends = with_injected_fault(backends, args.inject_device_fault)?;
