@@ -11,6 +11,9 @@
 #   KINDS="winning-post porep" for fewer kinds; BACKEND=cpu tries it without a GPU; HOLD=16 runs
 #   everything with 16 GiB of device memory free (hold.sh); SECTOR and PARAMS: directories to
 #   reuse (e.g. porep32_h200.sh's /tmp/sector-32GiB and /tmp/p32, whose PoRep set a PROBE needs).
+#   ONGPU=1: no setup and no proof through files; each bench makes random test parameters on the
+#   GPU (--test-params-on-gpu: a 32 GiB set needs no disk but its R1CS cache), WARMUP=N jobs left
+#   out of its steady state (default 1).
 set -uo pipefail
 PACK=${1:?usage: post_h200.sh PACK [JOBS]}
 JOBS=${2:-30}
@@ -21,7 +24,7 @@ SIZE=${SIZE:-2KiB}
 SAMPLE=${SAMPLE:-0}
 case $SIZE in 32GiB|64GiB) SAMPLE=1 ;; esac
 KINDS=${KINDS:-winning-post window-post snap porep}
-[ "$SAMPLE" = 1 ] && KINDS=${KINDS/snap/}
+ONGPU=${ONGPU:-}
 PROBE=${PROBE:-}
 SECTOR=${SECTOR:-/tmp/post-sector-$SIZE}
 PARAMS=${PARAMS:-/tmp/post-params-$SIZE}
@@ -38,11 +41,11 @@ fi
 . "$(dirname "$0")/hold.sh"
 hold "${HOLD:-max}"
 trap release EXIT
-for kind in $KINDS; do
+[ -n "$ONGPU" ] || for kind in $KINDS; do
   /usr/bin/time -f "setup $kind $SIZE: %e s, %M KiB" "$BIN/cuzk" setup "--$kind" "$SIZE" --backend "$BACKEND" --out "$PARAMS" > /dev/null || echo "setup $kind: failed"
 done
 
-for kind in $KINDS; do
+[ -n "$ONGPU" ] || for kind in $KINDS; do
   [ "$kind" = porep ] && continue
   cuzk prove "$kind" --request "$SECTOR/$kind.json" --params-dir "$PARAMS" --backend "$BACKEND" \
     --out "$OUT/$kind.proof" > "$OUT/prove-$kind.txt" 2>&1 || { echo "prove $kind: failed"; tail -3 "$OUT/prove-$kind.txt"; }
@@ -55,14 +58,15 @@ for kind in $KINDS; do
   input=(--post "$SECTOR/$kind.json")
   [ "$kind" = snap ] && input=(--snap "$SECTOR/snap.json")
   [ "$kind" = porep ] && input=(--c1 "$SECTOR/c1.json")
-  cuzk bench "${input[@]}" --params-dir "$PARAMS" --backend "$BACKEND" -j "$JOBS" -c 1 \
-    --json-out "$OUT/bench-$kind.json" --timeline "$OUT/timeline-$kind.log" > "$OUT/bench-$kind.txt" 2>&1 || { echo "bench $kind: failed"; tail -5 "$OUT/bench-$kind.txt"; continue; }
+  /usr/bin/time -f "bench $kind: %e s, %M KiB" "$BIN/cuzk" bench "${input[@]}" --params-dir "$PARAMS" \
+    --backend "$BACKEND" -j "$JOBS" -c 1 --warmup "${WARMUP:-1}" ${ONGPU:+--test-params-on-gpu} --json-out "$OUT/bench-$kind.json" --timeline "$OUT/timeline-$kind.log" > "$OUT/bench-$kind.txt" 2>&1 || { echo "bench $kind: failed"; tail -5 "$OUT/bench-$kind.txt"; continue; }
   rows+=("$kind | $(python3 - "$OUT/bench-$kind.json" <<'PY'
 import json, sys
 b = json.load(open(sys.argv[1]))
 p = b["per_partition"]
 med = lambda k: p[k]["median"] if k in p else float("nan")
-print(f"{b['steady_state_s_per_proof'] * 1e3:.1f} | {b.get('rows')} | {med('synth_ms'):.1f} | "
+steady = b['steady_state_s_per_proof']
+print(f"{steady * 1e3 if steady else float('nan'):.1f} | {b.get('rows')} | {med('synth_ms'):.1f} | "
       f"{med('prove_start_ms'):.1f} | {med('gpu_ms'):.1f} / {p['gpu_ms']['p90']:.1f}")
 PY
 )")

@@ -42,7 +42,7 @@ use probe::Probe;
 enum Workload {
     /// `partitions` copies of a built-in circuit, with parameters from our setup.
     Synthetic(CircuitSpec),
-    Filecoin(FilecoinWork),
+    Filecoin(Box<FilecoinWork>),
 }
 
 /// A Filecoin request's partitions, with its parameter files and compiled R1CS (none with
@@ -111,7 +111,7 @@ impl Workload {
                 "give a circuit (--constraints N), a sector (--c1 FILE), --post or --snap FILE"
             ),
         };
-        FilecoinWork::new(request, args, test_params).map(Workload::Filecoin)
+        FilecoinWork::new(request, args, test_params).map(|work| Workload::Filecoin(Box::new(work)))
     }
 
     /// The PoSt request of `source` (a --probe's), with the parameter files of `args`' directory.
@@ -120,7 +120,7 @@ impl Workload {
             post: PostRequest::read(source)?,
             source: source.to_owned(),
         };
-        FilecoinWork::new(request, args, None).map(Workload::Filecoin)
+        FilecoinWork::new(request, args, None).map(|work| Workload::Filecoin(Box::new(work)))
     }
 
     /// Job `id`: `partitions` copies of the circuit, or the request's partitions.
@@ -168,11 +168,7 @@ impl Workload {
     /// for parameters made in the process.
     fn header(&self) -> Result<Option<ParamsHeader>> {
         Ok(match self {
-            Workload::Filecoin(FilecoinWork {
-                test_params: None,
-                files,
-                ..
-            }) => Some(files.header()?),
+            Workload::Filecoin(work) if work.test_params.is_none() => Some(work.files.header()?),
             Workload::Filecoin(_) | Workload::Synthetic(_) => None,
         })
     }
@@ -185,6 +181,17 @@ impl Workload {
         gpu_workers_per_device: usize,
     ) -> HostPlan {
         HostPlan::loaded(params, self.compiled(), backends, gpu_workers_per_device)
+    }
+
+    /// The backend whose GPU holds the test parameters made there: the only one that proves.
+    fn params_device(&self) -> Option<&Arc<GpuBackend>> {
+        match self {
+            Workload::Filecoin(work) => match &work.test_params {
+                Some(TestParams::OnDevice(backend)) => Some(backend),
+                _ => None,
+            },
+            Workload::Synthetic(_) => None,
+        }
     }
 
     /// The compiled R1CS the run holds, if any.
@@ -562,12 +569,9 @@ fn with_injected_fault(
 
 pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
     let mut plan = Plan::from_args(&args, global)?;
-    let backends: Vec<Arc<dyn ProverBackend>> = match &plan.workload {
-        Workload::Filecoin(FilecoinWork {
-            test_params: Some(TestParams::OnDevice(backend)),
-            ..
-        }) => vec![backend.clone()],
-        _ => backend::select_all(args.backend, args.devices.as_deref(), global)?,
+    let backends: Vec<Arc<dyn ProverBackend>> = match plan.workload.params_device() {
+        Some(backend) => vec![backend.clone()],
+        None => backend::select_all(args.backend, args.devices.as_deref(), global)?,
     };
     let backends = with_injected_fault(backends, args.inject_device_fault)?;
     let progress = Progress::new(global.json);
