@@ -8,7 +8,7 @@ use bellperson::groth16::aggregate::AggregateVersion;
 use cuzk_groth16::Parameters;
 use cuzk_math::Scalar;
 use cuzk_pipeline::engine::PartitionedCircuit;
-use cuzk_pipeline::{unpanicked, Engine, JobRequest, Partition};
+use cuzk_pipeline::{unpanicked, JobRequest, Partition};
 use cuzk_synth::{CompiledError, CompiledR1cs, ProvingAssignment};
 use filecoin_hashers::Domain;
 use filecoin_proofs::parameters::public_params;
@@ -25,16 +25,7 @@ use crate::error::filecoin;
 use crate::partition::{PartitionCircuit, TreeDomain};
 use crate::seal_proof::Revision;
 use crate::shapes::{Circuit, Compound, Drg};
-use crate::{C1Output, FilecoinError, ParamFiles, SealProof};
-
-/// A sector's commit-2, ready to be proven: one partition per vanilla proof set.
-#[derive(Debug)]
-pub struct SectorJob {
-    pub request: JobRequest,
-    pub partitions: usize,
-    /// For a non-interactive PoRep, what the partition proofs are aggregated with.
-    aggregation: Option<Aggregation>,
-}
+use crate::{C1Output, FilecoinError, FilecoinJob, ParamFiles, SealProof};
 
 /// A non-interactive PoRep's proof is the SnarkPack aggregate of its partition proofs, made by
 /// filecoin-proofs with the SRS in its parameter directory.
@@ -45,74 +36,51 @@ struct Aggregation {
     seed: [u8; 32],
 }
 
-impl SectorJob {
-    /// Builds the partition circuits of `c1` ([`SectorCircuits::new`]) for proving with `params`,
-    /// which were read from `files`; with `compiled` (the circuit's R1CS, see
-    /// [`crate::compiled_r1cs`]) the engine synthesizes by witness only.
-    pub fn new(
-        id: impl Into<String>,
-        c1: &C1Output,
-        params: Arc<Parameters>,
-        files: &ParamFiles,
-        compiled: Option<Arc<CompiledR1cs>>,
-    ) -> Result<Self, FilecoinError> {
-        let aggregation = if c1.proof.revision == Revision::NonInteractive {
-            files.require_srs()?;
-            let commitments = c1.commitments()?;
-            Some(Aggregation {
-                proof: c1.proof,
-                comm_r: commitments.comm_r,
-                seed: commitments.seed,
-            })
-        } else {
-            None
-        };
-        let (request, partitions) = with_shape!(
-            c1.proof.size.bytes(),
-            build,
-            id.into(),
-            c1,
-            params,
-            files,
-            compiled,
-        )?;
-        Ok(SectorJob {
-            request,
-            partitions,
-            aggregation,
+/// A sector's commit-2 as one engine job: one partition per vanilla proof set
+/// ([`SectorCircuits::new`]); for a non-interactive PoRep, its aggregation to finish with.
+pub(crate) fn job(
+    id: String,
+    c1: &C1Output,
+    params: Arc<Parameters>,
+    files: &ParamFiles,
+    compiled: Option<Arc<CompiledR1cs>>,
+) -> Result<FilecoinJob, FilecoinError> {
+    let aggregation = if c1.proof.revision == Revision::NonInteractive {
+        files.require_srs()?;
+        let commitments = c1.commitments()?;
+        Some(Aggregation {
+            proof: c1.proof,
+            comm_r: commitments.comm_r,
+            seed: commitments.seed,
         })
-    }
-
-    /// Proves every partition through `engine` (each proof verified there) and returns the proof
-    /// bytes as filecoin-proofs writes them: the partition proofs concatenated, 192 bytes each.
-    /// For a non-interactive PoRep, the aggregate of the partition proofs, as
-    /// `seal_commit_phase2` returns it.
-    pub async fn prove(self, engine: &Engine) -> Result<Vec<u8>, FilecoinError> {
-        let (request, finish) = self.split();
-        finish.finish(engine.submit(request).wait().await?.proof_bytes())
-    }
-
-    /// The engine job, and what turns its partition proofs into the sector's proof: for callers
-    /// that submit the job themselves (to set its priority, follow or cancel it).
-    pub fn split(self) -> (JobRequest, SectorFinish) {
-        (
-            self.request,
-            SectorFinish {
-                aggregation: self.aggregation,
-            },
-        )
-    }
+    } else {
+        None
+    };
+    let (request, partitions) = with_shape!(
+        c1.proof.size.bytes(),
+        build,
+        id,
+        c1,
+        params,
+        files,
+        compiled,
+    )?;
+    Ok(FilecoinJob {
+        request,
+        partitions,
+        finish: ProofFinish { aggregation },
+    })
 }
 
-/// The last step of a sector's commit-2, after the engine proved its partitions.
-#[derive(Debug)]
-pub struct SectorFinish {
+/// The last step of a request's proof, after the engine proved its partitions.
+#[derive(Debug, Default)]
+pub struct ProofFinish {
     aggregation: Option<Aggregation>,
 }
 
-impl SectorFinish {
-    /// The sector's proof from its partition proofs concatenated: those bytes themselves, or for
-    /// a non-interactive PoRep their SnarkPack aggregate.
+impl ProofFinish {
+    /// The request's proof from its partition proofs concatenated: those bytes themselves, or
+    /// for a non-interactive PoRep their SnarkPack aggregate.
     pub fn finish(self, proofs: Vec<u8>) -> Result<Vec<u8>, FilecoinError> {
         match self.aggregation {
             None => Ok(proofs),

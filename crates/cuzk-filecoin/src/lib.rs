@@ -12,6 +12,7 @@
 //! - [`c1`]: C1 outputs, raw or in the FFI's form, with errors naming the file and field.
 //! - [`c2`]: each partition's StackedDRG circuit and public inputs, built as filecoin-proofs'
 //!   `seal_commit_phase2` builds them, as one engine job.
+//! - [`FilecoinRequest`]: a request of any of these kinds, proven as one [`FilecoinJob`].
 //! - [`params`]: parameter files by filecoin-proofs' names; test parameters by cuzk's setup.
 //! - [`r1cs`]: the circuit's compiled R1CS, cached beside the parameters, for witness-only
 //!   synthesis.
@@ -37,6 +38,7 @@ mod partition;
 pub mod post;
 pub mod post_proof;
 pub mod r1cs;
+mod request;
 mod request_file;
 pub mod sample;
 pub mod seal_proof;
@@ -48,19 +50,20 @@ pub mod update_proof;
 pub mod verify;
 
 pub use c1::{C1Output, SealCommitments};
-pub use c2::{SectorCircuits, SectorFinish, SectorJob};
+pub use c2::{ProofFinish, SectorCircuits};
 pub use error::FilecoinError;
 pub use params::{check_parameter_dir, parameter_dir, use_parameter_dir, CircuitId, ParamFiles};
 pub use partition::PartitionCircuit;
-pub use post::{PostCircuits, PostJob, PostRequest, MAX_PARTITIONS_PER_DEADLINE};
+pub use post::{PostCircuits, PostRequest, MAX_PARTITIONS_PER_DEADLINE};
 pub use post_proof::{PostKind, PostProof};
 pub use r1cs::{compiled_r1cs, R1csOrigin};
+pub use request::{FilecoinJob, FilecoinRequest};
 pub use sample::{sample_sector, SampledSector};
 pub use seal_proof::{Revision, SealProof, SectorSize, SECTOR_SIZES};
 pub use sealer::{
     post_vanilla_proofs, prover_id_of_miner, random_field_bytes, seal_random_sector, snap_update,
     SealedSector,
 };
-pub use snap::{SnapCircuits, SnapJob, SnapRequest};
+pub use snap::{SnapCircuits, SnapRequest};
 pub use update_proof::UpdateProof;
 pub use verify::{verify_post, verify_seal, verify_snap, SectorIdentity};

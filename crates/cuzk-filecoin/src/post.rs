@@ -31,7 +31,7 @@ use crate::error::filecoin;
 use crate::inclusion::{self, TreePathLevel};
 use crate::request_file::{byte_strings, bytes32, read_json, registered_proof, to_hex, write_json};
 use crate::shapes::post_public_params;
-use crate::{FilecoinError, ParamFiles, PostKind, PostProof};
+use crate::{FilecoinError, FilecoinJob, ParamFiles, PostKind, PostProof};
 
 /// Partitions a WindowPoSt deadline may have (the miner actor's limit): a partition index past
 /// it is refused, as it sizes the public inputs (the sectors of every partition before it).
@@ -50,34 +50,25 @@ pub struct PostRequest {
     pub partition: usize,
 }
 
-/// A PoSt, ready to be proven: one engine job of one partition, whose proof (192 bytes) is the
-/// PoSt's as filecoin-proofs returns it.
-#[derive(Debug)]
-pub struct PostJob {
-    pub request: JobRequest,
-}
-
-impl PostJob {
-    /// Decodes and checks `post`'s vanilla proofs, then builds its circuit for proving with
-    /// `params`, read from `files`; with `compiled` the engine synthesizes by witness only.
-    pub fn new(
-        id: impl Into<String>,
-        post: &PostRequest,
-        params: Arc<Parameters>,
-        files: &ParamFiles,
-        compiled: Option<Arc<CompiledR1cs>>,
-    ) -> Result<Self, FilecoinError> {
-        let request = with_shape!(
-            post.proof.size.bytes(),
-            build,
-            id.into(),
-            post,
-            params,
-            files,
-            compiled,
-        )?;
-        Ok(PostJob { request })
-    }
+/// A PoSt as one engine job of one partition, whose proof (192 bytes) is the PoSt's as
+/// filecoin-proofs returns it; its vanilla proofs decoded and checked first.
+pub(crate) fn job(
+    id: String,
+    post: &PostRequest,
+    params: Arc<Parameters>,
+    files: &ParamFiles,
+    compiled: Option<Arc<CompiledR1cs>>,
+) -> Result<FilecoinJob, FilecoinError> {
+    let request = with_shape!(
+        post.proof.size.bytes(),
+        build,
+        id,
+        post,
+        params,
+        files,
+        compiled,
+    )?;
+    Ok(FilecoinJob::concatenated(request, 1))
 }
 
 fn build<Tree: 'static + MerkleTreeTrait>(

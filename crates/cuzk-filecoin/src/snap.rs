@@ -27,7 +27,7 @@ use storage_proofs_update::{
 
 use crate::error::filecoin;
 use crate::request_file::{byte_strings, bytes32, read_json, registered_proof, to_hex, write_json};
-use crate::{FilecoinError, ParamFiles, UpdateProof};
+use crate::{FilecoinError, FilecoinJob, ParamFiles, UpdateProof};
 
 /// What Curio sends for one SnapDeals update: the registered update proof, one vanilla proof per
 /// partition (the FFI's bincode bytes), and the sector's old and new commitments (raw 32 bytes).
@@ -40,33 +40,24 @@ pub struct SnapRequest {
     pub comm_d_new: [u8; 32],
 }
 
-/// A SnapDeals update, ready to be proven: one engine job of the update's partitions.
-#[derive(Debug)]
-pub struct SnapJob {
-    pub request: JobRequest,
-    pub partitions: usize,
-}
-
-impl SnapJob {
-    /// Decodes and checks `snap`'s vanilla proofs, then builds its circuits for proving with
-    /// `params`, read from `files`; with `compiled` the engine synthesizes by witness only.
-    pub fn new(
-        id: impl Into<String>,
-        snap: &SnapRequest,
-        params: Arc<Parameters>,
-        files: &ParamFiles,
-        compiled: Option<Arc<CompiledR1cs>>,
-    ) -> Result<Self, FilecoinError> {
-        with_shape!(
-            snap.proof.size.bytes(),
-            build,
-            id.into(),
-            snap,
-            params,
-            files,
-            compiled,
-        )
-    }
+/// A SnapDeals update as one engine job of its partitions, whose proofs concatenated are the
+/// update's; its partition proofs decoded and checked first.
+pub(crate) fn job(
+    id: String,
+    snap: &SnapRequest,
+    params: Arc<Parameters>,
+    files: &ParamFiles,
+    compiled: Option<Arc<CompiledR1cs>>,
+) -> Result<FilecoinJob, FilecoinError> {
+    with_shape!(
+        snap.proof.size.bytes(),
+        build,
+        id,
+        snap,
+        params,
+        files,
+        compiled,
+    )
 }
 
 fn build<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
@@ -75,16 +66,14 @@ fn build<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     params: Arc<Parameters>,
     files: &ParamFiles,
     compiled: Option<Arc<CompiledR1cs>>,
-) -> Result<SnapJob, FilecoinError> {
+) -> Result<FilecoinJob, FilecoinError> {
     let mut circuits = SnapCircuits::<Tree>::new(snap)?;
     let inputs = circuits.public_inputs.first().map_or(0, Vec::len);
     files.check_fit(&params, inputs, compiled.as_deref())?;
     circuits.compiled = compiled;
     let partitions = circuits.circuits.len();
-    Ok(SnapJob {
-        request: JobRequest::new(id, params, partitions, circuits),
-        partitions,
-    })
+    let request = JobRequest::new(id, params, partitions, circuits);
+    Ok(FilecoinJob::concatenated(request, partitions))
 }
 
 /// An update's circuits and public inputs, one per partition.

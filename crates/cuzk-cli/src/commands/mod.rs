@@ -9,6 +9,7 @@ pub mod demo;
 pub mod porep;
 pub mod post;
 pub mod prove;
+pub mod request;
 pub mod serve;
 pub mod setup;
 pub mod snap;

@@ -3,18 +3,15 @@
 //! freshly sealed test sector gets.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use cuzk_filecoin::{
-    parameter_dir, post_vanilla_proofs, random_field_bytes, verify_post, ParamFiles, PostJob,
-    PostKind, PostProof, PostRequest, SealProof, SealedSector,
+    parameter_dir, post_vanilla_proofs, random_field_bytes, verify_post, FilecoinRequest, PostKind,
+    PostProof, PostRequest, SealProof, SealedSector,
 };
 use serde_json::json;
 
-use super::porep::Prover;
 use crate::args::{GlobalArgs, RequestInputArgs, RequestProveArgs, RequestVerifyArgs};
-use crate::progress::Progress;
 use crate::Outcome;
 
 /// What a PoSt command reads, validated: the parameter directory settled, the request parsed
@@ -41,37 +38,20 @@ impl PostInput {
 }
 
 pub fn prove(global: &GlobalArgs, args: RequestProveArgs, winning: bool) -> Result<Outcome> {
-    let progress = Progress::new(global.json);
     let input = PostInput::open(&args.input, winning)?;
-    let proof = input.post.proof;
+    let source = &args.input.request;
     let out = args
         .out
         .clone()
-        .unwrap_or_else(|| args.input.request.with_extension("proof"));
-    let files = ParamFiles::new(&input.params_dir, proof)?;
-    let prover = Prover::load(global, &args.proving, &files)?;
-    let (job, _) = progress.stage("building the circuit", || {
-        PostJob::new(
-            args.input.request.display().to_string(),
-            &input.post,
-            Arc::clone(&prover.params),
-            &files,
-            prover.compiled.clone(),
-        )
-    });
-    let job = job?;
-    let (bytes, elapsed) =
-        progress.stage(&format!("proving {proof}"), || prover.run(1, job.request));
-    let bytes = bytes.with_context(|| format!("proving {}", args.input.request.display()))?;
-    super::write_proof(
+        .unwrap_or_else(|| source.with_extension("proof"));
+    let request = FilecoinRequest::Post(input.post);
+    super::request::prove(
         global,
+        &request,
+        source,
+        &input.params_dir,
+        &args.proving,
         &out,
-        &bytes,
-        elapsed,
-        json!({
-            "post_proof": proof.name(),
-            "sectors": input.post.vanilla_proofs.len(),
-        }),
     )
 }
 

@@ -1,22 +1,23 @@
-//! `cuzk setup`: random test parameters for a built-in circuit.
+//! `cuzk setup`: random test parameters for a built-in circuit or a Filecoin circuit.
 
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use cuzk_filecoin::{CircuitId, PostKind, PostProof, SealProof, UpdateProof};
+use cuzk_filecoin::{
+    compiled_r1cs, CircuitId, ParamFiles, PostKind, PostProof, SealProof, UpdateProof,
+};
 use cuzk_groth16::setup::{generate_parameters_on, Multiplier, ToxicWaste};
 use cuzk_groth16::Parameters;
 use rand::rngs::OsRng;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::args::{GlobalArgs, SetupArgs};
 use crate::circuit::CircuitSpec;
 use crate::progress::Progress;
 use crate::{backend, Outcome};
 
-/// Generates and writes parameters; returns them for callers that go on to prove.
 /// Where the toxic waste comes from: the OS, or `seed` (reproducible, forgeable).
 pub fn toxic_rng(seed: Option<u64>) -> Box<dyn RngCore> {
     match seed {
@@ -25,6 +26,7 @@ pub fn toxic_rng(seed: Option<u64>) -> Box<dyn RngCore> {
     }
 }
 
+/// Generates and writes parameters; returns them for callers that go on to prove.
 pub fn generate(
     spec: &CircuitSpec,
     out: &Path,
@@ -66,7 +68,7 @@ pub fn run(global: &GlobalArgs, args: SetupArgs) -> Result<Outcome> {
         _ => None,
     };
     if let Some(circuit) = filecoin {
-        return super::porep::setup(global, circuit, &args);
+        return setup_filecoin(global, circuit, &args);
     }
     let Some(circuit) = &args.circuit else {
         bail!("give a circuit (--constraints N), --porep, --winning-post, --window-post or --snap SIZE");
@@ -84,23 +86,63 @@ pub fn run(global: &GlobalArgs, args: SetupArgs) -> Result<Outcome> {
         &mut toxic_rng(args.toxic_seed),
         progress,
     )?;
-    let summary = json!({
-        "params": args.out,
-        "public_inputs": params.vk.ic.len() - 1,
-        "aux": params.l.len(),
-        "domain_size": params.h.len() + 1,
-        "file_bytes": params.file_size(),
-        "setup_s": seconds,
-    });
+    let fields = json!({ "params": args.out, "setup_s": seconds });
+    let line = format!(
+        "wrote {} ({} bytes, domain 2^{})",
+        args.out.display(),
+        params.file_size(),
+        (params.h.len() + 1).trailing_zeros()
+    );
+    Ok(report(global, &params, fields, line))
+}
+
+/// Reports parameters written: `fields` and their sizes under `--json`, else `line`.
+fn report(global: &GlobalArgs, params: &Parameters, mut fields: Value, line: String) -> Outcome {
+    fields["public_inputs"] = json!(params.vk.ic.len() - 1);
+    fields["aux"] = json!(params.l.len());
+    fields["domain_size"] = json!(params.h.len() + 1);
+    fields["file_bytes"] = json!(params.file_size());
     if global.json {
-        println!("{summary}");
+        println!("{fields}");
     } else {
-        println!(
-            "wrote {} ({} bytes, domain 2^{})",
-            args.out.display(),
-            params.file_size(),
-            (params.h.len() + 1).trailing_zeros()
-        );
+        println!("{line}");
     }
-    Ok(Outcome::Success)
+    Outcome::Success
+}
+
+/// `cuzk setup --porep|--winning-post|--window-post|--snap`: test parameters for a Filecoin
+/// circuit, with its compiled R1CS (recorded or read) beside them.
+fn setup_filecoin(global: &GlobalArgs, circuit: CircuitId, args: &SetupArgs) -> Result<Outcome> {
+    let out = &args.out;
+    let multiplier = backend::multiplier(args.backend, global, global.json)?;
+    let progress = Progress::new(global.json);
+    eprintln!(
+        "cuzk: WARNING: random test parameters for {circuit}, NOT the Filecoin network's: proofs \
+         made with them verify only against this .vk, and they are not a trusted setup"
+    );
+    let files = ParamFiles::new(out, circuit)?;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    // Setup reads the circuit's compiled R1CS, which proving reads too: made (or read) first.
+    let (compiled, r1cs_time) =
+        progress.stage("recording the circuit's R1CS", || compiled_r1cs(&files));
+    let (compiled, origin) = compiled?;
+    let (generated, elapsed) = progress.stage("generating parameters", || {
+        files.generate_for(&compiled, &mut toxic_rng(args.toxic_seed), &multiplier)
+    });
+    let params = generated?;
+    let fields = json!({
+        "circuit": circuit.to_string(),
+        "params": files.params,
+        "vk": files.vk,
+        "r1cs": format!("{origin:?}"),
+        "r1cs_s": r1cs_time.as_secs_f64(),
+        "setup_s": elapsed.as_secs_f64(),
+    });
+    let line = format!(
+        "wrote {} ({} bytes) and {}",
+        files.params.display(),
+        params.file_size(),
+        files.vk.display()
+    );
+    Ok(report(global, &params, fields, line))
 }

@@ -3,17 +3,14 @@
 //! gets.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use cuzk_filecoin::{
-    parameter_dir, snap_update, verify_snap, ParamFiles, SealedSector, SnapJob, SnapRequest,
+    parameter_dir, snap_update, verify_snap, FilecoinRequest, SealedSector, SnapRequest,
 };
 use serde_json::json;
 
-use super::porep::Prover;
 use crate::args::{GlobalArgs, RequestInputArgs, RequestProveArgs, RequestVerifyArgs};
-use crate::progress::Progress;
 use crate::Outcome;
 
 /// The parameter directory settled and the request parsed.
@@ -23,40 +20,14 @@ fn open(args: &RequestInputArgs) -> Result<(PathBuf, SnapRequest)> {
 }
 
 pub fn prove(global: &GlobalArgs, args: RequestProveArgs) -> Result<Outcome> {
-    let progress = Progress::new(global.json);
     let (params_dir, snap) = open(&args.input)?;
-    let proof = snap.proof;
+    let source = &args.input.request;
     let out = args
         .out
         .clone()
-        .unwrap_or_else(|| args.input.request.with_extension("proof"));
-    let files = ParamFiles::new(&params_dir, proof)?;
-    let prover = Prover::load(global, &args.proving, &files)?;
-    let (job, _) = progress.stage("building the circuits", || {
-        SnapJob::new(
-            args.input.request.display().to_string(),
-            &snap,
-            Arc::clone(&prover.params),
-            &files,
-            prover.compiled.clone(),
-        )
-    });
-    let job = job?;
-    let partitions = job.partitions;
-    let (bytes, elapsed) = progress.stage(&format!("proving {proof}"), || {
-        prover.run(partitions, job.request)
-    });
-    let bytes = bytes.with_context(|| format!("proving {}", args.input.request.display()))?;
-    super::write_proof(
-        global,
-        &out,
-        &bytes,
-        elapsed,
-        json!({
-            "update_proof": proof.name(),
-            "partitions": partitions,
-        }),
-    )
+        .unwrap_or_else(|| source.with_extension("proof"));
+    let request = FilecoinRequest::Snap(snap);
+    super::request::prove(global, &request, source, &params_dir, &args.proving, &out)
 }
 
 pub fn verify(global: &GlobalArgs, args: RequestVerifyArgs) -> Result<Outcome> {

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use base64::Engine as _;
 use cuzk_filecoin::{
     compiled_r1cs, prover_id_of_miner, verify_post, verify_seal, verify_snap, C1Output, CircuitId,
-    FilecoinError, ParamFiles, PostJob, PostKind, PostProof, PostRequest, R1csOrigin, SealProof,
-    SectorIdentity, SectorJob, SectorSize, SnapJob, SnapRequest, UpdateProof,
+    FilecoinError, FilecoinJob, FilecoinRequest, ParamFiles, PostKind, PostProof, PostRequest,
+    R1csOrigin, SealProof, SectorIdentity, SectorSize, SnapRequest, UpdateProof,
     MAX_PARTITIONS_PER_DEADLINE, SECTOR_SIZES,
 };
 use cuzk_groth16::params_file::PointCheck;
@@ -142,7 +142,7 @@ fn check_size(field: &str, bytes: u64, proof: SealProof) -> Result<(), DaemonErr
     ))
 }
 
-fn check_porep(request: SubmitProofRequest) -> Result<PorepJob, DaemonError> {
+fn check_porep(request: SubmitProofRequest) -> Result<FilecoinBuild, DaemonError> {
     let proof = SealProof::from_number(request.registered_proof).ok_or_else(|| {
         DaemonError::invalid(
             "registered_proof",
@@ -176,13 +176,13 @@ fn check_porep(request: SubmitProofRequest) -> Result<PorepJob, DaemonError> {
             }
             _ => DaemonError::invalid("vanilla_proof.Phase1Out", e.to_string()),
         })?;
-    Ok(PorepJob {
-        c1,
-        identity: SectorIdentity {
-            prover_id: prover_id_of_miner(request.miner_id),
-            sector_id: wrapper.sector_num,
-        },
-        miner_id: request.miner_id,
+    let identity = SectorIdentity {
+        prover_id: prover_id_of_miner(request.miner_id),
+        sector_id: wrapper.sector_num,
+    };
+    Ok(FilecoinBuild {
+        request: FilecoinRequest::Porep(c1),
+        sector: Some((identity, request.miner_id)),
         params_dir: PathBuf::new(),
     })
 }
@@ -282,8 +282,9 @@ impl Circuits for FilecoinCircuits {
                 let snap = check_snap(request)?;
                 Ok(Work::Prove {
                     circuit: circuit_name(CircuitId::Update(snap.proof)),
-                    job: Box::new(SnapBuild {
-                        snap,
+                    job: Box::new(FilecoinBuild {
+                        request: FilecoinRequest::Snap(snap),
+                        sector: None,
                         params_dir: self.params_dir.clone(),
                     }),
                 })
@@ -300,8 +301,9 @@ impl Circuits for FilecoinCircuits {
                 });
                 Ok(Work::Prove {
                     circuit: circuit_name(circuit),
-                    job: Box::new(PostBuild {
-                        post,
+                    job: Box::new(FilecoinBuild {
+                        request: FilecoinRequest::Post(post),
+                        sector: None,
                         params_dir: self.params_dir.clone(),
                     }),
                 })
@@ -309,8 +311,9 @@ impl Circuits for FilecoinCircuits {
             Kind::PoRep => {
                 let mut job = check_porep(request)?;
                 job.params_dir = self.params_dir.clone();
+                let size = job.request.circuit().size();
                 Ok(Work::Prove {
-                    circuit: circuit_name(CircuitId::Seal(SealProof::current(job.c1.proof.size))),
+                    circuit: circuit_name(CircuitId::Seal(SealProof::current(size))),
                     job: Box::new(job),
                 })
             }
@@ -392,154 +395,91 @@ fn r1cs_note(origin: &R1csOrigin, took: std::time::Duration) -> String {
     }
 }
 
-/// A checked PoRep C2 request.
-struct PorepJob {
-    c1: C1Output,
-    identity: SectorIdentity,
-    miner_id: u64,
+/// A checked request, proven as one job; its proof is returned only once filecoin-proofs'
+/// verifier accepts it as Curio's chain will check it.
+struct FilecoinBuild {
+    request: FilecoinRequest,
+    /// A PoRep's sector and miner: the statement verify_seal checks.
+    sector: Option<(SectorIdentity, u64)>,
     params_dir: PathBuf,
 }
 
-impl BuildJob for PorepJob {
+impl BuildJob for FilecoinBuild {
     fn build(self: Box<Self>, id: &str, params: &ParamSet) -> Result<PreparedJob, String> {
-        let PorepJob {
-            c1,
-            identity,
-            miner_id,
-            params_dir,
-        } = *self;
-        let proof = c1.proof;
-        let files = ParamFiles::new(&params_dir, proof).map_err(|e| e.to_string())?;
-        let commitments = c1.commitments().map_err(|e| e.to_string())?;
-        let job = SectorJob::new(
-            id,
-            &c1,
-            Arc::clone(&params.params),
-            &files,
-            params.compiled.clone(),
-        )
-        .map_err(|e| e.to_string())?;
-        let (request, finish) = job.split();
+        let files =
+            ParamFiles::new(&self.params_dir, self.request.circuit()).map_err(|e| e.to_string())?;
+        let FilecoinJob {
+            request, finish, ..
+        } = self
+            .request
+            .job(
+                id,
+                Arc::clone(&params.params),
+                &files,
+                params.compiled.clone(),
+            )
+            .map_err(|e| e.to_string())?;
         Ok(PreparedJob {
             request,
             finish: Box::new(move |output| {
                 let bytes = finish
                     .finish(output.proof_bytes())
                     .map_err(|e| e.to_string())?;
-                // The partitions were verified one by one; this checks the sector's proof as
-                // Curio will, for this miner and sector.
-                let verdict = verify_seal(proof, &commitments, identity, &bytes, &params_dir);
-                passed(verdict, bytes, || {
+                self.verified(bytes)
+            }),
+        })
+    }
+}
+
+impl FilecoinBuild {
+    /// `bytes` if filecoin-proofs' verifier of the request's kind accepts them, else why not.
+    /// The engine verified each partition against its public inputs; this checks the whole
+    /// statement where filecoin's verifier can see it: a sector for this miner, an update
+    /// against its three commitments, a WinningPoSt or WindowPoSt's first partition.
+    fn verified(&self, bytes: Vec<u8>) -> Result<Vec<u8>, String> {
+        let dir = &self.params_dir;
+        let (verdict, verifier) = match (&self.request, self.sector) {
+            (FilecoinRequest::Porep(c1), Some((identity, miner_id))) => {
+                let commitments = c1.commitments().map_err(|e| e.to_string())?;
+                (
+                    verify_seal(c1.proof, &commitments, identity, &bytes, dir),
                     format!(
                         "verify_seal for miner {miner_id} sector {} (is the C1 output this \
                          miner's and this sector's?)",
                         identity.sector_id
-                    )
-                })
-            }),
-        })
-    }
-}
-
-/// `bytes` if filecoin-proofs' verifier accepted them, else why not (`verifier`: which one, and
-/// what to check).
-fn passed(
-    verdict: Result<bool, FilecoinError>,
-    bytes: Vec<u8>,
-    verifier: impl FnOnce() -> String,
-) -> Result<Vec<u8>, String> {
-    match verdict {
-        Ok(true) => Ok(bytes),
-        Ok(false) => Err(format!(
-            "the proof does not pass filecoin-proofs' {}",
-            verifier()
-        )),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
-/// A checked SnapDeals request.
-struct SnapBuild {
-    snap: SnapRequest,
-    params_dir: PathBuf,
-}
-
-impl BuildJob for SnapBuild {
-    fn build(self: Box<Self>, id: &str, params: &ParamSet) -> Result<PreparedJob, String> {
-        let SnapBuild { snap, params_dir } = *self;
-        let files = ParamFiles::new(&params_dir, snap.proof).map_err(|e| e.to_string())?;
-        let job = SnapJob::new(
-            id,
-            &snap,
-            Arc::clone(&params.params),
-            &files,
-            params.compiled.clone(),
-        )
-        .map_err(|e| e.to_string())?;
-        Ok(PreparedJob {
-            request: job.request,
-            finish: Box::new(move |output| {
-                let bytes = output.proof_bytes();
-                // The partitions were verified one by one; this checks the update's proof as
-                // Curio's chain will, against its three commitments.
-                passed(verify_snap(&snap, &bytes, &params_dir), bytes, || {
-                    format!(
-                        "verify_empty_sector_update_proof for {} (are the partition proofs this \
-                         update's?)",
-                        snap.proof
-                    )
-                })
-            }),
-        })
-    }
-}
-
-/// A checked WinningPoSt or WindowPoSt request.
-struct PostBuild {
-    post: PostRequest,
-    params_dir: PathBuf,
-}
-
-impl BuildJob for PostBuild {
-    fn build(self: Box<Self>, id: &str, params: &ParamSet) -> Result<PreparedJob, String> {
-        let PostBuild { post, params_dir } = *self;
-        let files = ParamFiles::new(&params_dir, post.proof).map_err(|e| e.to_string())?;
-        let job = PostJob::new(
-            id,
-            &post,
-            Arc::clone(&params.params),
-            &files,
-            params.compiled.clone(),
-        )
-        .map_err(|e| e.to_string())?;
-        let sectors = post.sectors().map_err(|e| e.to_string())?;
-        Ok(PreparedJob {
-            request: job.request,
-            finish: Box::new(move |output| {
-                let bytes = output.proof_bytes();
-                // The engine verified the proof against the circuit's public inputs; this checks
-                // it as Curio's chain will, where filecoin's verifier can see the whole
-                // statement: a WinningPoSt, or WindowPoSt's first partition.
-                if post.proof.kind != PostKind::Winning && post.partition != 0 {
-                    return Ok(bytes);
-                }
-                let proof = post.proof;
-                let verdict = verify_post(
-                    proof,
-                    post.randomness,
-                    post.prover_id,
-                    &sectors,
-                    &bytes,
-                    &params_dir,
-                );
-                passed(verdict, bytes, || {
+                    ),
+                )
+            }
+            (FilecoinRequest::Snap(snap), _) => (
+                verify_snap(snap, &bytes, dir),
+                format!(
+                    "verify_empty_sector_update_proof for {} (are the partition proofs this \
+                     update's?)",
+                    snap.proof
+                ),
+            ),
+            (FilecoinRequest::Post(post), _)
+                if post.proof.kind == PostKind::Winning || post.partition == 0 =>
+            {
+                let sectors = post.sectors().map_err(|e| e.to_string())?;
+                let (proof, randomness, prover) = (post.proof, post.randomness, post.prover_id);
+                (
+                    verify_post(proof, randomness, prover, &sectors, &bytes, dir),
                     format!(
                         "the verifier of {proof} (are the vanilla proofs this miner's and this \
                          randomness's?)"
-                    )
-                })
-            }),
-        })
+                    ),
+                )
+            }
+            _ => return Ok(bytes),
+        };
+        match verdict {
+            Ok(true) => Ok(bytes),
+            Ok(false) => Err(format!(
+                "the proof does not pass filecoin-proofs' {verifier}"
+            )),
+            Err(e) => Err(e.to_string()),
+        }
     }
 }
 

@@ -14,8 +14,8 @@ use std::time::Instant;
 use bellpepper_core::{Index, LinearCombination, Variable};
 use cuzk_filecoin::{
     compiled_r1cs, sample_sector, seal_random_sector, verify_seal, C1Output, FilecoinError,
-    ParamFiles, PartitionCircuit, R1csOrigin, Revision, SealProof, SealedSector, SectorCircuits,
-    SectorJob, SectorSize,
+    FilecoinRequest, ParamFiles, PartitionCircuit, R1csOrigin, Revision, SealProof, SealedSector,
+    SectorCircuits, SectorSize,
 };
 use cuzk_groth16::params_file::PointCheck;
 use cuzk_groth16::setup::generate_random_parameters;
@@ -106,7 +106,7 @@ fn prove_with(
     compiled: Option<Arc<CompiledR1cs>>,
 ) -> Result<Vec<u8>, FilecoinError> {
     common::on_cpu_engine(async |engine| {
-        let job = SectorJob::new("sector", c1, params, files, compiled)?;
+        let job = FilecoinRequest::Porep(c1.clone()).job("sector", params, files, compiled)?;
         job.prove(engine).await
     })
 }
@@ -151,14 +151,9 @@ fn a_tampered_c1_output_is_named_before_proving() {
     json["comm_r"] = theirs["comm_r"].clone();
     let tampered =
         C1Output::from_json(&serde_json::to_vec(&json).unwrap(), "tampered.json", None).unwrap();
-    let error = SectorJob::new(
-        "t",
-        &tampered,
-        Arc::clone(&fixture.params),
-        &fixture.files,
-        None,
-    )
-    .unwrap_err();
+    let error = FilecoinRequest::Porep(tampered)
+        .job("t", Arc::clone(&fixture.params), &fixture.files, None)
+        .unwrap_err();
     assert!(
         matches!(&error, FilecoinError::VanillaProofsInvalid { file } if file == "tampered.json"),
         "{error}"
@@ -202,8 +197,9 @@ fn malformed_c1_outputs_name_the_file_and_field() {
     let mut json: serde_json::Value = serde_json::from_slice(&ffi).unwrap();
     json["vanilla_proofs"]["StackedDrg2KiBV1"][0][1]["comm_d_proofs"] = "oops".into();
     let bad = C1Output::from_json(&serde_json::to_vec(&json).unwrap(), "bad.json", None).unwrap();
-    let error =
-        SectorJob::new("b", &bad, Arc::clone(&fixture.params), &fixture.files, None).unwrap_err();
+    let error = FilecoinRequest::Porep(bad)
+        .job("b", Arc::clone(&fixture.params), &fixture.files, None)
+        .unwrap_err();
     match &error {
         FilecoinError::C1Field { file, field, .. } => {
             assert_eq!(file, "bad.json");
@@ -268,7 +264,9 @@ fn missing_or_foreign_parameters_are_refused() {
             seed: 1,
         };
         let foreign = Arc::new(generate_random_parameters(circuit, &mut rng).unwrap());
-        let error = SectorJob::new("f", c1, foreign, &fixture.files, compiled).unwrap_err();
+        let error = FilecoinRequest::Porep(c1.clone())
+            .job("f", foreign, &fixture.files, compiled)
+            .unwrap_err();
         assert!(
             matches!(&error, FilecoinError::WrongParams { file, .. } if file.ends_with(".params")),
             "{error}"
@@ -590,15 +588,10 @@ fn a_flipped_byte_in_a_sample_vanilla_proof_is_rejected() {
         *byte = (byte.as_u64().unwrap() ^ 1).into();
         let flipped =
             C1Output::from_json(&serde_json::to_vec(&json).unwrap(), "flipped.json", None).unwrap();
-        let error = SectorJob::new(
-            "f",
-            &flipped,
-            Arc::clone(&fixture.params),
-            &fixture.files,
-            None,
-        )
-        .err()
-        .unwrap_or_else(|| panic!("{field} flipped was accepted"));
+        let error = FilecoinRequest::Porep(flipped)
+            .job("f", Arc::clone(&fixture.params), &fixture.files, None)
+            .err()
+            .unwrap_or_else(|| panic!("{field} flipped was accepted"));
         assert!(
             matches!(&error, FilecoinError::VanillaProofsInvalid { .. }),
             "{field}: {error}"

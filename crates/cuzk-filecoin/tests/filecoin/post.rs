@@ -11,8 +11,8 @@ use std::sync::{Arc, OnceLock};
 use cuzk_filecoin::post::PostCircuits;
 use cuzk_filecoin::{
     compiled_r1cs, post_vanilla_proofs, sample_sector, seal_random_sector, verify_post,
-    FilecoinError, ParamFiles, PostJob, PostKind, PostProof, PostRequest, SealProof, SealedSector,
-    SectorSize,
+    FilecoinError, FilecoinRequest, ParamFiles, PostKind, PostProof, PostRequest, SealProof,
+    SealedSector, SectorSize,
 };
 use cuzk_groth16::Parameters;
 use filecoin_proofs::parameters::{window_post_public_params, winning_post_public_params};
@@ -173,7 +173,7 @@ fn the_post_r1cs_recorded_sector_by_sector_is_the_blank_circuits() {
 fn prove(post: &PostRequest) -> Result<Vec<u8>, FilecoinError> {
     let (files, params) = parameters(post.proof);
     let (compiled, _) = compiled_r1cs(&files)?;
-    let job = PostJob::new("post", post, params, &files, Some(compiled))?;
+    let job = FilecoinRequest::Post(post.clone()).job("post", params, &files, Some(compiled))?;
     common::on_cpu_engine(async |engine| Ok(engine.submit(job.request).wait().await?.proof_bytes()))
 }
 

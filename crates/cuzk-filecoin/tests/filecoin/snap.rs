@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 use cuzk_filecoin::snap::SnapCircuits;
 use cuzk_filecoin::{
     compiled_r1cs, sample_sector, seal_random_sector, snap_update, verify_snap, FilecoinError,
-    ParamFiles, SealProof, SectorSize, SnapJob, SnapRequest, UpdateProof,
+    FilecoinRequest, ParamFiles, SealProof, SectorSize, SnapRequest, UpdateProof,
 };
 use cuzk_groth16::Parameters;
 use cuzk_pipeline::engine::PartitionedCircuit;
@@ -55,7 +55,7 @@ fn parameters(proof: UpdateProof) -> (ParamFiles, Arc<Parameters>) {
 fn prove(snap: &SnapRequest) -> Result<Vec<u8>, FilecoinError> {
     let (files, params) = parameters(snap.proof);
     let (compiled, _) = compiled_r1cs(&files)?;
-    let job = SnapJob::new("snap", snap, params, &files, Some(compiled))?;
+    let job = FilecoinRequest::Snap(snap.clone()).job("snap", params, &files, Some(compiled))?;
     common::on_cpu_engine(async |engine| Ok(engine.submit(job.request).wait().await?.proof_bytes()))
 }
 

@@ -16,8 +16,7 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
 use cuzk_filecoin::{
-    compiled_r1cs, parameter_dir, C1Output, CircuitId, ParamFiles, PostJob, PostRequest, SectorJob, SnapJob,
-    SnapRequest,
+    compiled_r1cs, parameter_dir, C1Output, FilecoinRequest, ParamFiles, PostRequest, SnapRequest,
 };
 use cuzk_groth16::backend::{Faults, FaultyBackend, GpuBackend};
 use cuzk_groth16::params_file::{ParamsHeader, PointCheck};
@@ -49,20 +48,12 @@ enum Workload {
 /// --direct-synthesis); `test_params` says where to make random test parameters instead of
 /// reading the files.
 struct FilecoinWork {
-    request: Request,
+    request: FilecoinRequest,
+    /// The file it was read from.
+    source: PathBuf,
     files: ParamFiles,
     compiled: Option<Arc<CompiledR1cs>>,
     test_params: Option<TestParams>,
-}
-
-/// The request every job proves.
-enum Request {
-    /// One sealed sector's C2.
-    Porep(C1Output),
-    /// One WinningPoSt or WindowPoSt partition.
-    Post { post: PostRequest, source: PathBuf },
-    /// One SnapDeals update (its partitions).
-    Snap { snap: SnapRequest, source: PathBuf },
 }
 
 /// Where random test parameters are made.
@@ -82,7 +73,9 @@ impl TestParams {
                 bail!("--test-params-on-gpu makes the parameters on a GPU: not with --backend cpu");
             }
             let gpu = backend::first_gpu(global).context("--test-params-on-gpu")?;
-            return Ok(Some(TestParams::OnDevice(Arc::new(GpuBackend::with_gpu(gpu)))));
+            return Ok(Some(TestParams::OnDevice(Arc::new(GpuBackend::with_gpu(
+                gpu,
+            )))));
         }
         if args.test_params {
             let multiplier = backend::multiplier(args.backend, global, global.json)?;
@@ -96,31 +89,26 @@ impl Workload {
     fn from_args(args: &BenchArgs, global: &GlobalArgs) -> Result<Self> {
         // Before any file is read: a GPU that is not there fails at once.
         let test_params = TestParams::from_args(args, global)?;
-        let request = match (&args.c1, &args.post, &args.snap, &args.circuit) {
-            (Some(c1), ..) => Request::Porep(C1Output::read(c1, None)?),
-            (_, Some(source), ..) => Request::Post {
-                post: PostRequest::read(source)?,
-                source: source.clone(),
-            },
-            (_, _, Some(source), _) => Request::Snap {
-                snap: SnapRequest::read(source)?,
-                source: source.clone(),
-            },
-            (.., Some(circuit)) => return Ok(Workload::Synthetic(CircuitSpec::from_args(circuit)?)),
+        let (request, source) = match (&args.c1, &args.post, &args.snap, &args.circuit) {
+            (Some(c1), ..) => (FilecoinRequest::Porep(C1Output::read(c1, None)?), c1),
+            (_, Some(post), ..) => (FilecoinRequest::Post(PostRequest::read(post)?), post),
+            (_, _, Some(snap), _) => (FilecoinRequest::Snap(SnapRequest::read(snap)?), snap),
+            (.., Some(circuit)) => {
+                return Ok(Workload::Synthetic(CircuitSpec::from_args(circuit)?))
+            }
             (None, None, None, None) => bail!(
                 "give a circuit (--constraints N), a sector (--c1 FILE), --post or --snap FILE"
             ),
         };
-        FilecoinWork::new(request, args, test_params).map(|work| Workload::Filecoin(Box::new(work)))
+        FilecoinWork::new(request, source, args, test_params)
+            .map(|work| Workload::Filecoin(Box::new(work)))
     }
 
     /// The PoSt request of `source` (a --probe's), with the parameter files of `args`' directory.
     fn post(source: &Path, args: &BenchArgs) -> Result<Self> {
-        let request = Request::Post {
-            post: PostRequest::read(source)?,
-            source: source.to_owned(),
-        };
-        FilecoinWork::new(request, args, None).map(|work| Workload::Filecoin(Box::new(work)))
+        let request = FilecoinRequest::Post(PostRequest::read(source)?);
+        FilecoinWork::new(request, source, args, None)
+            .map(|work| Workload::Filecoin(Box::new(work)))
     }
 
     /// Job `id`: `partitions` copies of the circuit, or the request's partitions.
@@ -154,9 +142,10 @@ impl Workload {
         let params = match self {
             Workload::Synthetic(spec) => {
                 progress
-                    .stage("generating parameters (random, NOT a trusted setup)", || {
-                        spec.random_parameters(multiplier)
-                    })
+                    .stage(
+                        "generating parameters (random, NOT a trusted setup)",
+                        || spec.random_parameters(multiplier),
+                    )
                     .0
             }
             Workload::Filecoin(work) => work.params(progress),
@@ -202,21 +191,26 @@ impl Workload {
         }
     }
 
-    /// The summary's fields that say what was proven.
-    fn summary(&self) -> Value {
+    /// The summary's fields that say what was proven, `partitions` per job.
+    fn summary(&self, partitions: usize) -> Value {
         match self {
             Workload::Synthetic(CircuitSpec::Synthetic(circuit)) => json!({
                 "circuit": "synthetic",
                 "constraints": circuit.constraints,
                 "boolean_fraction": circuit.boolean_fraction,
             }),
-            Workload::Filecoin(work) => work.summary(),
+            Workload::Filecoin(work) => work.summary(partitions),
         }
     }
 }
 
 impl FilecoinWork {
-    fn new(request: Request, args: &BenchArgs, test_params: Option<TestParams>) -> Result<Self> {
+    fn new(
+        request: FilecoinRequest,
+        source: &Path,
+        args: &BenchArgs,
+        test_params: Option<TestParams>,
+    ) -> Result<Self> {
         let dir = parameter_dir(args.params_dir.as_deref())?;
         let files = ParamFiles::new(&dir, request.circuit())?;
         // With --direct-synthesis the compiled R1CS serves test parameters' setup only.
@@ -226,36 +220,20 @@ impl FilecoinWork {
         };
         Ok(FilecoinWork {
             request,
+            source: source.to_owned(),
             files,
             compiled,
             test_params,
         })
     }
 
-    /// Partitions of one job: the sector's or the update's; one PoSt partition per job.
-    fn partitions(&self) -> Result<usize> {
-        Ok(match &self.request {
-            Request::Porep(c1) => usize::from(c1.proof.porep_config()?.partitions),
-            Request::Post { .. } => 1,
-            Request::Snap { snap, .. } => snap.vanilla_proofs.len(),
-        })
-    }
-
     fn job(&self, id: String, params: &Arc<Parameters>) -> Result<JobRequest> {
-        let (params, files, compiled) = (Arc::clone(params), &self.files, self.compiled.clone());
-        Ok(match &self.request {
-            Request::Porep(c1) => SectorJob::new(id, c1, params, files, compiled)?.request,
-            Request::Post { post, .. } => PostJob::new(id, post, params, files, compiled)?.request,
-            Request::Snap { snap, .. } => SnapJob::new(id, snap, params, files, compiled)?.request,
-        })
+        let (params, compiled) = (Arc::clone(params), self.compiled.clone());
+        Ok(self.request.job(id, params, &self.files, compiled)?.request)
     }
 
     fn describe(&self) -> String {
-        match &self.request {
-            Request::Porep(c1) => format!("{} C2 of {}", c1.proof, c1.source),
-            Request::Post { post, source } => format!("{} of {}", post.proof, source.display()),
-            Request::Snap { snap, source } => format!("{} of {}", snap.proof, source.display()),
-        }
+        format!("{} of {}", self.request.proof_name(), self.source.display())
     }
 
     /// The parameter files' points, or random test parameters made for the compiled R1CS.
@@ -287,37 +265,10 @@ impl FilecoinWork {
         made.0
     }
 
-    fn summary(&self) -> Value {
-        let rows = self.compiled.as_ref().map(|c| c.num_rows());
-        match &self.request {
-            Request::Porep(c1) => json!({
-                "circuit": "porep",
-                "seal_proof": c1.proof.name(),
-                "rows": rows,
-            }),
-            Request::Post { post, .. } => json!({
-                "circuit": "post",
-                "post_proof": post.proof.name(),
-                "sectors": post.vanilla_proofs.len(),
-                "rows": rows,
-            }),
-            Request::Snap { snap, .. } => json!({
-                "circuit": "snap",
-                "update_proof": snap.proof.name(),
-                "rows": rows,
-            }),
-        }
-    }
-}
-
-impl Request {
-    /// The circuit whose parameter files the request proves with.
-    fn circuit(&self) -> CircuitId {
-        match self {
-            Request::Porep(c1) => c1.proof.into(),
-            Request::Post { post, .. } => post.proof.into(),
-            Request::Snap { snap, .. } => snap.proof.into(),
-        }
+    fn summary(&self, partitions: usize) -> Value {
+        let mut fields = super::request::fields(&self.request, partitions);
+        fields["rows"] = json!(self.compiled.as_ref().map(|c| c.num_rows()));
+        fields
     }
 }
 
@@ -342,7 +293,7 @@ impl Plan {
         let workload = Workload::from_args(args, global)?;
         let partitions = match &workload {
             Workload::Synthetic(_) => args.partitions,
-            Workload::Filecoin(work) => work.partitions()?,
+            Workload::Filecoin(work) => work.request.partitions()?,
         };
         Ok(Plan {
             workload,
@@ -455,7 +406,7 @@ fn devices(ran: &Ran, gpu: &GpuSummary, timeline: &Timeline) -> Value {
 fn summary(plan: &Plan, ran: &Ran, timeline: &Timeline) -> Value {
     let (backends, wall_s, peak) = (ran.backends, ran.wall_s, ran.peak);
     let gpu = summarize(timeline, plan.warmup_jobs);
-    let mut summary = plan.workload.summary();
+    let mut summary = plan.workload.summary(plan.partitions);
     let run = json!({
         "backend": backends.first().map(|b| b.name()),
         "devices": devices(ran, &gpu, timeline),
