@@ -98,11 +98,19 @@ mod tests {
                         make(len)
                     });
                     let Ok(buffer) = buffer;
-                    assert!(buffer.len() >= len, "a buffer of {} for {len}", buffer.len());
+                    assert!(
+                        buffer.len() >= len,
+                        "a buffer of {} for {len}",
+                        buffer.len()
+                    );
                     buffer
                 })
                 .collect();
-            assert_eq!(pool.returned(), 0, "round {round}: a buffer outlived its place");
+            assert_eq!(
+                pool.returned(),
+                0,
+                "round {round}: a buffer outlived its place"
+            );
             taken.into_iter().for_each(|b| pool.give_back(b));
             assert_eq!(pool.returned(), 2);
         }
