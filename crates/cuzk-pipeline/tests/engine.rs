@@ -16,7 +16,7 @@ use cuzk_groth16::{
     QuerySums, StageMetric, Started,
 };
 use cuzk_math::Scalar;
-use cuzk_pipeline::engine::priority::current_nice;
+use cuzk_pipeline::engine::nice::current_nice;
 use cuzk_pipeline::engine::{JobResult, PartitionMemory, PartitionedCircuit};
 use cuzk_pipeline::sink::MemorySink;
 use cuzk_pipeline::timeline::{Record, Timeline};

@@ -19,10 +19,10 @@ pub struct EngineConfig {
     /// jobs that bring their own compiled R1CS.
     pub compiled_synthesis: bool,
     /// How much lower than the rest of the process synthesis runs, as a nice value added to its
-    /// threads' (the rayon global pool's and each synthesis's own; see [`priority`]), so that the
+    /// threads' (the rayon global pool's and each synthesis's own; see [`nice`]), so that the
     /// few threads driving the GPU get a core at once. 0 leaves every thread as it is.
     ///
-    /// [`priority`]: super::priority
+    /// [`nice`]: super::nice
     pub synthesis_nice: i32,
     /// Whether a NORMAL job of a circuit (parameter set) already in flight starts before older
     /// NORMAL jobs of other circuits (each passed over at most

@@ -17,7 +17,7 @@ mod device;
 mod finalize;
 mod job;
 pub mod memory;
-pub mod priority;
+pub mod nice;
 mod prove;
 mod scheduler;
 mod shapes;
@@ -89,7 +89,7 @@ impl Engine {
     ) -> Result<Self, ConfigError> {
         config.check(devices.len())?;
         let runtime = Handle::try_current().map_err(|_| ConfigError::NoRuntime)?;
-        priority::lower_rayon_pool_once(config.synthesis_nice);
+        nice::lower_rayon_pool_once(config.synthesis_nice);
         let devices: Vec<_> = devices
             .into_iter()
             .enumerate()

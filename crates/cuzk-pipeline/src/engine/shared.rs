@@ -11,7 +11,7 @@ use tokio::sync::Notify;
 
 use super::device::Device;
 use super::job::{JobError, Priority};
-use super::priority;
+use super::nice;
 use super::scheduler::{Ended, JobInfo, Scheduler};
 use super::shapes::ShapeCache;
 use crate::budget::MemoryBudget;
@@ -169,8 +169,8 @@ fn critical_pool() -> Option<Arc<rayon::ThreadPool>> {
         .map(Arc::new)
 }
 
-/// Runs `work` on a thread started for it with its nice value raised by `nice` (see
-/// [`priority`]), turning a panic into its message. A blocking thread of the runtime would keep
+/// Runs `work` on a thread started for it with its nice value raised by `nice` (see the
+/// [`nice`](super::nice) module), turning a panic into its message. A blocking thread of the runtime would keep
 /// the raised value for the GPU work it runs next.
 async fn lowered<T: Send + 'static>(
     nice: i32,
@@ -184,7 +184,7 @@ async fn lowered<T: Send + 'static>(
         .name("cuzk-synthesis".into())
         .spawn(move || {
             // Not lowered, it still computes the same result (see `lower_rayon_pool_once`).
-            let _ = priority::lower_current_thread(nice);
+            let _ = nice::lower_current_thread(nice);
             let _ = sender.send(unpanicked(work));
         })
         .map_err(|e| format!("starting a synthesis thread: {e}"))?;
