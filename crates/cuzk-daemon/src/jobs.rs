@@ -1,4 +1,6 @@
-//! The daemon's core, free of gRPC: request ids, the life of a job, await, cancel and status.
+//! The daemon's core, apart from the gRPC service: request ids, the life of a job, await, cancel
+//! and status. It takes requests as prost decoded them from the wire (`SubmitProofRequest`), never
+//! tonic's types, so the service stays a thin layer over it.
 //!
 //! A job is one attempt at a request id, registered once its request is checked. What a request
 //! does with the attempt already under its id is [`crate::ids`]'s decision: it joins it (one
