@@ -471,7 +471,12 @@ impl FilecoinBuild {
                     ),
                 )
             }
-            _ => return Ok(bytes),
+            // A later WindowPoSt partition: filecoin's verifier needs the partitions before it.
+            (FilecoinRequest::Post(_), _) => return Ok(bytes),
+            // Never built so (check_porep sets it), but a proof is not returned unchecked.
+            (FilecoinRequest::Porep(_), None) => {
+                return Err("a PoRep proof without its sector's identity cannot be verified".into())
+            }
         };
         match verdict {
             Ok(true) => Ok(bytes),
