@@ -7,7 +7,8 @@ mod common;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_gpu::layout::as_words;
 use cuzk_gpu::msm::{
-    bitmap_sum, msm, msm_device, msm_streamed, DeviceBases, MsmAffine, MsmScalars,
+    bitmap_sum, msm, msm_device, msm_device_with, msm_streamed, DeviceBases, MsmAffine, MsmScalars,
+    ZeroOneScalars,
 };
 use cuzk_gpu::{DeviceIndex, DeviceScalars, Gpu, HostLocked};
 use ff::Field;
@@ -406,7 +407,7 @@ fn check_split_streamed<A>(
 
 /// Scalars read in place from a longer vector — through positions (a query's variables among the
 /// witness) or past a prefix (L's, past the inputs) — give the MSM of the scalars they name, split
-/// or not, resident or streamed.
+/// or not (each way forced, and as memory decides), resident or streamed.
 #[test]
 fn scalars_read_in_place_match_cpu() {
     let Some(gpu) = common::gpu("scalars_read_in_place_match_cpu") else {
@@ -427,11 +428,17 @@ fn scalars_read_in_place_match_cpu() {
         let index = DeviceIndex::upload(&gpu, &positions).unwrap();
         let indexed = MsmScalars::indexed(&device, &index).unwrap();
         let expect = repeated_msm(&distinct, &named);
-        assert_eq!(
-            msm_device(&gpu, &bases, indexed).unwrap(),
-            expect,
-            "{kind} by position"
-        );
+        for zero_one in [
+            ZeroOneScalars::Auto,
+            ZeroOneScalars::Pippenger,
+            ZeroOneScalars::Split,
+        ] {
+            assert_eq!(
+                msm_device_with(&gpu, &bases, indexed, zero_one).unwrap(),
+                expect,
+                "{kind} by position, {zero_one:?}"
+            );
+        }
         assert_eq!(
             msm_streamed(&gpu, &points, indexed).unwrap(),
             expect,
@@ -440,10 +447,21 @@ fn scalars_read_in_place_match_cpu() {
         // Past a prefix: the last n values.
         let after = MsmScalars::after(&device, n + 5).unwrap();
         let expect = repeated_msm(&distinct, &witness[n + 5..]);
+        for zero_one in [ZeroOneScalars::Pippenger, ZeroOneScalars::Split] {
+            assert_eq!(
+                msm_device_with(&gpu, &bases, after, zero_one).unwrap(),
+                expect,
+                "{kind} past a prefix, {zero_one:?}"
+            );
+        }
+        // Short of memory for a full pass, the split takes them (a planted mistake in either way
+        // fails one of these).
+        let short =
+            common::with_memory_limit(&gpu, Some(300 << 20), || msm_device(&gpu, &bases, after));
         assert_eq!(
-            msm_device(&gpu, &bases, after).unwrap(),
+            short.unwrap(),
             expect,
-            "{kind} past a prefix"
+            "{kind} past a prefix, short of memory"
         );
     }
 }

@@ -3,7 +3,8 @@
 //! Each figure is the median of `--runs` calls after one warm-up.
 //! - MSM: bases and scalars on the device, CUDA events around the call (which allocates its work
 //!   buffers and downloads the result); and, as "streamed", wall clock of the call with the bases
-//!   streamed from page-locked host memory (scalars on the device).
+//!   streamed from page-locked host memory (scalars on the device). Over a witness's scalars
+//!   (`--scalars witness`), also each way of summing them forced: Pippenger, split.
 //! - NTT: data on the device, CUDA events around the transform; and, as "h2d2h", wall clock of
 //!   upload + transform + download through page-locked host memory.
 //!
@@ -17,8 +18,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use cuzk_gpu::msm::{
-    msm_device, msm_streamed, multiple_window_bits, shared_bucket_sets, windows, DeviceBases,
-    MsmAffine,
+    msm_device_with, msm_streamed, multiple_window_bits, shared_bucket_sets, windows, DeviceBases,
+    MsmAffine, ZeroOneScalars,
 };
 use cuzk_gpu::ntt::{ntt, NttOrder, NttTables, Transform};
 use cuzk_gpu::rate::{product_rate, ProductField};
@@ -59,17 +60,32 @@ struct Multiples {
     sets: Option<u32>,
 }
 
-/// (resident, streamed) medians in ms.
+/// Medians in ms of one size's MSMs: resident, streamed, and over a witness's scalars each way of
+/// summing them forced.
+struct MsmTimes {
+    resident: f64,
+    streamed: f64,
+    /// (Pippenger, split), resident: `--scalars witness` only.
+    zero_one: Option<(f64, f64)>,
+}
+
 fn time_msm<A: MsmAffine>(
     gpu: &Gpu,
     bases: &DeviceBases<A>,
     host: &[A],
     log: u32,
     table: &Table,
-) -> Result<(f64, f64)> {
+) -> Result<MsmTimes> {
     let runs = table.runs;
     let scalars = DeviceScalars::upload(gpu, &table.scalars(1 << log))?;
-    let resident = time_resident(gpu, bases, &scalars, runs)?;
+    let resident = time_resident(gpu, bases, &scalars, runs, ZeroOneScalars::Auto)?;
+    let zero_one = match table.scalars {
+        ScalarShape::Witness => Some((
+            time_resident(gpu, bases, &scalars, runs, ZeroOneScalars::Pippenger)?,
+            time_resident(gpu, bases, &scalars, runs, ZeroOneScalars::Split)?,
+        )),
+        ScalarShape::Random => None,
+    };
     msm_streamed(gpu, host, &scalars).context("warm-up (streamed)")?;
     let mut streamed = Vec::with_capacity(runs);
     for _ in 0..runs {
@@ -77,7 +93,11 @@ fn time_msm<A: MsmAffine>(
         msm_streamed(gpu, host, &scalars)?;
         streamed.push(start.elapsed().as_secs_f64() * 1e3);
     }
-    Ok((resident, median_ms(streamed)))
+    Ok(MsmTimes {
+        resident,
+        streamed: median_ms(streamed),
+        zero_one,
+    })
 }
 
 /// Median ms of resident MSMs over `bases` (CUDA events), after a warm-up.
@@ -86,11 +106,12 @@ fn time_resident<A: MsmAffine>(
     bases: &DeviceBases<A>,
     scalars: &DeviceScalars,
     runs: usize,
+    zero_one: ZeroOneScalars,
 ) -> Result<f64> {
-    msm_device(gpu, bases, scalars).context("warm-up")?;
+    msm_device_with(gpu, bases, scalars, zero_one).context("warm-up")?;
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs {
-        let (_, ms) = gpu.time(|| msm_device(gpu, bases, scalars))?;
+        let (_, ms) = gpu.time(|| msm_device_with(gpu, bases, scalars, zero_one))?;
         times.push(f64::from(ms));
     }
     Ok(median_ms(times))
@@ -132,7 +153,11 @@ where
         None => None,
     };
     for log in logs {
-        let (ms, streamed_ms) = time_msm(gpu, &bases, &host, log, table)?;
+        let MsmTimes {
+            resident: ms,
+            streamed: streamed_ms,
+            zero_one,
+        } = time_msm(gpu, &bases, &host, log, table)?;
         // An addition per point and window: random scalars only.
         let products = f64::from(1u32 << log) * f64::from(windows(1 << log)) * products_per_add;
         let ceiling =
@@ -141,13 +166,18 @@ where
             let share = ceiling.map_or(String::new(), |c| {
                 format!("  ({:.0}% of the Fp product ceiling)", 100.0 * c)
             });
+            let ways = zero_one.map_or(String::new(), |(pippenger, split)| {
+                format!("  (resident, Pippenger {pippenger:.2} ms, split {split:.2} ms)")
+            });
             println!(
-                "msm {group:<3} 2^{log:<3} {ms:>10.2} ms {streamed_ms:>10.2} ms streamed{share}"
+                "msm {group:<3} 2^{log:<3} {ms:>10.2} ms {streamed_ms:>10.2} ms streamed{share}{ways}"
             );
         }
         table.rows.push(
             json!({"kernel": format!("msm_{group}"), "log_n": log, "median_ms": ms,
-            "streamed_ms": streamed_ms, "ceiling_fraction": ceiling}),
+            "streamed_ms": streamed_ms, "ceiling_fraction": ceiling,
+            "pippenger_ms": zero_one.map(|(pippenger, _)| pippenger),
+            "split_ms": zero_one.map(|(_, split)| split)}),
         );
         let Some(bases) = &multiples else { continue };
         let Some(sets) = shared_bucket_sets(gpu, bases, 1 << log)? else {
@@ -157,7 +187,7 @@ where
             continue;
         };
         let scalars = DeviceScalars::upload(gpu, &table.scalars(1 << log))?;
-        let ms = time_resident(gpu, bases, &scalars, runs)?;
+        let ms = time_resident(gpu, bases, &scalars, runs, ZeroOneScalars::Auto)?;
         if !table.json {
             println!(
                 "msm {group:<3} 2^{log:<3} {ms:>10.2} ms (window multiples, {sets} bucket sets)"

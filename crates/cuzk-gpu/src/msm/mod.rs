@@ -526,22 +526,54 @@ pub fn msm<A: MsmAffine>(
 /// Σ scalars[i]·bases[i] over the first `scalars.len()` bases, scalars already on the device.
 ///
 /// Runs as one Pippenger pass when its working memory fits the device's free memory, otherwise as
-/// consecutive passes over slices of the points, summed on the host.
+/// consecutive passes over slices of the points, summed on the host; scalars mostly 0 or 1 as
+/// [`ZeroOneScalars::Auto`] decides.
 pub fn msm_device<'s, A: MsmAffine>(
     gpu: &Gpu,
     bases: &DeviceBases<A>,
     scalars: impl Into<MsmScalars<'s>>,
 ) -> Result<A::Projective, GpuError> {
+    msm_device_with(gpu, bases, scalars, ZeroOneScalars::Auto)
+}
+
+/// How an MSM over resident bases sums scalars mostly 0 or 1 (a witness's bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZeroOneScalars {
+    /// Pippenger where its pass has its full size and pair rounds (with the window multiples, or
+    /// plain), else split. Resident, Pippenger's pair rounds add in affine coordinates sharing
+    /// one inversion, about half the split's mixed additions (docs/perf-notes.md, session 33);
+    /// short of memory, Pippenger's many small passes cost more than the split.
+    Auto,
+    /// One Pippenger over every scalar.
+    Pippenger,
+    /// The ones' points summed directly, the others' gathered for one Pippenger (for scalars
+    /// that are not mostly 0 or 1: Pippenger).
+    Split,
+}
+
+/// [`msm_device`] with the way scalars mostly 0 or 1 are summed chosen: for benchmarks and tests
+/// of each.
+pub fn msm_device_with<'s, A: MsmAffine>(
+    gpu: &Gpu,
+    bases: &DeviceBases<A>,
+    scalars: impl Into<MsmScalars<'s>>,
+    zero_one: ZeroOneScalars,
+) -> Result<A::Projective, GpuError> {
     let scalars = scalars.into();
     let n = scalars_within("MSM", &scalars, bases.len())?;
     let points = bases.words.slice(..n * A::WORDS);
-    if let Some(split) = Split::of(gpu, &scalars)? {
+    let (free, _) = gpu.settled_memory()?;
+    let split = match zero_one {
+        ZeroOneScalars::Pippenger => None,
+        ZeroOneScalars::Auto if full_pass_fits(bases, &scalars, n, free) => None,
+        ZeroOneScalars::Auto | ZeroOneScalars::Split => Split::of(gpu, &scalars)?,
+    };
+    if let Some(split) = split {
         let mut gathered = gathered_points::<A>(gpu, &split)?;
         split.gather_others::<A>(gpu, &points, (0, n), &mut gathered)?;
         let ones = split.sum_ones::<A>(gpu, &points, (0, n))?;
         return Ok(ones + others_msm::<A>(gpu, &split, &gathered, &scalars)?);
     }
-    let (free, _) = gpu.settled_memory()?;
     if let Some(p) = bases.shared_params(n, free.saturating_sub(MEMORY_MARGIN)) {
         return pippenger::<A>(
             gpu,
@@ -552,6 +584,27 @@ pub fn msm_device<'s, A: MsmAffine>(
         );
     }
     resident_passes::<A>(gpu, &points, &scalars, n)
+}
+
+/// Whether a Pippenger pass over as many of the n scalars as one pass takes fits `free` bytes with
+/// its pair rounds: over the window multiples, or over the plain bases with the pass's scalars
+/// gathered when they are read through positions.
+fn full_pass_fits<A: MsmAffine>(
+    bases: &DeviceBases<A>,
+    scalars: &MsmScalars<'_>,
+    n: usize,
+    free: usize,
+) -> bool {
+    let budget = free.saturating_sub(MEMORY_MARGIN);
+    if bases.shared_params(n, budget).is_some() {
+        return true;
+    }
+    let points = n.min(MAX_PASS);
+    let gathered = match scalars.index() {
+        Some(_) => points * SCALAR_WORDS * 4,
+        None => 0,
+    };
+    Pass::within::<A>(MsmParams::new(points), budget, gathered, true).is_some()
 }
 
 /// The sets of buckets an MSM over the first n of `bases` now has its windows share, if it can:
