@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use base64::Engine as _;
-use cuzk_filecoin::{C1Output, FilecoinError};
+use cuzk_filecoin::{C1Output, FilecoinError, RegisteredProof};
 use tonic::metadata::AsciiMetadataValue;
 use tonic::service::interceptor::InterceptedService;
 use tonic::service::Interceptor;

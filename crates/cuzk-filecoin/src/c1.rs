@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::error::io;
-use crate::{FilecoinError, SealProof};
+use crate::{FilecoinError, RegisteredProof, SealProof};
 
 const REGISTERED_PROOF: &str = "registered_proof";
 const VANILLA_PROOFS: &str = "vanilla_proofs";
@@ -78,8 +78,8 @@ impl C1Output {
                 if let Some(given) = proof.filter(|given| *given != in_file) {
                     return Err(FilecoinError::C1SealProofMismatch {
                         file: source.to_owned(),
-                        in_file: in_file.name(),
-                        given: given.name(),
+                        in_file: in_file.name().to_owned(),
+                        given: given.name().to_owned(),
                     });
                 }
                 let variant = in_file.size.vanilla_variant();
@@ -191,10 +191,7 @@ impl C1Output {
                 let wrapped = Map::from_iter([(self.proof.size.vanilla_variant(), proofs)]);
                 map.insert(VANILLA_PROOFS.to_owned(), Value::Object(wrapped));
             }
-            map.insert(
-                REGISTERED_PROOF.to_owned(),
-                Value::String(self.proof.name()),
-            );
+            map.insert(REGISTERED_PROOF.to_owned(), self.proof.name().into());
         }
         serde_json::to_vec(&ffi).unwrap_or_default()
     }

@@ -1,6 +1,8 @@
 //! Filecoin PoRep commit-2 (C2) on cuzk: a sector's C1 output in, filecoin-proofs' proof bytes
 //! out.
 //!
+//! - [`RegisteredProof`]: every registered proof's number and name, in one table
+//!   (`registered`).
 //! - [`seal_proof`]: registered seal proofs (`StackedDrg2KiBV1_1` …) and their PoRep configs.
 //! - [`post`]: a WinningPoSt's or WindowPoSt partition's fallback PoSt circuit and public inputs,
 //!   built from the vanilla proofs Curio sends as filecoin-proofs builds them, as one engine job.
@@ -38,6 +40,7 @@ mod partition;
 pub mod post;
 pub mod post_proof;
 pub mod r1cs;
+mod registered;
 mod request;
 mod request_file;
 pub mod sample;
@@ -57,6 +60,7 @@ pub use partition::PartitionCircuit;
 pub use post::{PostCircuits, PostRequest, MAX_PARTITIONS_PER_DEADLINE};
 pub use post_proof::{PostKind, PostProof};
 pub use r1cs::{compiled_r1cs, R1csOrigin};
+pub use registered::RegisteredProof;
 pub use request::{FilecoinJob, FilecoinRequest};
 pub use sample::{sample_sector, SampledSector};
 pub use seal_proof::{Revision, SealProof, SectorSize, SECTOR_SIZES};

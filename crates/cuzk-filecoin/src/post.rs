@@ -31,7 +31,7 @@ use crate::error::filecoin;
 use crate::inclusion::{self, TreePathLevel};
 use crate::request_file::{byte_strings, bytes32, read_json, registered_proof, to_hex, write_json};
 use crate::shapes::post_public_params;
-use crate::{FilecoinError, FilecoinJob, ParamFiles, PostKind, PostProof};
+use crate::{FilecoinError, FilecoinJob, ParamFiles, PostKind, PostProof, RegisteredProof};
 
 /// Partitions a WindowPoSt deadline may have (the miner actor's limit): a partition index past
 /// it is refused, as it sizes the public inputs (the sectors of every partition before it).
@@ -438,7 +438,7 @@ impl PostRequest {
     /// Reads a request file, naming the file and the field at fault.
     pub fn read(path: &Path) -> Result<Self, FilecoinError> {
         let raw: RequestFile = read_json(path)?;
-        let proof = registered_proof(path, &raw.registered_proof, PostProof::from_number, "PoSt")?;
+        let proof = registered_proof(path, &raw.registered_proof)?;
         Ok(PostRequest {
             proof,
             randomness: bytes32(path, "randomness", &raw.randomness)?,

@@ -1,5 +1,6 @@
 //! Filecoin's registered PoSt proofs: WinningPoSt and WindowPoSt for each sector size, by the
-//! numbers Curio sends (`RegisteredPoStProof`), and the PoSt configuration each stands for.
+//! numbers Curio sends (`RegisteredPoStProof`, see [`crate::RegisteredProof`]), and the PoSt
+//! configuration each stands for.
 //!
 //! On chain, WinningPoSt V1 is 0–4 and WindowPoSt V1 5–9, five sizes each; WindowPoSt V1_1
 //! (10–14) is the current WindowPoSt, which filecoin-proofs runs at API 1.2 (its fix of the
@@ -16,7 +17,7 @@ use filecoin_proofs::constants::{
 use filecoin_proofs::{PoStConfig, PoStType};
 use storage_proofs_core::api_version::ApiVersion;
 
-use crate::{FilecoinError, SectorSize, SECTOR_SIZES};
+use crate::{FilecoinError, RegisteredProof, SectorSize};
 
 /// Which PoSt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -29,19 +30,8 @@ pub enum PostKind {
     Window,
 }
 
-const KINDS: [PostKind; 3] = [PostKind::Winning, PostKind::WindowV1, PostKind::Window];
-
-impl PostKind {
-    fn index(self) -> u64 {
-        match self {
-            PostKind::Winning => 0,
-            PostKind::WindowV1 => 1,
-            PostKind::Window => 2,
-        }
-    }
-}
-
-/// One registered PoSt proof, such as `StackedDrgWindow32GiBV1_1`.
+/// One registered PoSt proof, such as `StackedDrgWindow32GiBV1_1`: its number and name are
+/// [`RegisteredProof`]'s.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PostProof {
     pub kind: PostKind,
@@ -55,28 +45,6 @@ impl PostProof {
             Ok(size) => Ok(PostProof { kind, size }),
             Err(_) => text.parse(),
         }
-    }
-
-    /// The registered proof with this number (`RegisteredPoStProof`), if there is one.
-    pub fn from_number(number: u64) -> Option<Self> {
-        let kind = *KINDS.get(usize::try_from(number / 5).ok()?)?;
-        let size = SECTOR_SIZES[(number % 5) as usize];
-        Some(PostProof { kind, size })
-    }
-
-    /// The registered number: five sizes per kind, kinds in order.
-    pub fn number(self) -> u64 {
-        self.kind.index() * 5 + self.size.index()
-    }
-
-    /// The name on chain (`StackedDrgWinning2KiBV1`, `StackedDrgWindow32GiBV1_1` …).
-    pub fn name(self) -> String {
-        let (kind, version) = match self.kind {
-            PostKind::Winning => ("Winning", "V1"),
-            PostKind::WindowV1 => ("Window", "V1"),
-            PostKind::Window => ("Window", "V1_1"),
-        };
-        format!("StackedDrg{kind}{}{version}", self.size.name())
     }
 
     /// filecoin-proofs' configuration for this proof, as the FFI's registry makes it.
@@ -127,7 +95,7 @@ impl PostProof {
 
 impl fmt::Display for PostProof {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name())
+        f.write_str(self.name())
     }
 }
 
@@ -135,11 +103,7 @@ impl FromStr for PostProof {
     type Err = FilecoinError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        SECTOR_SIZES
-            .into_iter()
-            .flat_map(|size| KINDS.map(|kind| PostProof { kind, size }))
-            .find(|proof| proof.name() == text)
-            .ok_or_else(|| FilecoinError::UnknownPostProof(text.to_owned()))
+        Self::from_name(text)
     }
 }
 

@@ -38,13 +38,9 @@ impl FilecoinRequest {
         }
     }
 
-    /// The registered proof's name (`StackedDrg32GiBV1_1`, `StackedDrgWindow32GiBV1_2`, …).
-    pub fn proof_name(&self) -> String {
-        match self {
-            FilecoinRequest::Porep(c1) => c1.proof.name().to_owned(),
-            FilecoinRequest::Post(post) => post.proof.name(),
-            FilecoinRequest::Snap(snap) => snap.proof.name(),
-        }
+    /// The registered proof's name (`StackedDrg32GiBV1_1`, `StackedDrgWindow32GiBV1_1`, …).
+    pub fn proof_name(&self) -> &'static str {
+        self.circuit().name()
     }
 
     /// Partitions of its job: the sector's, the update's, or the one PoSt partition.

@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::error::io;
-use crate::FilecoinError;
+use crate::{FilecoinError, RegisteredProof};
 
 /// `path`'s JSON as `T`, or an error naming the field that does not fit.
 pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, FilecoinError> {
@@ -34,24 +34,21 @@ fn field_error(path: &Path, field: &str, reason: String) -> FilecoinError {
     }
 }
 
-/// The `registered_proof` field of `path`: a name `P` parses from, or a number `from_number`
-/// takes; `what` ("PoSt", "update") names the kind in the error.
-pub(crate) fn registered_proof<P: std::str::FromStr>(
+/// The `registered_proof` field of `path`: the name or the number of a proof of kind `P`.
+pub(crate) fn registered_proof<P: RegisteredProof>(
     path: &Path,
     value: &serde_json::Value,
-    from_number: fn(u64) -> Option<P>,
-    what: &str,
 ) -> Result<P, FilecoinError> {
     match value {
-        serde_json::Value::String(name) => name.parse().ok(),
-        serde_json::Value::Number(number) => number.as_u64().and_then(from_number),
+        serde_json::Value::String(name) => P::from_name(name).ok(),
+        serde_json::Value::Number(number) => number.as_u64().and_then(P::from_number),
         _ => None,
     }
     .ok_or_else(|| {
         field_error(
             path,
             "registered_proof",
-            format!("{value}: not a registered {what} proof"),
+            format!("{value}: not a registered {} proof", P::KIND),
         )
     })
 }

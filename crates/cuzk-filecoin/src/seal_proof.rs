@@ -2,8 +2,8 @@
 //! configuration each stands for.
 //!
 //! A registered proof fixes the sector size, the API version and the features; its number (the
-//! on-chain `RegisteredSealProof` value) is also its `porep_id`, which the replica id and the
-//! circuit's parameter identifier depend on.
+//! on-chain `RegisteredSealProof` value, see [`crate::RegisteredProof`]) is also its
+//! `porep_id`, which the replica id and the circuit's parameter identifier depend on.
 
 use std::fmt;
 use std::str::FromStr;
@@ -11,7 +11,7 @@ use std::str::FromStr;
 use filecoin_proofs::PoRepConfig;
 use storage_proofs_core::api_version::{ApiFeature, ApiVersion};
 
-use crate::FilecoinError;
+use crate::{FilecoinError, RegisteredProof};
 
 /// The sector sizes filecoin-proofs supports for PoRep, smallest first.
 pub const SECTOR_SIZES: [SectorSize; 5] = [
@@ -59,17 +59,6 @@ impl SectorSize {
     pub fn vanilla_variant(self) -> String {
         format!("StackedDrg{}V1", self.name())
     }
-
-    /// Its place among the five sizes, as registered proofs number them.
-    pub(crate) fn index(self) -> u64 {
-        match self {
-            SectorSize::S2KiB => 0,
-            SectorSize::S8MiB => 1,
-            SectorSize::S512MiB => 2,
-            SectorSize::S32GiB => 3,
-            SectorSize::S64GiB => 4,
-        }
-    }
 }
 
 impl fmt::Display for SectorSize {
@@ -109,34 +98,8 @@ pub enum Revision {
     NonInteractive,
 }
 
-const REVISIONS: [Revision; 4] = [
-    Revision::V1,
-    Revision::V1_1,
-    Revision::Synthetic,
-    Revision::NonInteractive,
-];
-
-impl Revision {
-    fn suffix(self) -> &'static str {
-        match self {
-            Revision::V1 => "V1",
-            Revision::V1_1 => "V1_1",
-            Revision::Synthetic => "V1_1_Feat_SyntheticPoRep",
-            Revision::NonInteractive => "V1_2_Feat_NonInteractivePoRep",
-        }
-    }
-
-    fn index(self) -> u64 {
-        match self {
-            Revision::V1 => 0,
-            Revision::V1_1 => 1,
-            Revision::Synthetic => 2,
-            Revision::NonInteractive => 3,
-        }
-    }
-}
-
-/// One registered seal proof, such as `StackedDrg2KiBV1_1`.
+/// One registered seal proof, such as `StackedDrg2KiBV1_1`: its number and name are
+/// [`RegisteredProof`]'s.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SealProof {
     pub size: SectorSize,
@@ -158,23 +121,6 @@ impl SealProof {
             .map(Self::current)
             .or_else(|_| text.parse::<SealProof>())
             .map_err(|_| FilecoinError::UnknownSealProof(text.to_owned()))
-    }
-
-    /// The registered proof with this number (`RegisteredSealProof`), if there is one.
-    pub fn from_number(number: u64) -> Option<Self> {
-        let revision = *REVISIONS.get(usize::try_from(number / 5).ok()?)?;
-        let size = SECTOR_SIZES[(number % 5) as usize];
-        Some(SealProof { size, revision })
-    }
-
-    /// The registered number: five sizes per revision, revisions in order.
-    pub fn number(self) -> u64 {
-        self.revision.index() * 5 + self.size.index()
-    }
-
-    /// The name the FFI writes (`registered_proof` of a C1 output).
-    pub fn name(self) -> String {
-        format!("StackedDrg{}{}", self.size.name(), self.revision.suffix())
     }
 
     /// The `porep_id`: the registered number little-endian, then a zero nonce.
@@ -207,7 +153,7 @@ impl SealProof {
 
 impl fmt::Display for SealProof {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name())
+        f.write_str(self.name())
     }
 }
 
@@ -215,11 +161,7 @@ impl FromStr for SealProof {
     type Err = FilecoinError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        SECTOR_SIZES
-            .into_iter()
-            .flat_map(|size| REVISIONS.map(|revision| SealProof { size, revision }))
-            .find(|proof| proof.name() == text)
-            .ok_or_else(|| FilecoinError::UnknownSealProof(text.to_owned()))
+        Self::from_name(text)
     }
 }
 

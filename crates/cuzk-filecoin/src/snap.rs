@@ -27,7 +27,7 @@ use storage_proofs_update::{
 
 use crate::error::filecoin;
 use crate::request_file::{byte_strings, bytes32, read_json, registered_proof, to_hex, write_json};
-use crate::{FilecoinError, FilecoinJob, ParamFiles, UpdateProof};
+use crate::{FilecoinError, FilecoinJob, ParamFiles, RegisteredProof, UpdateProof};
 
 /// What Curio sends for one SnapDeals update: the registered update proof, one vanilla proof per
 /// partition (the FFI's bincode bytes), and the sector's old and new commitments (raw 32 bytes).
@@ -344,12 +344,7 @@ impl SnapRequest {
     /// Reads a request file, naming the file and the field at fault.
     pub fn read(path: &Path) -> Result<Self, FilecoinError> {
         let raw: RequestFile = read_json(path)?;
-        let proof = registered_proof(
-            path,
-            &raw.registered_proof,
-            UpdateProof::from_number,
-            "update",
-        )?;
+        let proof = registered_proof(path, &raw.registered_proof)?;
         Ok(SnapRequest {
             proof,
             comm_r_old: bytes32(path, "comm_r_old", &raw.comm_r_old)?,

@@ -1,14 +1,17 @@
 //! Filecoin's registered update proofs (SnapDeals): one per sector size, numbered 0–4 on chain
-//! (`RegisteredUpdateProof`), each the empty-sector-update circuit of that size.
+//! (`RegisteredUpdateProof`, see [`crate::RegisteredProof`]), each the empty-sector-update
+//! circuit of that size.
 
 use std::fmt;
 use std::str::FromStr;
 
 use filecoin_proofs::{PoRepConfig, SectorUpdateConfig};
 
-use crate::{FilecoinError, SealProof, SectorSize, SECTOR_SIZES};
+use crate::{FilecoinError, RegisteredProof, SealProof, SectorSize};
 
-/// One registered update proof, such as `StackedDrg32GiBV1` of `RegisteredUpdateProof`.
+/// One registered update proof, such as `StackedDrg32GiBV1` of `RegisteredUpdateProof` (a name
+/// seal proofs also use: a request says which kind it is); its number and name are
+/// [`RegisteredProof`]'s.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct UpdateProof {
     pub size: SectorSize,
@@ -20,22 +23,6 @@ impl UpdateProof {
         text.parse::<SectorSize>()
             .map(|size| UpdateProof { size })
             .or_else(|_| text.parse())
-    }
-
-    /// The registered proof with this number, if there is one.
-    pub fn from_number(number: u64) -> Option<Self> {
-        let size = *SECTOR_SIZES.get(usize::try_from(number).ok()?)?;
-        Some(UpdateProof { size })
-    }
-
-    pub fn number(self) -> u64 {
-        self.size.index()
-    }
-
-    /// The name on chain (`StackedDrg2KiBV1` … of `RegisteredUpdateProof`, which seal proofs
-    /// also use: a request says which kind it is).
-    pub fn name(self) -> String {
-        format!("StackedDrg{}V1", self.size.name())
     }
 
     /// The PoRep configuration the FFI updates sectors of this size with: only its sector size
@@ -60,11 +47,7 @@ impl FromStr for UpdateProof {
     type Err = FilecoinError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        SECTOR_SIZES
-            .into_iter()
-            .map(|size| UpdateProof { size })
-            .find(|proof| proof.name() == text)
-            .ok_or_else(|| FilecoinError::UnknownUpdateProof(text.to_owned()))
+        Self::from_name(text)
     }
 }
 

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use cuzk_filecoin::{
-    parameter_dir, seal_random_sector, verify_seal, C1Output, FilecoinRequest, SealProof,
-    SealedSector, SectorIdentity,
+    parameter_dir, seal_random_sector, verify_seal, C1Output, FilecoinRequest, RegisteredProof,
+    SealProof, SealedSector, SectorIdentity,
 };
 use serde_json::json;
 

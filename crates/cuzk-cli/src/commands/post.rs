@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use cuzk_filecoin::{
     parameter_dir, post_vanilla_proofs, random_field_bytes, verify_post, FilecoinRequest, PostKind,
-    PostProof, PostRequest, SealProof, SealedSector,
+    PostProof, PostRequest, RegisteredProof, SealProof, SealedSector,
 };
 use serde_json::json;
 

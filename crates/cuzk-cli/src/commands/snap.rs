@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use cuzk_filecoin::{
-    parameter_dir, snap_update, verify_snap, FilecoinRequest, SealedSector, SnapRequest,
+    parameter_dir, snap_update, verify_snap, FilecoinRequest, RegisteredProof, SealedSector,
+    SnapRequest,
 };
 use serde_json::json;
 

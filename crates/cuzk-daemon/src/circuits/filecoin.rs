@@ -8,7 +8,7 @@ use base64::Engine as _;
 use cuzk_filecoin::{
     compiled_r1cs, prover_id_of_miner, verify_post, verify_seal, verify_snap, C1Output, CircuitId,
     FilecoinError, FilecoinJob, FilecoinRequest, ParamFiles, PostKind, PostProof, PostRequest,
-    R1csOrigin, SealProof, SectorIdentity, SectorSize, SnapRequest, UpdateProof,
+    R1csOrigin, RegisteredProof, SealProof, SectorIdentity, SectorSize, SnapRequest, UpdateProof,
     MAX_PARTITIONS_PER_DEADLINE, SECTOR_SIZES,
 };
 use cuzk_groth16::params_file::PointCheck;

@@ -23,7 +23,9 @@ use cuzk_daemon::kinds::Kind;
 use cuzk_daemon::proto::await_proof_response::Status;
 use cuzk_daemon::proto::{self, ProveRequest, ProveResponse, SubmitProofRequest};
 use cuzk_daemon::{serve, DaemonError, Serving};
-use cuzk_filecoin::{sample_sector, snap_update, SealProof, SectorSize, SECTOR_SIZES};
+use cuzk_filecoin::{
+    sample_sector, snap_update, RegisteredProof, SealProof, SectorSize, SECTOR_SIZES,
+};
 use fuzzing::{fuzz, mutate_bytes, mutate_json, mutations, no_panic, Mutation, Outcome};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;

@@ -6,7 +6,7 @@ use crate::{common, filecoin};
 
 use cuzk_daemon::proto::await_proof_response::Status;
 use cuzk_daemon::proto::{self, SubmitProofRequest};
-use cuzk_filecoin::{post_vanilla_proofs, PostProof};
+use cuzk_filecoin::{post_vanilla_proofs, PostProof, RegisteredProof};
 use cuzk_pipeline::engine::HostPlan;
 use tonic::Code;
 

@@ -7,7 +7,7 @@ use crate::{common, filecoin};
 
 use cuzk_daemon::proto::await_proof_response::Status;
 use cuzk_daemon::proto::{self, SubmitProofRequest};
-use cuzk_filecoin::{post_vanilla_proofs, verify_post, PostKind, PostProof};
+use cuzk_filecoin::{post_vanilla_proofs, verify_post, PostKind, PostProof, RegisteredProof};
 use rand::RngCore;
 use tonic::Code;
 

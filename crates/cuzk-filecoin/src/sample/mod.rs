@@ -45,8 +45,8 @@ use crate::error::filecoin;
 use crate::sealer::{random_bytes, random_field_bytes};
 use crate::shapes::Drg;
 use crate::{
-    prover_id_of_miner, FilecoinError, PostRequest, Revision, SealProof, SealedSector,
-    SectorIdentity, SnapRequest,
+    prover_id_of_miner, FilecoinError, PostRequest, RegisteredProof, Revision, SealProof,
+    SealedSector, SectorIdentity, SnapRequest,
 };
 use post::Replica;
 use sparse_tree::{arities_of, SparseTree};
@@ -73,7 +73,7 @@ pub fn sample_sector(
         Revision::Synthetic | Revision::NonInteractive
     ) {
         return Err(FilecoinError::NoSample {
-            proof: proof.name(),
+            proof: proof.name().to_owned(),
         });
     }
     with_shape!(proof.size.bytes(), sample, proof, miner_id, rng,)
@@ -106,7 +106,7 @@ fn sample<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     };
     let Challenges::Interactive(challenges) = &params.challenges else {
         return Err(FilecoinError::NoSample {
-            proof: proof.name(),
+            proof: proof.name().to_owned(),
         });
     };
 

@@ -12,8 +12,8 @@ use std::sync::OnceLock;
 
 use cuzk_filecoin::{
     sample_sector, seal_random_sector, snap_update, C1Output, FilecoinError, PostCircuits,
-    PostKind, PostProof, PostRequest, SealProof, SectorCircuits, SectorSize, SnapCircuits,
-    SnapRequest, UpdateProof, MAX_PARTITIONS_PER_DEADLINE, SECTOR_SIZES,
+    PostKind, PostProof, PostRequest, RegisteredProof, SealProof, SectorCircuits, SectorSize,
+    SnapCircuits, SnapRequest, UpdateProof, MAX_PARTITIONS_PER_DEADLINE, SECTOR_SIZES,
 };
 use filecoin_proofs::{
     FallbackPoStSectorProof, SectorShape2KiB, SectorShape32GiB, SectorShape64GiB,
