@@ -529,7 +529,7 @@ impl ProverBackend for GpuBackend {
         let lengths = params.lengths();
         let witness = params.vk.ic.len() + lengths.l;
         let len = staging_len(lengths.h + 1, witness, products_deferred);
-        (len.next_multiple_of(STAGING_GRAIN) * std::mem::size_of::<Scalar>()) as u64
+        (staging_capacity(len) * std::mem::size_of::<Scalar>()) as u64
     }
 
     /// On the device, with the compiled matrices (uploaded once per circuit) when they fit, else

@@ -17,7 +17,13 @@ use super::*;
 pub(super) const COPY_THREADS: usize = 4;
 
 /// Staging buffers are made in multiples of this many scalars (32 MiB).
-pub(super) const STAGING_GRAIN: usize = 1 << 20;
+const STAGING_GRAIN: usize = 1 << 20;
+
+/// The scalars of the staging buffer that holds `len`: rounded up to [`STAGING_GRAIN`], so that
+/// partitions whose packed witnesses differ a little share their buffers.
+pub(super) fn staging_capacity(len: usize) -> usize {
+    len.next_multiple_of(STAGING_GRAIN)
+}
 
 impl reuse::Len for Pinned<Scalar> {
     fn len(&self) -> usize {
@@ -73,10 +79,9 @@ impl Prepared {
 }
 
 impl GpuBackend {
-    /// A staging buffer of at least `len` scalars, rounded up to [`STAGING_GRAIN`] so that
-    /// partitions whose packed witnesses differ a little share their buffers.
+    /// A staging buffer of at least `len` scalars ([`staging_capacity`]).
     pub(super) fn take_staging(&self, len: usize) -> Result<Pinned<Scalar>, GpuError> {
-        let len = len.next_multiple_of(STAGING_GRAIN);
+        let len = staging_capacity(len);
         self.staging.take(len, |len| Pinned::zeroed(&self.gpu, len))
     }
 
