@@ -7,8 +7,8 @@ mod common;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_gpu::layout::as_words;
 use cuzk_gpu::msm::{
-    bitmap_sum, msm, msm_device, msm_device_with, msm_streamed, DeviceBases, MsmAffine, MsmScalars,
-    ZeroOneScalars,
+    bitmap_sum, msm, msm_device, msm_device_with, msm_streamed, msm_streamed_with, DeviceBases,
+    MsmAffine, MsmScalars, ZeroOneScalars,
 };
 use cuzk_gpu::{DeviceIndex, DeviceScalars, Gpu, HostLocked};
 use ff::Field;
@@ -439,11 +439,13 @@ fn scalars_read_in_place_match_cpu() {
                 "{kind} by position, {zero_one:?}"
             );
         }
-        assert_eq!(
-            msm_streamed(&gpu, &points, indexed).unwrap(),
-            expect,
-            "{kind} by position, streamed"
-        );
+        for zero_one in [ZeroOneScalars::Pippenger, ZeroOneScalars::Split] {
+            assert_eq!(
+                msm_streamed_with(&gpu, &points, indexed, zero_one).unwrap(),
+                expect,
+                "{kind} by position, streamed, {zero_one:?}"
+            );
+        }
         // Past a prefix: the last n values.
         let after = MsmScalars::after(&device, n + 5).unwrap();
         let expect = repeated_msm(&distinct, &witness[n + 5..]);

@@ -4,7 +4,8 @@
 //! - MSM: bases and scalars on the device, CUDA events around the call (which allocates its work
 //!   buffers and downloads the result); and, as "streamed", wall clock of the call with the bases
 //!   streamed from page-locked host memory (scalars on the device). Over a witness's scalars
-//!   (`--scalars witness`), also each way of summing them forced: Pippenger, split.
+//!   (`--scalars witness`), also each way of summing them forced, resident and streamed:
+//!   Pippenger, split (`pippenger_ms` and `split_ms` in JSON: [resident, streamed]).
 //! - NTT: data on the device, CUDA events around the transform; and, as "h2d2h", wall clock of
 //!   upload + transform + download through page-locked host memory.
 //!
@@ -18,8 +19,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use cuzk_gpu::msm::{
-    msm_device_with, msm_streamed, multiple_window_bits, shared_bucket_sets, windows, DeviceBases,
-    MsmAffine, ZeroOneScalars,
+    msm_device_with, msm_streamed_with, multiple_window_bits, shared_bucket_sets, windows,
+    DeviceBases, MsmAffine, ZeroOneScalars,
 };
 use cuzk_gpu::ntt::{ntt, NttOrder, NttTables, Transform};
 use cuzk_gpu::rate::{product_rate, ProductField};
@@ -65,8 +66,15 @@ struct Multiples {
 struct MsmTimes {
     resident: f64,
     streamed: f64,
-    /// (Pippenger, split), resident: `--scalars witness` only.
-    zero_one: Option<(f64, f64)>,
+    /// `--scalars witness` only.
+    zero_one: Option<ZeroOneTimes>,
+}
+
+/// [resident, streamed] medians in ms with each way of summing 0/1 scalars forced.
+#[derive(Clone, Copy)]
+struct ZeroOneTimes {
+    pippenger: [f64; 2],
+    split: [f64; 2],
 }
 
 fn time_msm<A: MsmAffine>(
@@ -78,26 +86,44 @@ fn time_msm<A: MsmAffine>(
 ) -> Result<MsmTimes> {
     let runs = table.runs;
     let scalars = DeviceScalars::upload(gpu, &table.scalars(1 << log))?;
-    let resident = time_resident(gpu, bases, &scalars, runs, ZeroOneScalars::Auto)?;
+    let ways = |zero_one| -> Result<[f64; 2]> {
+        Ok([
+            time_resident(gpu, bases, &scalars, runs, zero_one)?,
+            time_streamed(gpu, host, &scalars, runs, zero_one)?,
+        ])
+    };
+    let [resident, streamed] = ways(ZeroOneScalars::Auto)?;
     let zero_one = match table.scalars {
-        ScalarShape::Witness => Some((
-            time_resident(gpu, bases, &scalars, runs, ZeroOneScalars::Pippenger)?,
-            time_resident(gpu, bases, &scalars, runs, ZeroOneScalars::Split)?,
-        )),
+        ScalarShape::Witness => Some(ZeroOneTimes {
+            pippenger: ways(ZeroOneScalars::Pippenger)?,
+            split: ways(ZeroOneScalars::Split)?,
+        }),
         ScalarShape::Random => None,
     };
-    msm_streamed(gpu, host, &scalars).context("warm-up (streamed)")?;
-    let mut streamed = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let start = Instant::now();
-        msm_streamed(gpu, host, &scalars)?;
-        streamed.push(start.elapsed().as_secs_f64() * 1e3);
-    }
     Ok(MsmTimes {
         resident,
-        streamed: median_ms(streamed),
+        streamed,
         zero_one,
     })
+}
+
+/// Median wall-clock ms of MSMs over `host` points streamed from page-locked memory (scalars on
+/// the device), after a warm-up.
+fn time_streamed<A: MsmAffine>(
+    gpu: &Gpu,
+    host: &[A],
+    scalars: &DeviceScalars,
+    runs: usize,
+    zero_one: ZeroOneScalars,
+) -> Result<f64> {
+    msm_streamed_with(gpu, host, scalars, zero_one).context("warm-up (streamed)")?;
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let start = Instant::now();
+        msm_streamed_with(gpu, host, scalars, zero_one)?;
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(median_ms(times))
 }
 
 /// Median ms of resident MSMs over `bases` (CUDA events), after a warm-up.
@@ -166,8 +192,11 @@ where
             let share = ceiling.map_or(String::new(), |c| {
                 format!("  ({:.0}% of the Fp product ceiling)", 100.0 * c)
             });
-            let ways = zero_one.map_or(String::new(), |(pippenger, split)| {
-                format!("  (resident, Pippenger {pippenger:.2} ms, split {split:.2} ms)")
+            let ways = zero_one.map_or(String::new(), |ZeroOneTimes { pippenger, split }| {
+                format!(
+                    "  (resident / streamed: Pippenger {:.2} / {:.2} ms, split {:.2} / {:.2} ms)",
+                    pippenger[0], pippenger[1], split[0], split[1]
+                )
             });
             println!(
                 "msm {group:<3} 2^{log:<3} {ms:>10.2} ms {streamed_ms:>10.2} ms streamed{share}{ways}"
@@ -176,8 +205,8 @@ where
         table.rows.push(
             json!({"kernel": format!("msm_{group}"), "log_n": log, "median_ms": ms,
             "streamed_ms": streamed_ms, "ceiling_fraction": ceiling,
-            "pippenger_ms": zero_one.map(|(pippenger, _)| pippenger),
-            "split_ms": zero_one.map(|(_, split)| split)}),
+            "pippenger_ms": zero_one.map(|t| t.pippenger),
+            "split_ms": zero_one.map(|t| t.split)}),
         );
         let Some(bases) = &multiples else { continue };
         let Some(sets) = shared_bucket_sets(gpu, bases, 1 << log)? else {

@@ -626,17 +626,35 @@ pub fn shared_bucket_sets<A: MsmAffine>(
 /// each copy overlapping the Pippenger pass over the chunk before it. The copies overlap only from
 /// page-locked memory ([`Pinned`](crate::Pinned), or memory locked in place by [`HostLocked`](crate::HostLocked));
 /// from pageable memory the driver stages each one and the host waits for it.
+///
+/// Scalars mostly 0 or 1 are split ([`ZeroOneScalars::Auto`] is [`ZeroOneScalars::Split`] here):
+/// the copies bound a streamed MSM, and the split needs no bucket memory for the ones.
 pub fn msm_streamed<'s, A: MsmAffine>(
     gpu: &Gpu,
     points: &[A],
     scalars: impl Into<MsmScalars<'s>>,
+) -> Result<A::Projective, GpuError> {
+    msm_streamed_with(gpu, points, scalars, ZeroOneScalars::Auto)
+}
+
+/// [`msm_streamed`] with the way scalars mostly 0 or 1 are summed chosen: for benchmarks and
+/// tests of each.
+pub fn msm_streamed_with<'s, A: MsmAffine>(
+    gpu: &Gpu,
+    points: &[A],
+    scalars: impl Into<MsmScalars<'s>>,
+    zero_one: ZeroOneScalars,
 ) -> Result<A::Projective, GpuError> {
     let scalars = scalars.into();
     let n = scalars_within("streamed MSM", &scalars, points.len())?;
     if n == 0 {
         return Ok(A::Projective::identity());
     }
-    if let Some(split) = Split::of(gpu, &scalars)? {
+    let split = match zero_one {
+        ZeroOneScalars::Pippenger => None,
+        ZeroOneScalars::Auto | ZeroOneScalars::Split => Split::of(gpu, &scalars)?,
+    };
+    if let Some(split) = split {
         let mut gathered = gathered_points::<A>(gpu, &split)?;
         let (free, _) = gpu.settled_memory()?;
         let chunk = split_chunk::<A>(n, free)?;
