@@ -15,7 +15,8 @@
 //! - [`c2`]: each partition's StackedDRG circuit and public inputs, built as filecoin-proofs'
 //!   `seal_commit_phase2` builds them, as one engine job.
 //! - [`FilecoinRequest`]: a request of any of these kinds, proven as one [`FilecoinJob`].
-//! - [`params`]: parameter files by filecoin-proofs' names; test parameters by cuzk's setup.
+//! - [`params`]: parameter files by filecoin-proofs' names, loaded for proving ([`LoadedSet`]);
+//!   test parameters by cuzk's setup.
 //! - [`r1cs`]: the circuit's compiled R1CS, cached beside the parameters, for witness-only
 //!   synthesis.
 //! - [`verify`]: `filecoin_proofs::verify_seal` on a proof.
@@ -55,7 +56,10 @@ pub mod verify;
 pub use c1::{C1Output, SealCommitments};
 pub use c2::{ProofFinish, SectorCircuits};
 pub use error::FilecoinError;
-pub use params::{check_parameter_dir, parameter_dir, use_parameter_dir, CircuitId, ParamFiles};
+pub use params::{
+    check_parameter_dir, parameter_dir, use_parameter_dir, CircuitId, LoadedR1cs, LoadedSet,
+    ParamFiles,
+};
 pub use partition::PartitionCircuit;
 pub use post::{PostCircuits, PostRequest, MAX_PARTITIONS_PER_DEADLINE};
 pub use post_proof::{PostKind, PostProof};

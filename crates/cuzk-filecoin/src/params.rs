@@ -4,6 +4,8 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bellperson::groth16::aggregate::setup_fake_srs;
 use blstrs::Bls12;
@@ -23,7 +25,8 @@ use storage_proofs_update::{
 
 use crate::error::{filecoin, io};
 use crate::{
-    compiled_r1cs, FilecoinError, PostKind, PostProof, Revision, SealProof, SectorSize, UpdateProof,
+    compiled_r1cs, FilecoinError, PostKind, PostProof, R1csOrigin, Revision, SealProof, SectorSize,
+    UpdateProof,
 };
 
 /// The environment variable filecoin-proofs reads its parameter directory from.
@@ -106,6 +109,23 @@ impl fmt::Display for CircuitId {
     }
 }
 
+/// A circuit's parameter set, loaded for proving.
+#[derive(Debug)]
+pub struct LoadedSet {
+    pub params: Arc<Parameters>,
+    /// For synthesis by witness only; `None` when partitions run the circuit's constraint code.
+    pub compiled: Option<LoadedR1cs>,
+}
+
+/// A compiled R1CS as it loaded: where it came from and how long that took (recording one takes
+/// minutes, which is worth saying).
+#[derive(Debug)]
+pub struct LoadedR1cs {
+    pub r1cs: Arc<CompiledR1cs>,
+    pub origin: R1csOrigin,
+    pub took: Duration,
+}
+
 /// The parameter files of one circuit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParamFiles {
@@ -145,6 +165,29 @@ impl ParamFiles {
     pub fn load(&self, check: PointCheck) -> Result<Parameters, FilecoinError> {
         self.require(&self.params)?;
         Ok(Parameters::read_file(&self.params, check)?)
+    }
+
+    /// Loads the set the CLI and the daemon prove with: the parameters, their points checked or
+    /// not, and when `with_compiled_r1cs` the circuit's compiled R1CS (read from its cache, or
+    /// recorded and cached).
+    pub fn load_set(
+        &self,
+        check: PointCheck,
+        with_compiled_r1cs: bool,
+    ) -> Result<LoadedSet, FilecoinError> {
+        let params = Arc::new(self.load(check)?);
+        let compiled = if with_compiled_r1cs {
+            let start = Instant::now();
+            let (r1cs, origin) = compiled_r1cs(self)?;
+            Some(LoadedR1cs {
+                r1cs,
+                origin,
+                took: start.elapsed(),
+            })
+        } else {
+            None
+        };
+        Ok(LoadedSet { params, compiled })
     }
 
     /// The proving parameters' lengths and size, from the file's length prefixes alone: what a

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use cuzk_filecoin::{compiled_r1cs, FilecoinJob, FilecoinRequest, ParamFiles, R1csOrigin};
+use cuzk_filecoin::{FilecoinJob, FilecoinRequest, LoadedR1cs, LoadedSet, ParamFiles, R1csOrigin};
 use cuzk_groth16::params_file::PointCheck;
 use cuzk_groth16::{Parameters, ProverBackend};
 use cuzk_pipeline::engine::HostPlan;
@@ -96,22 +96,21 @@ impl Prover {
         } else {
             PointCheck::Unchecked
         };
-        let (params, _) = progress.stage("loading parameters", || files.load(check));
-        let params = Arc::new(params?);
-        let compiled = if args.direct_synthesis {
-            None
-        } else {
-            let (compiled, _) =
-                progress.stage("loading the compiled R1CS", || compiled_r1cs(files));
-            let (compiled, origin) = compiled?;
+        let stage = match args.direct_synthesis {
+            true => "loading parameters",
+            false => "loading parameters and the compiled R1CS",
+        };
+        let (loaded, _) = progress.stage(stage, || files.load_set(check, !args.direct_synthesis));
+        let LoadedSet { params, compiled } = loaded?;
+        let compiled = compiled.map(|LoadedR1cs { r1cs, origin, .. }| {
             if let R1csOrigin::RecordedUncached(e) = origin {
                 eprintln!(
                     "cuzk: could not cache the compiled R1CS in {}: {e}",
                     files.r1cs.display()
                 );
             }
-            Some(compiled)
-        };
+            r1cs
+        });
         let mut config = EngineConfig::new(1, 1);
         config.memory_budget = HostPlan::loaded(
             &params,

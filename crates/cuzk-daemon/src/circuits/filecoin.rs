@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use cuzk_filecoin::{
-    compiled_r1cs, prover_id_of_miner, verify_post, verify_seal, verify_snap, C1Output, CircuitId,
-    FilecoinError, FilecoinJob, FilecoinRequest, ParamFiles, PostKind, PostProof, PostRequest,
+    prover_id_of_miner, verify_post, verify_seal, verify_snap, C1Output, CircuitId, FilecoinError,
+    FilecoinJob, FilecoinRequest, LoadedSet, ParamFiles, PostKind, PostProof, PostRequest,
     R1csOrigin, RegisteredProof, SealProof, SectorIdentity, SectorSize, SnapRequest, UpdateProof,
     MAX_PARTITIONS_PER_DEADLINE, SECTOR_SIZES,
 };
@@ -354,28 +354,24 @@ impl Circuits for FilecoinCircuits {
         let id = circuit_of(circuit).ok_or_else(|| unknown_circuit(circuit).to_string())?;
         let files = ParamFiles::new(&self.params_dir, id).map_err(|e| e.to_string())?;
         // Every proof is verified before it is returned, so the points need no check here.
-        let params = files
-            .load(PointCheck::Unchecked)
+        let LoadedSet { params, compiled } = files
+            .load_set(PointCheck::Unchecked, self.compiled)
             .map_err(|e| e.to_string())?;
         let mut bytes = params.file_size() as u64;
-        let (compiled, r1cs_origin) = if self.compiled {
-            let start = std::time::Instant::now();
-            let (compiled, origin) = compiled_r1cs(&files).map_err(|e| e.to_string())?;
-            let note = r1cs_note(&origin, start.elapsed());
-            match origin {
+        let r1cs_origin = compiled.as_ref().map(|loaded| {
+            let note = r1cs_note(&loaded.origin, loaded.took);
+            match loaded.origin {
                 R1csOrigin::RecordedUncached(_) => {
                     tracing::warn!(circuit, file = %files.r1cs.display(), "compiled R1CS {note}")
                 }
                 _ => tracing::info!(circuit, file = %files.r1cs.display(), "compiled R1CS {note}"),
             }
             bytes += std::fs::metadata(&files.r1cs).map_or(0, |m| m.len());
-            (Some(compiled), Some(note))
-        } else {
-            (None, None)
-        };
+            note
+        });
         Ok(ParamSet {
-            params: Arc::new(params),
-            compiled,
+            params,
+            compiled: compiled.map(|loaded| loaded.r1cs),
             bytes,
             r1cs_origin,
         })
