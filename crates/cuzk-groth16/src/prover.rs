@@ -55,33 +55,17 @@ pub trait ProverBackend: Send + Sync {
     /// A short name for logs ("cpu", "cuda:0").
     fn name(&self) -> &str;
 
-    /// Computes the query sums with the device to itself. Takes the assignment by value so a/b/c
-    /// can be transformed in place.
+    /// Computes the query sums, and reports what it measured of its stages. Takes the assignment
+    /// by value so a/b/c can be transformed in place. Holds `device` around the work that needs
+    /// the device to itself, and only that: the engine runs two callers per device so that one's
+    /// host work overlaps the other's kernels ([`Unshared`] where the caller has it alone; a
+    /// backend whose whole call is device work holds it throughout, [`Started::holding`]).
     fn prove_start(
         &self,
         params: &Parameters,
         assignment: ProvingAssignment,
-    ) -> Result<QuerySums, ProveError>;
-
-    /// Computes the query sums on a device shared with other callers (the engine runs two per
-    /// device so that one's host work overlaps the other's kernels): holds `device` around the
-    /// work that needs the device exclusively, and only that, and reports what it measured of its stages.
-    ///
-    /// By default the whole of [`ProverBackend::prove_start`] is the device region and no stage
-    /// is reported; a backend with host-side preparation or epilogue overrides this to hold the
-    /// lock for less.
-    fn prove_start_shared(
-        &self,
-        params: &Parameters,
-        assignment: ProvingAssignment,
         device: &dyn DeviceLock,
-    ) -> Result<Started, ProveError> {
-        let _device = device.acquire();
-        Ok(Started {
-            sums: self.prove_start(params, assignment)?,
-            stages: Vec::new(),
-        })
-    }
+    ) -> Result<Started, ProveError>;
 
     /// Places `params`' proving key on the device ahead of its first proof, so that proof pays no
     /// upload; with the circuit's `compiled` R1CS, whose products the device may make, planned
@@ -155,12 +139,27 @@ pub struct DeviceStatus {
     pub peak_bytes: u64,
 }
 
-/// What [`ProverBackend::prove_start_shared`] produced.
+/// What [`ProverBackend::prove_start`] produced.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Started {
     pub sums: QuerySums,
     /// What the backend measured of its stages, in the order they ran.
     pub stages: Vec<StageMetric>,
+}
+
+impl Started {
+    /// The sums `prove` computes with `device` held throughout: for a backend whose whole call
+    /// is device work, measuring no stages.
+    pub fn holding(
+        device: &dyn DeviceLock,
+        prove: impl FnOnce() -> Result<QuerySums, ProveError>,
+    ) -> Result<Started, ProveError> {
+        let _device = device.acquire();
+        Ok(Started {
+            sums: prove()?,
+            stages: Vec::new(),
+        })
+    }
 }
 
 /// One measurement of a `prove_start` stage.
@@ -249,7 +248,7 @@ pub fn prove<C: Circuit<Scalar>>(
     rng: &mut impl RngCore,
 ) -> Result<Proof, ProveError> {
     let assignment = ProvingAssignment::synthesize(circuit)?;
-    let sums = backend.prove_start(params, assignment)?;
+    let sums = backend.prove_start(params, assignment, &Unshared)?.sums;
     Ok(prove_finish(&params.vk, &sums, Randomness::random(rng)))
 }
 

@@ -12,7 +12,7 @@ use cuzk_groth16::params_file::PointCheck;
 use cuzk_groth16::setup::generate_random_parameters;
 use cuzk_groth16::{
     prove, prove_finish, verify_proof, verify_proofs_batch, Parameters, PreparedVerifyingKey,
-    Proof, ProverBackend, Randomness,
+    Proof, Randomness,
 };
 use cuzk_math::Scalar;
 use cuzk_synth::ProvingAssignment;
@@ -191,7 +191,7 @@ fn same_randomness_gives_bellpersons_exact_proof() {
         let bp_proof = bp::create_proof(make(), &bp_params, randomness.r, randomness.s)
             .expect("bellperson proves");
         let sums = CpuBackend
-            .prove_start(
+            .query_sums(
                 &params,
                 ProvingAssignment::synthesize(make()).expect("synthesis"),
             )

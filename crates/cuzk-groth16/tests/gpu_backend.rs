@@ -58,16 +58,16 @@ fn same_as_cpu<C: Circuit<Scalar> + Clone>(
     what: &str,
 ) -> GpuStages {
     let synth = || ProvingAssignment::synthesize(circuit.clone()).unwrap();
-    let cpu = CpuBackend.prove_start(params, synth()).unwrap();
-    let started = gpu.prove_start_shared(params, synth(), &Unshared).unwrap();
+    let cpu = CpuBackend.query_sums(params, synth()).unwrap();
+    let started = gpu.prove_start(params, synth(), &Unshared).unwrap();
     assert_eq!(started.sums, cpu, "{what}: GPU and CPU query sums");
     // Again, with the proving key, query positions and staging buffer reused.
-    let again = gpu.prove_start_shared(params, synth(), &Unshared).unwrap();
+    let again = gpu.prove_start(params, synth(), &Unshared).unwrap();
     assert_eq!(again.sums, cpu, "{what}: second proof on the GPU");
     // With a, b and c left to the device: the witness and the compiled matrices alone.
     let compiled = Arc::new(CompiledR1cs::record(circuit.clone()).unwrap());
     let deferred = compiled.witness(circuit.clone()).unwrap();
-    let on_device = gpu.prove_start_shared(params, deferred, &Unshared).unwrap();
+    let on_device = gpu.prove_start(params, deferred, &Unshared).unwrap();
     assert_eq!(
         on_device.sums, cpu,
         "{what}: a, b and c computed on the GPU"
@@ -337,7 +337,7 @@ fn a_proof_beside_the_region_in_progress_matches_the_cpu() {
             let params = generate_random_parameters(circuit.clone(), &mut rng).unwrap();
             let compiled = CompiledR1cs::record(circuit.clone()).unwrap();
             let assignment = ProvingAssignment::synthesize(circuit.clone()).unwrap();
-            let cpu = CpuBackend.prove_start(&params, assignment).unwrap();
+            let cpu = CpuBackend.query_sums(&params, assignment).unwrap();
             (circuit, params, Arc::new(compiled), cpu)
         });
     let prove = |(circuit, params, compiled, cpu): &(
@@ -349,7 +349,7 @@ fn a_proof_beside_the_region_in_progress_matches_the_cpu() {
                  lock: &Turns<'_>,
                  what: &str| {
         let witness = compiled.witness(circuit.clone()).unwrap();
-        let started = gpu.prove_start_shared(params, witness, lock).unwrap();
+        let started = gpu.prove_start(params, witness, lock).unwrap();
         assert_eq!(&started.sums, cpu, "{what}");
         ran_beside(&started)
     };
@@ -466,12 +466,10 @@ fn preload_streams_when_memory_is_short() {
     .host_products;
     // A proof leaving a, b and c to the device with the preloaded R1CS prepares no matrices.
     let deferred = compiled.witness(circuit.clone()).unwrap();
-    let on_device = gpu
-        .prove_start_shared(&params, deferred, &Unshared)
-        .unwrap();
+    let on_device = gpu.prove_start(&params, deferred, &Unshared).unwrap();
     device.limit_memory(None);
     let cpu = CpuBackend
-        .prove_start(&params, ProvingAssignment::synthesize(circuit).unwrap())
+        .query_sums(&params, ProvingAssignment::synthesize(circuit).unwrap())
         .unwrap();
     assert_eq!(on_device.sums, cpu, "products from preloaded matrices");
     let stage = |key: &str| {

@@ -10,7 +10,9 @@ use cuzk_groth16::backend::{CpuBackend, GpuBackend};
 use cuzk_groth16::setup::{
     generate_parameters_on, parameters_for_compiled, parameters_on_device, Multiplier, ToxicWaste,
 };
-use cuzk_groth16::{prove_finish, verify_proof, PreparedVerifyingKey, ProverBackend, Randomness};
+use cuzk_groth16::{
+    prove_finish, verify_proof, PreparedVerifyingKey, ProverBackend, Randomness, Unshared,
+};
 use cuzk_synth::circuits::SyntheticCircuit;
 use cuzk_synth::CompiledR1cs;
 use cuzk_synth::ProvingAssignment;
@@ -39,7 +41,7 @@ fn gpu_made_parameters_equal_the_cpus_and_prove() {
 
         let assignment = ProvingAssignment::synthesize(circuit.clone()).unwrap();
         let public: Vec<_> = assignment.input_assignment[1..].to_vec();
-        let sums = CpuBackend.prove_start(&on_gpu, assignment).unwrap();
+        let sums = CpuBackend.query_sums(&on_gpu, assignment).unwrap();
         let proof = prove_finish(&on_gpu.vk, &sums, Randomness::random(&mut rng));
         let pvk = PreparedVerifyingKey::new(&on_gpu.vk);
         assert!(verify_proof(&pvk, &proof, &public).unwrap());
@@ -77,7 +79,10 @@ fn parameters_left_on_the_gpu_prove_there_only() {
 
         let assignment = ProvingAssignment::synthesize(circuit.clone()).unwrap();
         let public: Vec<_> = assignment.input_assignment[1..].to_vec();
-        let sums = backend.prove_start(&on_device, assignment.clone()).unwrap();
+        let sums = backend
+            .prove_start(&on_device, assignment.clone(), &Unshared)
+            .unwrap()
+            .sums;
         let proof = prove_finish(&on_device.vk, &sums, Randomness::random(&mut rng));
         let pvk = PreparedVerifyingKey::new(&host.vk);
         assert!(
@@ -85,7 +90,7 @@ fn parameters_left_on_the_gpu_prove_there_only() {
             "{constraints} constraints"
         );
 
-        let refused = CpuBackend.prove_start(&on_device, assignment).unwrap_err();
+        let refused = CpuBackend.query_sums(&on_device, assignment).unwrap_err();
         assert!(refused.to_string().contains("stay there"), "{refused}");
         let unwritable = on_device.write(Vec::new()).unwrap_err();
         assert!(

@@ -13,7 +13,7 @@ use cuzk_groth16::backend::{CpuBackend, Faults, FaultyBackend};
 use cuzk_groth16::setup::generate_random_parameters;
 use cuzk_groth16::{
     verify_proof, DeviceLock, Parameters, PreparedVerifyingKey, ProveError, ProverBackend,
-    QuerySums, StageMetric, Started,
+    StageMetric, Started,
 };
 use cuzk_math::Scalar;
 use cuzk_pipeline::engine::nice::current_nice;
@@ -251,17 +251,9 @@ impl ProverBackend for StagesThenKernels {
         &self,
         params: &Parameters,
         assignment: ProvingAssignment,
-    ) -> Result<QuerySums, ProveError> {
-        CpuBackend.prove_start(params, assignment)
-    }
-
-    fn prove_start_shared(
-        &self,
-        params: &Parameters,
-        assignment: ProvingAssignment,
         device: &dyn DeviceLock,
     ) -> Result<Started, ProveError> {
-        let sums = self.prove_start(params, assignment)?;
+        let sums = CpuBackend.query_sums(params, assignment)?;
         let _device = device.acquire();
         if self.stages {
             device.staged();
@@ -525,18 +517,10 @@ impl ProverBackend for Recording {
         &self,
         params: &Parameters,
         assignment: ProvingAssignment,
-    ) -> Result<QuerySums, ProveError> {
-        CpuBackend.prove_start(params, assignment)
-    }
-
-    fn prove_start_shared(
-        &self,
-        params: &Parameters,
-        assignment: ProvingAssignment,
         device: &dyn DeviceLock,
     ) -> Result<Started, ProveError> {
         let call = self.calls.fetch_add(1, Ordering::SeqCst);
-        let sums = self.prove_start(params, assignment)?;
+        let sums = CpuBackend.query_sums(params, assignment)?;
         self.part(call, false, Duration::from_millis(20));
         {
             let _device = device.acquire();
@@ -616,11 +600,14 @@ impl ProverBackend for PanicsOnJob9 {
         &self,
         params: &Parameters,
         assignment: ProvingAssignment,
-    ) -> Result<QuerySums, ProveError> {
-        if assignment.input_assignment[1] == expected_input(9, 0) {
-            panic!("kernel exploded on purpose");
-        }
-        CpuBackend.prove_start(params, assignment)
+        device: &dyn DeviceLock,
+    ) -> Result<Started, ProveError> {
+        Started::holding(device, || {
+            if assignment.input_assignment[1] == expected_input(9, 0) {
+                panic!("kernel exploded on purpose");
+            }
+            CpuBackend.query_sums(params, assignment)
+        })
     }
 }
 
@@ -881,9 +868,12 @@ impl ProverBackend for Keeps {
         &self,
         params: &Parameters,
         assignment: ProvingAssignment,
-    ) -> Result<QuerySums, ProveError> {
-        self.seen.lock().unwrap().push(assignment.clone());
-        CpuBackend.prove_start(params, assignment)
+        device: &dyn DeviceLock,
+    ) -> Result<Started, ProveError> {
+        Started::holding(device, || {
+            self.seen.lock().unwrap().push(assignment.clone());
+            CpuBackend.query_sums(params, assignment)
+        })
     }
 }
 
@@ -923,9 +913,12 @@ impl ProverBackend for NiceAtProve {
         &self,
         params: &Parameters,
         assignment: ProvingAssignment,
-    ) -> Result<QuerySums, ProveError> {
-        self.seen.lock().unwrap().push(current_nice().unwrap());
-        CpuBackend.prove_start(params, assignment)
+        device: &dyn DeviceLock,
+    ) -> Result<Started, ProveError> {
+        Started::holding(device, || {
+            self.seen.lock().unwrap().push(current_nice().unwrap());
+            CpuBackend.query_sums(params, assignment)
+        })
     }
 }
 
@@ -1294,12 +1287,15 @@ impl ProverBackend for Stalls {
         &self,
         params: &Parameters,
         assignment: ProvingAssignment,
-    ) -> Result<QuerySums, ProveError> {
-        let first = assignment.input_assignment[1] == stalled_input();
-        if first && !self.stalled.swap(true, Ordering::SeqCst) {
-            self.gate.pass();
-        }
-        CpuBackend.prove_start(params, assignment)
+        device: &dyn DeviceLock,
+    ) -> Result<Started, ProveError> {
+        Started::holding(device, || {
+            let first = assignment.input_assignment[1] == stalled_input();
+            if first && !self.stalled.swap(true, Ordering::SeqCst) {
+                self.gate.pass();
+            }
+            CpuBackend.query_sums(params, assignment)
+        })
     }
 }
 
@@ -1317,14 +1313,6 @@ impl ProverBackend for StallsBeforeDevice {
         &self,
         params: &Parameters,
         assignment: ProvingAssignment,
-    ) -> Result<QuerySums, ProveError> {
-        CpuBackend.prove_start(params, assignment)
-    }
-
-    fn prove_start_shared(
-        &self,
-        params: &Parameters,
-        assignment: ProvingAssignment,
         device: &dyn DeviceLock,
     ) -> Result<Started, ProveError> {
         let first = assignment.input_assignment[1] == stalled_input();
@@ -1333,7 +1321,7 @@ impl ProverBackend for StallsBeforeDevice {
         }
         let _device = device.acquire();
         Ok(Started {
-            sums: CpuBackend.prove_start(params, assignment)?,
+            sums: CpuBackend.query_sums(params, assignment)?,
             stages: Vec::new(),
         })
     }

@@ -53,7 +53,7 @@ pub fn run(global: &GlobalArgs, args: BenchProverArgs) -> Result<Outcome> {
         let start = Instant::now();
         let assignment = ProvingAssignment::synthesize(circuit.clone())?;
         let synthesized = Instant::now();
-        let started = backend.prove_start_shared(&params, assignment, &Unshared)?;
+        let started = backend.prove_start(&params, assignment, &Unshared)?;
         let done = Instant::now();
         if run > 0 {
             synth_ms.push((synthesized - start).as_secs_f64() * 1e3);

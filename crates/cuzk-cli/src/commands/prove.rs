@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use cuzk_groth16::params_file::PointCheck;
-use cuzk_groth16::{prove_finish, Parameters, Proof, ProverBackend, Randomness};
+use cuzk_groth16::{prove_finish, Parameters, Proof, ProverBackend, Randomness, Unshared};
 use cuzk_math::Scalar;
 use cuzk_synth::ProvingAssignment;
 use serde_json::{json, Value};
@@ -34,7 +34,9 @@ pub fn prove_circuit(
     let assignment = assignment.context("synthesis failed")?;
     let public_inputs = assignment.input_assignment[1..].to_vec();
     let (sums, start) = progress.stage(&format!("prove_start on {}", backend.name()), || {
-        backend.prove_start(params, assignment)
+        backend
+            .prove_start(params, assignment, &Unshared)
+            .map(|started| started.sums)
     });
     let sums = sums?;
     let (proof, finish) = progress.stage("prove_finish", || {

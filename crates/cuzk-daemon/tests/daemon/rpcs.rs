@@ -14,7 +14,7 @@ use cuzk_daemon::proto::await_proof_response::Status;
 use cuzk_daemon::proto::{self, SubmitProofRequest};
 use cuzk_daemon::{serve, Bound, Serving};
 use cuzk_groth16::backend::{CpuBackend, Faults, FaultyBackend};
-use cuzk_groth16::{DeviceStatus, Parameters, ProveError, ProverBackend, QuerySums};
+use cuzk_groth16::{DeviceLock, DeviceStatus, Parameters, ProveError, ProverBackend, Started};
 use cuzk_synth::ProvingAssignment;
 use tokio::sync::oneshot;
 use tonic::Code;
@@ -666,13 +666,16 @@ impl ProverBackend for GatedGpu {
         &self,
         params: &Parameters,
         assignment: ProvingAssignment,
-    ) -> Result<QuerySums, ProveError> {
-        let mut open = self.open.lock().unwrap();
-        while !*open {
-            open = self.opened.wait(open).unwrap();
-        }
-        drop(open);
-        self.inner.prove_start(params, assignment)
+        device: &dyn DeviceLock,
+    ) -> Result<Started, ProveError> {
+        Started::holding(device, || {
+            let mut open = self.open.lock().unwrap();
+            while !*open {
+                open = self.opened.wait(open).unwrap();
+            }
+            drop(open);
+            self.inner.query_sums(params, assignment)
+        })
     }
 
     fn device(&self) -> Result<Option<DeviceStatus>, ProveError> {
@@ -704,8 +707,9 @@ impl ProverBackend for SaysGpu {
         &self,
         params: &Parameters,
         assignment: ProvingAssignment,
-    ) -> Result<QuerySums, ProveError> {
-        CpuBackend.prove_start(params, assignment)
+        device: &dyn DeviceLock,
+    ) -> Result<Started, ProveError> {
+        CpuBackend.prove_start(params, assignment, device)
     }
 
     fn device(&self) -> Result<Option<DeviceStatus>, ProveError> {

@@ -6,13 +6,12 @@ use ff::Field;
 use rayon::prelude::*;
 
 use crate::prover::checked_domain;
-use crate::{Parameters, ProveError, ProverBackend, QuerySums};
+use crate::{DeviceLock, Parameters, ProveError, ProverBackend, QuerySums, Started};
 
 /// Proves on the CPU threads of the current rayon pool.
 ///
-/// On a shared "device" it keeps [`ProverBackend::prove_start_shared`]'s default: the whole
-/// computation is the locked region, because its host and its device are the same cores, so two
-/// overlapping proofs would only split them.
+/// On a shared "device" the whole computation is the locked region ([`Started::holding`]):
+/// its host and its device are the same cores, so two overlapping proofs would only split them.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CpuBackend;
 
@@ -49,12 +48,10 @@ fn select(values: &[Scalar], density: &cuzk_math::Bitmap) -> Vec<Scalar> {
     density.iter_ones().map(|i| values[i]).collect()
 }
 
-impl ProverBackend for CpuBackend {
-    fn name(&self) -> &str {
-        "cpu"
-    }
-
-    fn prove_start(
+impl CpuBackend {
+    /// The query sums of one synthesized circuit (the reference the other backends are tested
+    /// against).
+    pub fn query_sums(
         &self,
         params: &Parameters,
         mut assignment: ProvingAssignment,
@@ -101,6 +98,21 @@ impl ProverBackend for CpuBackend {
     }
 }
 
+impl ProverBackend for CpuBackend {
+    fn name(&self) -> &str {
+        "cpu"
+    }
+
+    fn prove_start(
+        &self,
+        params: &Parameters,
+        assignment: ProvingAssignment,
+        device: &dyn DeviceLock,
+    ) -> Result<Started, ProveError> {
+        Started::holding(device, || self.query_sums(params, assignment))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::CpuBackend;
@@ -143,8 +155,8 @@ mod tests {
         assert!(deferred.a.is_empty());
         let whole = ProvingAssignment::synthesize(circuit)?;
         assert_eq!(
-            CpuBackend.prove_start(&params, deferred)?,
-            CpuBackend.prove_start(&params, whole)?
+            CpuBackend.query_sums(&params, deferred)?,
+            CpuBackend.query_sums(&params, whole)?
         );
         Ok(())
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use cuzk_synth::{CompiledR1cs, ProvingAssignment};
 
 use crate::prover::{DeviceLock, DeviceStatus, Started};
-use crate::{Parameters, ProveError, ProverBackend, QuerySums};
+use crate::{Parameters, ProveError, ProverBackend};
 
 /// Which of a [`FaultyBackend`]'s proofs fail, counted from 0 in the order they start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,19 +77,10 @@ impl ProverBackend for FaultyBackend {
         &self,
         params: &Parameters,
         assignment: ProvingAssignment,
-    ) -> Result<QuerySums, ProveError> {
-        self.next_proof()?;
-        self.inner.prove_start(params, assignment)
-    }
-
-    fn prove_start_shared(
-        &self,
-        params: &Parameters,
-        assignment: ProvingAssignment,
         device: &dyn DeviceLock,
     ) -> Result<Started, ProveError> {
         self.next_proof()?;
-        self.inner.prove_start_shared(params, assignment, device)
+        self.inner.prove_start(params, assignment, device)
     }
 
     fn preload(

@@ -1,7 +1,7 @@
 //! GPU workers.
 //!
 //! A GPU worker takes the queued partition of the most urgent (then oldest) job, runs the
-//! backend's `prove_start_shared` on a blocking thread with a [`DeviceLock`] that the workers of
+//! backend's `prove_start` on a blocking thread with a [`DeviceLock`] that the workers of
 //! one device share (the dual-worker interlock: the backend holds it only around its device
 //! region, so one worker's host-side work overlaps the other's kernels), gives back the
 //! partition's host memory once the backend has staged it, hands the rest to a finalizer task
@@ -216,7 +216,7 @@ async fn prove_start(shared: &Arc<Shared>, device: &Arc<Device>, ready: Ready, w
         let started = region
             .device
             .backend()
-            .prove_start_shared(&params, assignment, &region);
+            .prove_start(&params, assignment, &region);
         drop(coming);
         let held = region.finish(pickup);
         let reservation = region.reservation.into_inner();

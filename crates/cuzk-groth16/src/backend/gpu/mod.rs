@@ -55,7 +55,7 @@ use cuzk_gpu::{Gpu, GpuError, Pinned};
 use cuzk_math::Scalar;
 use cuzk_synth::{CompiledR1cs, ProvingAssignment};
 
-use crate::prover::{DeviceLock, DeviceStatus, Started, Unshared};
+use crate::prover::{DeviceLock, DeviceStatus, Started};
 use crate::{Parameters, ProveError, ProverBackend, QuerySums};
 
 pub use circuit::upload_matrices;
@@ -458,17 +458,9 @@ impl ProverBackend for GpuBackend {
         &self.name
     }
 
-    fn prove_start(
-        &self,
-        params: &Parameters,
-        assignment: ProvingAssignment,
-    ) -> Result<QuerySums, ProveError> {
-        Ok(self.prove_start_shared(params, assignment, &Unshared)?.sums)
-    }
-
     /// Host preparation (padding, index lists) runs before the device is taken; the device region
     /// is everything from the first upload to the last MSM.
-    fn prove_start_shared(
+    fn prove_start(
         &self,
         params: &Parameters,
         assignment: ProvingAssignment,
