@@ -147,6 +147,19 @@ pub trait RegisteredProof: Copy + Into<CircuitId> {
     fn name(self) -> &'static str {
         self.into().name()
     }
+
+    /// The numbers of this kind's proofs that `keep`, as "first–last" (what errors list).
+    fn numbers(keep: impl Fn(Self) -> bool) -> String {
+        let numbers = || {
+            of_kind::<Self>()
+                .filter(|(proof, _)| keep(*proof))
+                .map(|(_, row)| row.number)
+        };
+        match (numbers().min(), numbers().max()) {
+            (Some(first), Some(last)) => format!("{first}–{last}"),
+            _ => "none".to_owned(),
+        }
+    }
 }
 
 /// The rows of proofs of kind `P`.
@@ -216,6 +229,16 @@ mod tests {
                     .chain([CircuitId::Update(UpdateProof { size })])
             })
             .collect()
+    }
+
+    /// What errors list: every kind numbered from 0 without gaps, PoSt's two kinds apart.
+    #[test]
+    fn number_ranges_are_read_from_the_table() {
+        assert_eq!(SealProof::numbers(|_| true), "0–19");
+        assert_eq!(UpdateProof::numbers(|_| true), "0–4");
+        assert_eq!(PostProof::numbers(|p| p.kind == Winning), "0–4");
+        assert_eq!(PostProof::numbers(|p| p.kind != Winning), "5–14");
+        assert_eq!(SealProof::numbers(|_| false), "none");
     }
 
     #[test]

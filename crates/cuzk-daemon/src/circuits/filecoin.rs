@@ -147,8 +147,9 @@ fn check_porep(request: SubmitProofRequest) -> Result<FilecoinBuild, DaemonError
         DaemonError::invalid(
             "registered_proof",
             format!(
-                "{} is not a RegisteredSealProof (0–19)",
-                request.registered_proof
+                "{} is not a RegisteredSealProof ({})",
+                request.registered_proof,
+                SealProof::numbers(|_| true)
             ),
         )
     })?;
@@ -194,8 +195,9 @@ fn check_snap(request: SubmitProofRequest) -> Result<SnapRequest, DaemonError> {
         DaemonError::invalid(
             "registered_proof",
             format!(
-                "{} is not a RegisteredUpdateProof (0–4)",
-                request.registered_proof
+                "{} is not a RegisteredUpdateProof ({})",
+                request.registered_proof,
+                UpdateProof::numbers(|_| true)
             ),
         )
     })?;
@@ -234,17 +236,18 @@ fn check_snap(request: SubmitProofRequest) -> Result<SnapRequest, DaemonError> {
 /// (the vanilla proofs are decoded and verified when the job is built).
 fn check_post(request: SubmitProofRequest, kind: Kind) -> Result<PostRequest, DaemonError> {
     let winning = kind == Kind::WinningPost;
+    let of_kind = |proof: PostProof| (proof.kind == PostKind::Winning) == winning;
     let proof = PostProof::from_number(request.registered_proof)
-        .filter(|proof| (proof.kind == PostKind::Winning) == winning)
+        .filter(|proof| of_kind(*proof))
         .ok_or_else(|| {
-            let what = if winning {
-                "a WinningPoSt RegisteredPoStProof (0–4)"
-            } else {
-                "a WindowPoSt RegisteredPoStProof (5–14)"
-            };
+            let what = if winning { "WinningPoSt" } else { "WindowPoSt" };
             DaemonError::invalid(
                 "registered_proof",
-                format!("{} is not {what}", request.registered_proof),
+                format!(
+                    "{} is not a {what} RegisteredPoStProof ({})",
+                    request.registered_proof,
+                    PostProof::numbers(of_kind)
+                ),
             )
         })?;
     let randomness: [u8; 32] = request.randomness.as_slice().try_into().map_err(|_| {
