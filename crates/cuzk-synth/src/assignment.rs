@@ -9,7 +9,7 @@ use ff::Field;
 use std::sync::Arc;
 
 use crate::drive::{drive, CountsInputs};
-use crate::{precedence, CompiledR1cs};
+use crate::{pause, CompiledR1cs};
 
 /// Everything the prover needs from one synthesized circuit (one partition).
 ///
@@ -168,8 +168,8 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
             &b(LinearCombination::zero()),
             &c(LinearCombination::zero()),
         ]);
-        if self.a.len().is_multiple_of(precedence::CHECK_EVERY) {
-            precedence::checkpoint();
+        if self.a.len().is_multiple_of(pause::CHECK_EVERY) {
+            pause::pause_point();
         }
     }
 

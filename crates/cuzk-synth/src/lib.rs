@@ -14,13 +14,13 @@ pub mod circuits;
 mod compiled;
 mod drive;
 pub mod gadgets;
-mod precedence;
+mod pause;
 mod shape;
 mod witness;
 
 pub use assignment::ProvingAssignment;
 pub use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 pub use compiled::{CompiledError, CompiledR1cs, Recorded, FORMAT_VERSION};
-pub use precedence::{exempt_current_thread, take_precedence, Precedence};
+pub use pause::install_pause_hook;
 pub use shape::{Column, R1csShape, ShapeRecorder, Term};
 pub use witness::{Sectioned, ThroughGadgets, Witness};

@@ -11,7 +11,7 @@ use cuzk_math::Scalar;
 use rayon::prelude::*;
 
 use crate::drive::{close, drive, open, CountsInputs};
-use crate::{precedence, CompiledError};
+use crate::{pause, CompiledError};
 
 /// A circuit made of a short prologue and sections that read only what the prologue allocated,
 /// so that each section can be synthesized apart: a PoRep partition is its commitments, then one
@@ -248,8 +248,8 @@ impl ConstraintSystem<Scalar> for Witness {
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
         self.rows += 1;
-        if self.rows.is_multiple_of(precedence::CHECK_EVERY) {
-            precedence::checkpoint();
+        if self.rows.is_multiple_of(pause::CHECK_EVERY) {
+            pause::pause_point();
         }
     }
 

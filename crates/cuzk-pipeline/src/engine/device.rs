@@ -1,9 +1,10 @@
 //! The devices of an engine: each one's backend, health and activity, and the lock its GPU
 //! workers share around their device regions.
 //!
-//! Latency-critical work overtakes at the lock: while a CRITICAL partition synthesizes, the others
-//! start no new region (for at most [`HOLD_BACK`]), so that it mostly finds the device free; the
-//! lock goes to it before the others that wait with it.
+//! Latency-critical work overtakes at the lock (the whole policy: [`urgent`](super::urgent)):
+//! while a CRITICAL partition synthesizes, the others start no new region (for at most
+//! [`HOLD_BACK`]), so that it mostly finds the device free; the lock goes to it before the others
+//! that wait with it.
 //!
 //! A device with [`FAULTS_IN_A_ROW`] faults and no proof between them is taken out of service: its
 //! workers stop and the others take its share. The last device in service stays: an out-of-memory

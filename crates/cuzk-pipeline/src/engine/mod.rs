@@ -23,6 +23,7 @@ mod scheduler;
 mod shapes;
 mod shared;
 mod synthesis;
+mod urgent;
 
 use std::sync::{Arc, Mutex, OnceLock};
 

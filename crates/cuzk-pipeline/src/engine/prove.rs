@@ -7,9 +7,9 @@
 //! partition's host memory once the backend has staged it, hands the rest to a finalizer task
 //! (`finalize.rs`) and loops at once.
 //!
-//! Latency-critical work has a lane of its own on each device: one more worker that takes only
-//! CRITICAL partitions, so that a WinningPoSt never waits for a worker to come free behind
-//! partitions already picked. If a region is still in progress, its backend may run it beside
+//! Latency-critical work ([`urgent`](super::urgent)) has a lane of its own on each device: one
+//! more worker that takes only CRITICAL partitions, so that a WinningPoSt never waits for a worker
+//! to come free behind partitions already picked. If a region is still in progress, its backend may run it beside
 //! that region, on streams of its own that the device schedules first (`acquire_beside`: when
 //! all it reads is on the device and its buffers fit, GPU_START says `beside=1`).
 //!

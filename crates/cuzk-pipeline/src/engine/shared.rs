@@ -1,6 +1,7 @@
 //! What the engine's tasks share — the scheduler, the wake-ups, the memory budget, the devices,
 //! the clock — and how they run work off the async runtime (blocking threads, the synthesis
-//! threads' nice value, the critical pool, panics turned into messages).
+//! threads' nice value, the critical pool of [`urgent`](super::urgent), panics turned into
+//! messages).
 
 use std::any::Any;
 use std::future::Future;
@@ -14,6 +15,7 @@ use super::job::{JobError, Priority};
 use super::nice;
 use super::scheduler::{Ended, JobInfo, Scheduler};
 use super::shapes::ShapeCache;
+use super::urgent;
 use crate::budget::MemoryBudget;
 use crate::sink::{kv, Clock, Event};
 
@@ -29,10 +31,8 @@ pub(super) struct Shared {
     pub(super) shapes: ShapeCache,
     /// [`EngineConfig::synthesis_nice`].
     pub(super) synthesis_nice: i32,
-    /// Threads of their own for CRITICAL jobs' syntheses, started on first use (`None` if they
-    /// could not be): on the rayon global pool a WinningPoSt's sections queued behind every
-    /// other synthesis's (14 ms alone, 52 median and 606 p90 under a 2 KiB PoRep load, H200
-    /// host).
+    /// Threads of their own for CRITICAL jobs' syntheses ([`urgent::critical_pool`]), started on
+    /// first use (`None` if they could not be).
     pub(super) critical_pool: OnceLock<Option<Arc<rayon::ThreadPool>>>,
     /// In backend-list order.
     pub(super) devices: Vec<Arc<Device>>,
@@ -76,21 +76,24 @@ impl Shared {
     }
 
     /// Runs a synthesis of a job of `priority`: a CRITICAL one on the critical pool while the
-    /// others pause, the others with the configured nice value (and the rayon global pool).
+    /// others pause ([`urgent`]), the others with the configured nice value (and the rayon
+    /// global pool).
     pub(super) async fn synthesize<T: Send + 'static>(
         &self,
         priority: Priority,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, String> {
         let pool = match priority {
-            Priority::Critical => self.critical_pool.get_or_init(critical_pool).clone(),
+            Priority::Critical => self
+                .critical_pool
+                .get_or_init(urgent::critical_pool)
+                .clone(),
             _ => None,
         };
         match pool {
             Some(pool) => {
                 blocking(move || {
-                    // The others pause until this one is done (see `cuzk_synth::precedence`).
-                    let _first = cuzk_synth::take_precedence();
+                    let _first = urgent::overtaking();
                     pool.install(work)
                 })
                 .await
@@ -155,18 +158,6 @@ pub(super) async fn blocking<T: Send + 'static>(
             Ok(payload) => panic_message(payload),
             Err(error) => error.to_string(),
         })
-}
-
-/// As many threads as the rayon global pool, at the process's own priority, exempt from the
-/// pauses a critical synthesis imposes on the others.
-fn critical_pool() -> Option<Arc<rayon::ThreadPool>> {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(rayon::current_num_threads())
-        .thread_name(|i| format!("cuzk-critical-{i}"))
-        .start_handler(|_| cuzk_synth::exempt_current_thread())
-        .build()
-        .ok()
-        .map(Arc::new)
 }
 
 /// Runs `work` on a thread started for it with its nice value raised by `nice` (see the
