@@ -307,11 +307,13 @@ impl GpuBackend {
         // H's coefficients freed once summed: the steps after it have their room. Where it is not
         // needed for the products, the witness comes after: beside H's MSM it would take room
         // from a streamed MSM's passes, and its copy could not start before H's transforms end
-        // (it joins the main stream). With resident matrices it stays.
+        // (it joins the main stream). After the products it stays only where that costs nothing
+        // or its upload is dear: H's points resident, or the witness dense (a packed one goes up
+        // again in milliseconds).
         let h = {
             let products = matrices.as_ref().zip(witness.as_ref());
             let coefficients = Self::h_from_two_vectors(gpu, tables, p, products, stages)?;
-            if matrices.as_ref().map(Matrices::products) != Some(Products::ResidentMatrices) {
+            if !keeps_witness_through_h(placed, p) {
                 witness = None;
             }
             msm_counted(gpu, stages, ["msm_h_passes", "msm_h_room_bytes"], || {
@@ -354,6 +356,17 @@ impl GpuBackend {
         stages.push("msm_ms", start.elapsed().as_secs_f64() * 1e3);
         sums
     }
+}
+
+/// Whether a proof run one step at a time keeps the witness it uploaded for the products through
+/// H's MSM (see [`GpuBackend::one_at_a_time`]): with the matrices resident (streamed ones' room
+/// goes to H's passes as it is), where H's points are resident too or the witness is dense. The
+/// plans count it as kept ([`Plan::of`]), the larger need.
+fn keeps_witness_through_h(placed: &Placed, p: &Prepared) -> bool {
+    let resident_matrices =
+        placed.matrices.as_ref().map(Matrices::products) == Some(Products::ResidentMatrices);
+    let [h, ..] = placed.srs.queries;
+    resident_matrices && !(h == Placement::Streamed && p.packed.is_some())
 }
 
 /// The five MSMs' results (each with its device time, which overlap when side by side), recorded
