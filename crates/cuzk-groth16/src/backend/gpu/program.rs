@@ -218,7 +218,9 @@ impl GpuBackend {
     /// As [`Self::h_coefficients`] with two vectors of the domain on the device at a time:
     /// a∘b, then c in b's place — or, from the host, in a third vector when one fits beside
     /// them. From the host, each vector's copy is queued on the copy stream before the transforms
-    /// ahead of it, which it overlaps (one after another they left the device idle for each copy).
+    /// ahead of it, which it overlaps (one after another they left the device idle for each copy);
+    /// made on the device, b's product runs on the side lane beside a's transforms (streamed
+    /// matrices' copies bound it).
     fn h_from_two_vectors(
         gpu: &Gpu,
         tables: &NttTables,
@@ -239,9 +241,25 @@ impl GpuBackend {
         let mut made = Vec::with_capacity(3);
         let h = stages.time(gpu, "h_two_vectors_ms", || {
             let (mut h, h_made) = vector(0)?;
-            let (mut b, b_made) = vector(1)?;
             made.push(h_made.wait(gpu)?);
-            to_coset(gpu, tables, &mut h)?;
+            let (mut b, b_made) = match products {
+                None => {
+                    let ahead = vector(1)?;
+                    to_coset(gpu, tables, &mut h)?;
+                    ahead
+                }
+                Some(_) => {
+                    // b's memory from the main stream, which frees it; the side lane waits for
+                    // that and the witness, not for a's transforms, queued next so that they run
+                    // while the host drives b's product.
+                    let side = gpu.side_lane()?;
+                    let mut values = DeviceScalars::zeros(gpu, n)?;
+                    side.wait_for(gpu)?;
+                    to_coset(gpu, tables, &mut h)?;
+                    let timing = side.timed(|| h_product(side, products, 1, &mut values))?.1;
+                    (values, timing.into())
+                }
+            };
             let room = gpu.memory()?.0;
             let third = n * std::mem::size_of::<Scalar>() + cuzk_gpu::MEMORY_MARGIN <= room;
             let c_ahead = match products.is_none() && third {
@@ -452,12 +470,27 @@ fn h_vector(
 ) -> Result<DeviceScalars, GpuError> {
     let n = 1usize << p.log_n;
     match products {
-        Some((matrices, z)) => {
+        Some(_) => {
             let mut out = DeviceScalars::zeros(gpu, n)?;
-            matrices.multiply(gpu, m, z, &mut out)?;
+            h_product(gpu, products, m, &mut out)?;
             Ok(out)
         }
         None => DeviceScalars::upload_pinned_range(gpu, &p.staging, m * n, (m + 1) * n),
+    }
+}
+
+/// `out` = matrix `m` times the witness, on `gpu`'s stream (nothing without `products`). `out`
+/// is the caller's, allocated on the stream that reads and frees it: freed on a lane, memory
+/// could be reused before the main stream has read it.
+fn h_product(
+    gpu: &Gpu,
+    products: Option<(&Matrices, &DeviceScalars)>,
+    m: usize,
+    out: &mut DeviceScalars,
+) -> Result<(), GpuError> {
+    match products {
+        Some((matrices, z)) => matrices.multiply(gpu, m, z, out),
+        None => Ok(()),
     }
 }
 
