@@ -6,8 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use cuzk_pipeline::sink::Event;
-use cuzk_pipeline::timeline::Record;
+use cuzk_pipeline::timeline::{Event, EventName, Record};
 
 /// Where a partition is, in Curio's daemon's words.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -127,21 +126,21 @@ impl Live {
         let number = |key: &str| record.get(key).and_then(|v| v.parse::<f64>().ok());
         let index = |key: &str| record.get(key).and_then(|v| v.parse::<usize>().ok());
         let mut inner = self.inner();
-        if record.event == Event::JobDone.as_str() {
+        if record.event == Event::JobDone {
             inner.jobs.remove(&record.job_id);
             return;
         }
         let Some(partition) = record.partition() else {
             return;
         };
-        let event = record.event.as_str();
+        let event = &record.event;
         let worker = index("worker");
-        if event == Event::GpuPickup.as_str() {
+        if *event == Event::GpuPickup {
             if let (Some(worker), Some(device)) = (worker, index("device")) {
                 let proving = Some((record.job_id.clone(), partition, Instant::now()));
                 inner.workers.insert(worker, Worker { device, proving });
             }
-        } else if event == Event::FinalizeEnd.as_str() || event == Event::DeviceFault.as_str() {
+        } else if *event == Event::FinalizeEnd || *event == Event::DeviceFault {
             // The worker that proved it is free once the partition is done with the device.
             for worker in inner.workers.values_mut() {
                 let this =
@@ -155,18 +154,18 @@ impl Live {
         job.seen.get_or_insert_with(Instant::now);
         let view = job.partitions.entry(partition).or_default();
         match event {
-            e if e == Event::SynthStart.as_str() => view.stage = Stage::Synthesizing,
-            e if e == Event::SynthEnd.as_str() => {
+            EventName::Known(Event::SynthStart) => view.stage = Stage::Synthesizing,
+            EventName::Known(Event::SynthEnd) => {
                 view.stage = Stage::SynthDone;
                 view.synth_ms = number("synth_ms");
             }
-            e if e == Event::GpuPickup.as_str() => view.stage = Stage::Gpu,
-            e if e == Event::GpuEnd.as_str() => {
+            EventName::Known(Event::GpuPickup) => view.stage = Stage::Gpu,
+            EventName::Known(Event::GpuEnd) => {
                 *view.gpu_ms.get_or_insert(0.0) += number("gpu_ms").unwrap_or(0.0);
             }
-            e if e == Event::FinalizeEnd.as_str() => view.stage = Stage::Done,
+            EventName::Known(Event::FinalizeEnd) => view.stage = Stage::Done,
             // Retried on another device (synthesized again), or failed with its job.
-            e if e == Event::DeviceFault.as_str() => {
+            EventName::Known(Event::DeviceFault) => {
                 view.stage = match record.get("retry") {
                     Some("1") => Stage::Pending,
                     _ => Stage::Failed,
@@ -215,7 +214,7 @@ mod tests {
     fn record(event: Event, job: &str, detail: &[(&str, &str)]) -> Record {
         Record {
             ms: 0.0,
-            event: event.as_str().to_owned(),
+            event: event.into(),
             job_id: job.to_owned(),
             detail: detail
                 .iter()

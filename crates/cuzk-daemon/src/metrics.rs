@@ -12,8 +12,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use cuzk_pipeline::sink::{Event, TimelineSink};
-use cuzk_pipeline::timeline::Record;
+use cuzk_pipeline::sink::TimelineSink;
+use cuzk_pipeline::timeline::{Event, Record};
 use prometheus::{
     Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     Opts, Registry, TextEncoder,
@@ -313,7 +313,7 @@ impl Metrics {
     /// Reads the records that carry per-partition figures.
     fn record(&self, record: &Record) {
         let number = |key: &str| record.get(key).and_then(|v| v.parse::<f64>().ok());
-        if record.event == Event::GpuEnd.as_str() {
+        if record.event == Event::GpuEnd {
             if let Some(ms) = number("gpu_ms") {
                 let device = record.get("device").unwrap_or("0");
                 self.gpu_busy_seconds
@@ -324,13 +324,13 @@ impl Metrics {
                     .unwrap_or_else(PoisonError::into_inner)
                     .add(Instant::now(), Duration::from_secs_f64(ms.max(0.0) / 1e3));
             }
-        } else if record.event == Event::DeviceFault.as_str() {
+        } else if record.event == Event::DeviceFault {
             let device = record.get("device").unwrap_or("0");
             self.device_faults.with_label_values(&[device]).inc();
             if record.get("retry") == Some("1") {
                 self.partition_retries.inc();
             }
-        } else if record.event == Event::PartitionStats.as_str() {
+        } else if record.event == Event::PartitionStats {
             if let Some(ms) = number("synth_ms") {
                 self.synthesis.observe(ms / 1e3);
             }

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::timeline::{Record, Timeline};
+use crate::timeline::{Event, EventName, Record, Timeline};
 
 /// Jobs left out of the steady state unless told otherwise: the first to finish, whose time holds
 /// the pipeline filling up and, on a GPU, the SRS placement. One is also the window the steady
@@ -157,7 +157,7 @@ impl GpuSummary {
 
 /// Pairs each `closing` record with the latest earlier unmatched `opening` record of the same job
 /// and partition; closings without an opening are dropped. Sorted by start.
-fn pair(timeline: &Timeline, opening: &str, closing: &str) -> Vec<Span> {
+fn pair(timeline: &Timeline, opening: Event, closing: Event) -> Vec<Span> {
     let mut open: HashMap<PartitionKey<'_>, Vec<f64>> = HashMap::new();
     let mut spans = Vec::new();
     for record in &timeline.records {
@@ -187,17 +187,21 @@ fn span(end: &Record, start_ms: f64) -> Span {
 
 /// Partitions on the GPU, falling back to GPU_PICKUP for logs with no GPU_START.
 pub fn gpu_intervals(timeline: &Timeline) -> Vec<Span> {
-    let has_start = timeline.records.iter().any(|r| r.event == "GPU_START");
+    let has_start = timeline.records.iter().any(|r| r.event == Event::GpuStart);
     pair(
         timeline,
-        if has_start { "GPU_START" } else { "GPU_PICKUP" },
-        "GPU_END",
+        if has_start {
+            Event::GpuStart
+        } else {
+            Event::GpuPickup
+        },
+        Event::GpuEnd,
     )
 }
 
 /// Partitions in synthesis.
 pub fn synth_intervals(timeline: &Timeline) -> Vec<Span> {
-    pair(timeline, "SYNTH_START", "SYNTH_END")
+    pair(timeline, Event::SynthStart, Event::SynthEnd)
 }
 
 /// Busy stretches of intervals sorted by start: the gaps between stretches and the busy time.
@@ -268,12 +272,12 @@ pub fn starved_fraction(
     busy_fraction: f64,
     mine: impl Fn(u32) -> bool,
 ) -> Option<f64> {
-    if !timeline.records.iter().any(|r| r.event == "GPU_QUEUE") {
+    if !timeline.records.iter().any(|r| r.event == Event::GpuQueue) {
         return None;
     }
-    let mut ready = pair(timeline, "GPU_QUEUE", "GPU_PICKUP");
+    let mut ready = pair(timeline, Event::GpuQueue, Event::GpuPickup);
     ready.extend(
-        pair(timeline, "GPU_PICKUP", "GPU_START")
+        pair(timeline, Event::GpuPickup, Event::GpuStart)
             .into_iter()
             .filter(|s| mine(s.device.unwrap_or(0))),
     );
@@ -402,7 +406,7 @@ fn srs_placements(
     timeline
         .records
         .iter()
-        .filter(|r| r.event == "PARTITION_STATS")
+        .filter(|r| r.event == Event::PartitionStats)
         .filter_map(|r| {
             let place_ms = number(r, "srs_place_ms")?;
             let region = regions.get(&(r.job_id.as_str(), r.partition()));
@@ -452,12 +456,12 @@ pub fn per_device(gpu: &GpuSummary, timeline: &Timeline) -> Vec<DeviceSummary> {
     let mut failed: HashSet<(u32, PartitionKey<'_>)> = HashSet::new();
     let mut out: BTreeMap<u32, f64> = BTreeMap::new();
     for record in &timeline.records {
-        match (record.event.as_str(), device_of(record)) {
-            ("DEVICE_FAULT", Some(device)) => {
+        match (&record.event, device_of(record)) {
+            (EventName::Known(Event::DeviceFault), Some(device)) => {
                 *faults.entry(device).or_default() += 1;
                 failed.insert((device, (record.job_id.as_str(), record.partition())));
             }
-            ("DEVICE_OUT", Some(device)) => {
+            (EventName::Known(Event::DeviceOut), Some(device)) => {
                 out.entry(device).or_insert(record.ms);
             }
             _ => continue,
@@ -551,7 +555,7 @@ pub fn synth_stats_by_path(timeline: &Timeline) -> BTreeMap<String, Spread> {
     for record in timeline
         .records
         .iter()
-        .filter(|r| r.event == "PARTITION_STATS")
+        .filter(|r| r.event == Event::PartitionStats)
     {
         let (Some(path), Some(ms)) = (record.get("synthesis"), number(record, "synth_ms")) else {
             continue;
@@ -588,7 +592,11 @@ pub fn partition_figures(timeline: &Timeline, gpu: &GpuSummary) -> PartitionFigu
         .map_or(f64::NEG_INFINITY, |s| s.start_ms);
     let placed = gpu.placed();
     let mut picked_up: HashMap<PartitionKey<'_>, f64> = HashMap::new();
-    for r in timeline.records.iter().filter(|r| r.event == "GPU_PICKUP") {
+    for r in timeline
+        .records
+        .iter()
+        .filter(|r| r.event == Event::GpuPickup)
+    {
         let first = picked_up
             .entry((r.job_id.as_str(), r.partition()))
             .or_insert(r.ms);
@@ -612,7 +620,7 @@ pub fn partition_figures(timeline: &Timeline, gpu: &GpuSummary) -> PartitionFigu
         .records
         .iter()
         .filter(|r| {
-            r.event == "PARTITION_STATS"
+            r.event == Event::PartitionStats
                 && measured.contains_key(&(r.job_id.as_str(), r.partition()))
         })
         .collect();
@@ -692,9 +700,9 @@ fn synth_events(timeline: &Timeline) -> Vec<(f64, i32)> {
     let mut events: Vec<(f64, i32)> = timeline
         .records
         .iter()
-        .filter_map(|r| match r.event.as_str() {
-            "SYNTH_START" => Some((r.ms, 1)),
-            "SYNTH_END" => Some((r.ms, -1)),
+        .filter_map(|r| match r.event {
+            EventName::Known(Event::SynthStart) => Some((r.ms, 1)),
+            EventName::Known(Event::SynthEnd) => Some((r.ms, -1)),
             _ => None,
         })
         .collect();
@@ -846,7 +854,7 @@ mod tests {
             &slow_first_partition()
                 .records
                 .iter()
-                .filter(|r| r.event != "PARTITION_STATS" && r.event != "GPU_PICKUP")
+                .filter(|r| r.event != Event::PartitionStats && r.event != Event::GpuPickup)
                 .map(|r| format!("{r}\n"))
                 .collect::<String>(),
         );

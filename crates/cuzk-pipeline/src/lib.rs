@@ -7,7 +7,8 @@
 //!   [`DeviceActivity`]); where a finished job's time went ([`JobTimings`]).
 //! - [`budget`]: the memory budget, RAII reservations released in steps.
 //! - [`sink`]: where TIMELINE records go (stderr, a file, memory).
-//! - [`timeline`]: the TIMELINE line format; [`analysis`] what a log says about the GPU;
+//! - [`timeline`]: the TIMELINE line format, its events and detail keys, one text form for the
+//!   engine that writes it and every reader; [`analysis`] what a log says about the GPU;
 //!   [`gantt`] the log as a chart.
 //!
 //! It schedules and measures; it must not implement Groth16 or GPU arithmetic itself: it drives

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use crate::timeline::{Record, Timeline};
+use crate::timeline::{Event, Record, Timeline};
 
 /// Receives every record as it happens.
 pub trait TimelineSink: Send + Sync {
@@ -122,44 +122,6 @@ impl TimelineSink for Tee {
     }
 }
 
-/// The events the engine writes, named as the public engine's TIMELINE lines name them (listed in
-/// docs/architecture.md, "TIMELINE").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Event {
-    SynthStart,
-    SynthEnd,
-    GpuQueue,
-    GpuPickup,
-    GpuStart,
-    GpuEnd,
-    FinalizeEnd,
-    JobDone,
-    /// One per finished partition: every stage timing the engine and the backend measured.
-    PartitionStats,
-    /// A partition's attempt failed by a fault of its device (`retry=1`: it will be retried).
-    DeviceFault,
-    /// A device was taken out of service.
-    DeviceOut,
-}
-
-impl Event {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Event::SynthStart => "SYNTH_START",
-            Event::SynthEnd => "SYNTH_END",
-            Event::GpuQueue => "GPU_QUEUE",
-            Event::GpuPickup => "GPU_PICKUP",
-            Event::GpuStart => "GPU_START",
-            Event::GpuEnd => "GPU_END",
-            Event::FinalizeEnd => "FINALIZE_END",
-            Event::JobDone => "JOB_DONE",
-            Event::PartitionStats => "PARTITION_STATS",
-            Event::DeviceFault => "DEVICE_FAULT",
-            Event::DeviceOut => "DEVICE_OUT",
-        }
-    }
-}
-
 /// A `k=v` detail item.
 pub fn kv(key: &str, value: impl Display) -> (String, String) {
     (key.to_owned(), value.to_string())
@@ -199,7 +161,7 @@ impl Clock {
     ) {
         self.sink.emit(&Record {
             ms: ms(at.saturating_duration_since(self.start)),
-            event: event.as_str().to_owned(),
+            event: event.into(),
             job_id: job_id.to_owned(),
             detail,
         });
@@ -215,13 +177,14 @@ impl std::fmt::Debug for Clock {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::timeline::key;
 
     fn record() -> Record {
         Record {
             ms: 1.5,
-            event: Event::GpuEnd.as_str().to_owned(),
+            event: Event::GpuEnd.into(),
             job_id: "j".into(),
-            detail: vec![kv("partition", 0), kv("gpu_ms", 0.25)],
+            detail: vec![kv(key::PARTITION, 0), kv(key::GPU_MS, 0.25)],
         }
     }
 

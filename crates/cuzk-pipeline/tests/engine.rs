@@ -19,7 +19,7 @@ use cuzk_math::Scalar;
 use cuzk_pipeline::engine::nice::current_nice;
 use cuzk_pipeline::engine::{JobResult, PartitionMemory, PartitionedCircuit};
 use cuzk_pipeline::sink::MemorySink;
-use cuzk_pipeline::timeline::{Record, Timeline};
+use cuzk_pipeline::timeline::{Event, EventName, Record, Timeline};
 use cuzk_pipeline::{
     DeviceActivity, Engine, EngineConfig, JobError, JobHandle, JobProgress, JobRequest, Partition,
     Priority, FAULTS_IN_A_ROW, SYNTHESIS_NICE,
@@ -140,7 +140,7 @@ fn check_proofs(result: &JobResult, job: u64, partitions: usize, params: &Parame
     }
 }
 
-fn events<'a>(timeline: &'a Timeline, event: &str) -> Vec<&'a Record> {
+fn events(timeline: &Timeline, event: Event) -> Vec<&Record> {
     timeline
         .records
         .iter()
@@ -188,15 +188,20 @@ async fn oldest_job_first_and_proofs_in_partition_order() {
     let order: Vec<_> = (0..3)
         .flat_map(|j| (0..3).map(move |k| (format!("job{j}"), k)))
         .collect();
-    for event in ["SYNTH_START", "GPU_QUEUE", "GPU_PICKUP", "GPU_START"] {
+    for event in [
+        Event::SynthStart,
+        Event::GpuQueue,
+        Event::GpuPickup,
+        Event::GpuStart,
+    ] {
         let seen: Vec<_> = events(&timeline, event)
             .into_iter()
             .map(job_and_partition)
             .collect();
         assert_eq!(seen, order, "{event}");
     }
-    assert_eq!(events(&timeline, "JOB_DONE").len(), 3);
-    assert_eq!(events(&timeline, "PARTITION_STATS").len(), 9);
+    assert_eq!(events(&timeline, Event::JobDone).len(), 3);
+    assert_eq!(events(&timeline, Event::PartitionStats).len(), 9);
     assert_drained(&engine).await;
 }
 
@@ -219,9 +224,9 @@ async fn the_memory_budget_holds_back_synthesis() {
     // Partitions alive (from synthesis start to finalization) counted over the log.
     let (mut alive, mut most) = (0i32, 0i32);
     for record in &sink.timeline().records {
-        match record.event.as_str() {
-            "SYNTH_START" => alive += 1,
-            "FINALIZE_END" => alive -= 1,
+        match record.event {
+            EventName::Known(Event::SynthStart) => alive += 1,
+            EventName::Known(Event::FinalizeEnd) => alive -= 1,
             _ => {}
         }
         most = most.max(alive);
@@ -268,12 +273,12 @@ impl ProverBackend for StagesThenKernels {
 
 /// Syntheses started while another partition's device region was in progress.
 fn syntheses_during_regions(timeline: &Timeline) -> usize {
-    let regions: Vec<(f64, f64)> = events(timeline, "GPU_START")
+    let regions: Vec<(f64, f64)> = events(timeline, Event::GpuStart)
         .iter()
-        .zip(events(timeline, "GPU_END"))
+        .zip(events(timeline, Event::GpuEnd))
         .map(|(start, end)| (start.ms, end.ms))
         .collect();
-    events(timeline, "SYNTH_START")
+    events(timeline, Event::SynthStart)
         .iter()
         .filter(|s| regions.iter().any(|&(from, to)| from < s.ms && s.ms < to))
         .count()
@@ -358,10 +363,10 @@ async fn cancelled_jobs_end_at_once_and_others_go_on() {
     gate.open();
     check_proofs(&fine.wait().await, 2, 2, &params);
     let timeline = sink.timeline();
-    assert!(events(&timeline, "SYNTH_START")
+    assert!(events(&timeline, Event::SynthStart)
         .iter()
         .all(|r| r.job_id != "queued"));
-    assert!(events(&timeline, "GPU_PICKUP")
+    assert!(events(&timeline, Event::GpuPickup)
         .iter()
         .all(|r| r.job_id == "fine"));
     assert_drained(&engine).await;
@@ -379,9 +384,9 @@ async fn the_same_request_id_twice_is_one_job() {
     assert_eq!(first, second, "both submitters get the very same proofs");
     check_proofs(&other.wait().await, 1, 2, &params);
     let timeline = sink.timeline();
-    let syntheses = events(&timeline, "SYNTH_START");
+    let syntheses = events(&timeline, Event::SynthStart);
     assert_eq!(syntheses.iter().filter(|r| r.job_id == "twice").count(), 3);
-    assert_eq!(events(&timeline, "JOB_DONE").len(), 2);
+    assert_eq!(events(&timeline, Event::JobDone).len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -583,7 +588,7 @@ async fn two_workers_share_the_device_only_inside_the_lock() {
     let workers: std::collections::BTreeSet<_> =
         intervals.iter().filter_map(|i| i.worker).collect();
     assert_eq!(workers.len(), 2, "both workers proved");
-    let stats = events(&timeline, "PARTITION_STATS");
+    let stats = events(&timeline, Event::PartitionStats);
     assert!(stats.iter().all(|r| r.get("fake_kernels_ms") == Some("40")));
     assert!(stats.iter().all(|r| r.get("prove_start_ms").is_some()));
 }
@@ -673,7 +678,7 @@ async fn partitions_spread_over_devices() {
     );
 
     let timeline = sink.timeline();
-    for event in ["GPU_PICKUP", "GPU_START", "GPU_END"] {
+    for event in [Event::GpuPickup, Event::GpuStart, Event::GpuEnd] {
         let on = |device: &str| {
             let records = events(&timeline, event);
             records
@@ -715,8 +720,8 @@ fn start_on(
 
 /// The device of the last pickup of each (job, partition) a DEVICE_FAULT names.
 fn retried_on(timeline: &Timeline) -> Vec<String> {
-    let pickups = events(timeline, "GPU_PICKUP");
-    let faults = events(timeline, "DEVICE_FAULT");
+    let pickups = events(timeline, Event::GpuPickup);
+    let faults = events(timeline, Event::DeviceFault);
     faults
         .iter()
         .map(|fault| {
@@ -756,7 +761,7 @@ async fn a_device_that_dies_loses_no_job() {
     assert_eq!(healthy.out_of_service, None);
 
     let timeline = sink.timeline();
-    let faults = events(&timeline, "DEVICE_FAULT");
+    let faults = events(&timeline, Event::DeviceFault);
     assert_eq!(faults.len(), FAULTS_IN_A_ROW);
     assert!(faults.iter().all(|f| f.get("fault") == Some("injected")));
     assert!(dead_fault.contains("injected fault"), "{dead_fault}");
@@ -764,10 +769,10 @@ async fn a_device_that_dies_loses_no_job() {
         .iter()
         .all(|f| f.get("device") == Some("1") && f.get("retry") == Some("1")));
     assert!(retried_on(&timeline).iter().all(|d| d == "0"));
-    let out = events(&timeline, "DEVICE_OUT");
+    let out = events(&timeline, Event::DeviceOut);
     assert_eq!(out.len(), 1);
     assert_eq!(out[0].get("device"), Some("1"));
-    assert_eq!(events(&timeline, "PARTITION_STATS").len(), 18);
+    assert_eq!(events(&timeline, Event::PartitionStats).len(), 18);
     assert_drained(&engine).await;
 }
 
@@ -783,7 +788,7 @@ async fn a_transient_fault_is_retried_elsewhere() {
     assert_eq!((first.faults, &first.out_of_service), (1, &None));
     let timeline = sink.timeline();
     assert_eq!(retried_on(&timeline), ["1"]);
-    assert!(events(&timeline, "DEVICE_OUT").is_empty());
+    assert!(events(&timeline, Event::DeviceOut).is_empty());
     assert_drained(&engine).await;
 }
 
@@ -811,12 +816,12 @@ async fn the_last_device_in_service_stays() {
     let device = &engine.devices()[0];
     assert_eq!((device.faults, &device.out_of_service), (4, &None));
     let timeline = sink.timeline();
-    let retries: Vec<_> = events(&timeline, "DEVICE_FAULT")
+    let retries: Vec<_> = events(&timeline, Event::DeviceFault)
         .iter()
         .map(|f| f.get("retry").unwrap().to_owned())
         .collect();
     assert_eq!(retries, ["1", "0", "1", "0"]);
-    assert!(events(&timeline, "DEVICE_OUT").is_empty());
+    assert!(events(&timeline, Event::DeviceOut).is_empty());
     assert_drained(&engine).await;
 }
 
@@ -974,7 +979,7 @@ async fn synthesis_runs_below_the_threads_that_drive_the_device() {
 
 /// How each partition was synthesized, by (job, partition), from PARTITION_STATS.
 fn synthesis_paths(timeline: &Timeline) -> Vec<((String, u32), String)> {
-    let mut paths: Vec<_> = events(timeline, "PARTITION_STATS")
+    let mut paths: Vec<_> = events(timeline, Event::PartitionStats)
         .into_iter()
         .map(|r| (job_and_partition(r), r.get("synthesis").unwrap().to_owned()))
         .collect();
@@ -1147,7 +1152,7 @@ async fn a_job_with_its_own_compiled_r1cs_uses_it() {
 }
 
 /// Sums a `k=v` field of a job's records of one event.
-fn total(timeline: &Timeline, event: &str, job: &str, key: &str) -> f64 {
+fn total(timeline: &Timeline, event: Event, job: &str, key: &str) -> f64 {
     events(timeline, event)
         .iter()
         .filter(|r| r.job_id == job)
@@ -1212,7 +1217,7 @@ async fn a_critical_job_overtakes_the_normal_jobs_queued_ahead_of_it() {
     }
 
     let timeline = sink.timeline();
-    let done: Vec<_> = events(&timeline, "JOB_DONE")
+    let done: Vec<_> = events(&timeline, Event::JobDone)
         .iter()
         .map(|r| r.job_id.clone())
         .collect();
@@ -1232,10 +1237,10 @@ async fn a_critical_job_overtakes_the_normal_jobs_queued_ahead_of_it() {
         let records = events(&timeline, event);
         records.into_iter().map(job_and_partition).collect()
     };
-    assert_eq!(seen("SYNTH_START"), order);
+    assert_eq!(seen(Event::SynthStart), order);
     // job0's first partition was queued first, but Critical ones queued before the GPU worker
     // came back for it go ahead of it.
-    let mut picked = seen("GPU_PICKUP");
+    let mut picked = seen(Event::GpuPickup);
     let first = picked.iter().position(|p| *p == at("job0", 0)).unwrap();
     assert!(first <= 3, "{picked:?}");
     picked.remove(first);
@@ -1246,14 +1251,14 @@ async fn a_critical_job_overtakes_the_normal_jobs_queued_ahead_of_it() {
         let timings = output.timings;
         let id = output.id.as_str();
         let close = |a: f64, b: f64| (a - b).abs() < 0.01;
-        let synth_ms = total(&timeline, "SYNTH_END", id, "synth_ms");
+        let synth_ms = total(&timeline, Event::SynthEnd, id, "synth_ms");
         assert!(close(timings.synthesis_ms, synth_ms), "{id}: {timings:?}");
-        let gpu_ms = total(&timeline, "PARTITION_STATS", id, "gpu_ms");
+        let gpu_ms = total(&timeline, Event::PartitionStats, id, "gpu_ms");
         assert!(close(timings.gpu_ms, gpu_ms), "{id}: {timings:?}");
-        let finalize_ms = total(&timeline, "PARTITION_STATS", id, "finalize_ms");
+        let finalize_ms = total(&timeline, Event::PartitionStats, id, "finalize_ms");
         assert!(close(timings.finalize_ms, finalize_ms), "{id}: {timings:?}");
-        let around = total(&timeline, "PARTITION_STATS", id, "queue_ms")
-            + total(&timeline, "PARTITION_STATS", id, "prove_start_ms")
+        let around = total(&timeline, Event::PartitionStats, id, "queue_ms")
+            + total(&timeline, Event::PartitionStats, id, "prove_start_ms")
             - gpu_ms;
         assert!(close(timings.gpu_wait_ms, around), "{id}: {timings:?}");
         assert!(timings.synthesis_ms > 0.0 && timings.gpu_ms > 0.0, "{id}");
@@ -1351,7 +1356,7 @@ async fn a_critical_job_has_a_gpu_lane_of_its_own() {
     // The lane is numbered after the regular worker.
     let timeline = sink.timeline();
     let worker = |id: &str| {
-        let records = events(&timeline, "GPU_PICKUP");
+        let records = events(&timeline, Event::GpuPickup);
         let record = records.iter().find(|r| r.job_id == id).unwrap();
         record.get("worker").unwrap().to_owned()
     };
@@ -1442,7 +1447,7 @@ async fn urgent_partitions_go_first_in_the_gpu_queue() {
         let partitions = if j == 0 { 1 } else { 2 };
         check_proofs(result, j as u64, partitions, &params);
     }
-    let picked: Vec<_> = events(&sink.timeline(), "GPU_PICKUP")
+    let picked: Vec<_> = events(&sink.timeline(), Event::GpuPickup)
         .into_iter()
         .map(job_and_partition)
         .collect();

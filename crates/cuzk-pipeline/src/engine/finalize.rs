@@ -12,7 +12,8 @@ use super::job::{JobError, SynthesisPath};
 use super::scheduler::JobInfo;
 use super::shared::{blocking, Shared};
 use crate::budget::Reservation;
-use crate::sink::{kv, ms, Event};
+use crate::sink::{kv, ms};
+use crate::timeline::{key, Event};
 
 /// Totals over the holds of one partition (a backend may hold the lock more than once).
 #[derive(Clone, Copy, Default)]
@@ -66,7 +67,12 @@ pub(super) async fn finalize(
             );
         }
     };
-    let detail = || vec![kv("partition", partition), kv("worker", timings.worker)];
+    let detail = || {
+        vec![
+            kv(key::PARTITION, partition),
+            kv(key::WORKER, timings.worker),
+        ]
+    };
     shared.clock.emit(Event::FinalizeEnd, &job.id, detail());
     let reason = match valid {
         Ok(true) => None,
@@ -78,13 +84,13 @@ pub(super) async fn finalize(
     }
     let mut stats = detail();
     stats.extend([
-        kv("synth_ms", timings.synth_ms),
-        kv("synthesis", timings.synthesis.as_str()),
-        kv("queue_ms", timings.queue_ms),
-        kv("prove_start_ms", timings.prove_start_ms),
-        kv("device_wait_ms", timings.held.wait_ms),
-        kv("gpu_ms", timings.held.gpu_ms),
-        kv("finalize_ms", finalize_ms),
+        kv(key::SYNTH_MS, timings.synth_ms),
+        kv(key::SYNTHESIS, timings.synthesis.as_str()),
+        kv(key::QUEUE_MS, timings.queue_ms),
+        kv(key::PROVE_START_MS, timings.prove_start_ms),
+        kv(key::DEVICE_WAIT_MS, timings.held.wait_ms),
+        kv(key::GPU_MS, timings.held.gpu_ms),
+        kv(key::FINALIZE_MS, finalize_ms),
     ]);
     stats.extend(stages.iter().map(|s| kv(s.key, s.value)));
     shared.clock.emit(Event::PartitionStats, &job.id, stats);

@@ -29,7 +29,8 @@ use super::job::{JobError, Priority, Synthesized};
 use super::scheduler::{JobInfo, Ready, Scheduler};
 use super::shared::{blocking, Shared};
 use crate::budget::Reservation;
-use crate::sink::{kv, ms, Event};
+use crate::sink::{kv, ms};
+use crate::timeline::{key, Event};
 
 /// The device lock as one worker holds it for one partition: logs GPU_START when the backend
 /// takes it and GPU_END (with gpu_ms) when it lets go, so the TIMELINE's GPU intervals are the
@@ -58,9 +59,9 @@ struct Hold<'a> {
 impl Region {
     fn detail(&self) -> Vec<(String, String)> {
         vec![
-            kv("partition", self.partition),
-            kv("worker", self.worker),
-            kv("device", self.device.index()),
+            kv(key::PARTITION, self.partition),
+            kv(key::WORKER, self.worker),
+            kv(key::DEVICE, self.device.index()),
         ]
     }
 
@@ -79,7 +80,7 @@ impl Region {
         clock.emit_at(start, Event::GpuStart, &self.job_id, self.detail());
         let gpu_ms = ms(start.elapsed());
         let mut end = self.detail();
-        end.push(kv("gpu_ms", gpu_ms));
+        end.push(kv(key::GPU_MS, gpu_ms));
         clock.emit(Event::GpuEnd, &self.job_id, end);
         Held {
             count: 1,
@@ -95,7 +96,7 @@ impl Region {
         let mut detail = self.detail();
         match guard {
             Some(_) => self.device.activity_mut().holder = Some(self.job_id.clone()),
-            None => detail.push(kv("beside", 1)),
+            None => detail.push(kv(key::BESIDE, 1)),
         }
         self.shared
             .clock
@@ -145,7 +146,7 @@ impl Drop for Hold<'_> {
         }
         let gpu_ms = ms(self.since.elapsed());
         let mut end = self.region.detail();
-        end.push(kv("gpu_ms", gpu_ms));
+        end.push(kv(key::GPU_MS, gpu_ms));
         self.region
             .shared
             .clock
@@ -321,11 +322,11 @@ fn device_fault(shared: &Shared, device: &Device, job: &JobInfo, fault: Fault, e
         (out, retried)
     };
     let detail = vec![
-        kv("partition", partition),
-        kv("worker", worker),
-        kv("device", device.index()),
-        kv("retry", u8::from(retried)),
-        kv("fault", kind),
+        kv(key::PARTITION, partition),
+        kv(key::WORKER, worker),
+        kv(key::DEVICE, device.index()),
+        kv(key::RETRY, u8::from(retried)),
+        kv(key::FAULT, kind),
     ];
     shared.clock.emit(Event::DeviceFault, &job.id, detail);
     if out {

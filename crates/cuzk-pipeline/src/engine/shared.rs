@@ -17,7 +17,8 @@ use super::scheduler::{Ended, JobInfo, Scheduler};
 use super::shapes::ShapeCache;
 use super::urgent;
 use crate::budget::MemoryBudget;
-use crate::sink::{kv, Clock, Event};
+use crate::sink::{kv, Clock};
+use crate::timeline::{key, Event};
 
 /// What every worker task shares.
 pub(super) struct Shared {
@@ -122,7 +123,7 @@ impl Shared {
     /// Logs that `device` went out of service and wakes the GPU workers: the others may now take
     /// the retries they passed over for it.
     pub(super) fn out_of_service(&self, device: &Device) {
-        let detail = vec![kv("device", device.index())];
+        let detail = vec![kv(key::DEVICE, device.index())];
         self.clock.emit(Event::DeviceOut, "-", detail);
         self.gpu_wake.notify_waiters();
     }
@@ -141,7 +142,7 @@ impl Shared {
         self.clock.emit(
             Event::JobDone,
             &job.id,
-            vec![kv("partitions", job.partitions), kv("status", status)],
+            vec![kv(key::PARTITIONS, job.partitions), kv(key::STATUS, status)],
         );
         ended.send();
         self.synthesis_wake.notify_waiters();

@@ -12,7 +12,8 @@ use super::job::{JobError, Priority};
 use super::scheduler::{JobInfo, Ready, Scheduler, Taken};
 use super::shapes::Plan;
 use super::shared::{unless_ended, Shared};
-use crate::sink::{kv, ms, Event};
+use crate::sink::{kv, ms};
+use crate::timeline::{key, Event};
 
 pub(super) async fn worker(shared: Arc<Shared>, worker: usize) {
     loop {
@@ -22,9 +23,11 @@ pub(super) async fn worker(shared: Arc<Shared>, worker: usize) {
         let (job, partition) = (Arc::clone(&taken.job), taken.partition);
         match synthesize(&shared, taken, worker).await {
             Ok(Some(ready)) => {
-                shared
-                    .clock
-                    .emit(Event::GpuQueue, &job.id, vec![kv("partition", partition)]);
+                shared.clock.emit(
+                    Event::GpuQueue,
+                    &job.id,
+                    vec![kv(key::PARTITION, partition)],
+                );
                 let queued = shared.scheduler().enqueue(ready);
                 if queued {
                     shared.gpu_wake.notify_waiters();
@@ -60,7 +63,7 @@ async fn synthesize(
     };
     let reservation = reserved.map_err(|source| JobError::OverBudget { partition, source })?;
 
-    let detail = || vec![kv("partition", partition), kv("worker", worker)];
+    let detail = || vec![kv(key::PARTITION, partition), kv(key::WORKER, worker)];
     let coming = (job.priority == Priority::Critical).then(|| Coming::to(&shared.devices));
     shared.clock.emit(Event::SynthStart, &job.id, detail());
     let start = Instant::now();
@@ -74,7 +77,7 @@ async fn synthesize(
     let outcome = shared.synthesize(job.priority, synthesis).await;
     let synth_ms = ms(start.elapsed());
     let mut end = detail();
-    end.push(kv("synth_ms", synth_ms));
+    end.push(kv(key::SYNTH_MS, synth_ms));
     shared.clock.emit(Event::SynthEnd, &job.id, end);
 
     let synthesis = outcome
