@@ -6,16 +6,16 @@
 use cuzk_pipeline::analysis::{
     partition_figures, synth_stats_by_path, DeviceSummary, GpuSummary, Spread,
 };
-use cuzk_pipeline::timeline::Timeline;
+use cuzk_pipeline::timeline::{key, Timeline};
 use serde_json::{json, Map, Value};
 
 /// Per-partition figures in the order a partition meets them: JSON key (a TIMELINE key) and label.
 const STAGES: [(&str, &str); 5] = [
-    ("synth_ms", "synthesis"),
-    ("prep_copy_ms", "staging"),
-    ("stage_abc_ms", "abc in region"),
-    ("gpu_ms", "device region"),
-    ("prove_start_ms", "prove_start"),
+    (key::SYNTH_MS, "synthesis"),
+    (key::PREP_COPY_MS, "staging"),
+    (key::STAGE_ABC_MS, "abc in region"),
+    (key::GPU_MS, "device region"),
+    (key::PROVE_START_MS, "prove_start"),
 ];
 
 /// A [`Spread`] as JSON; null for no values.
@@ -32,8 +32,8 @@ pub fn figures(timeline: &Timeline, gpu: &GpuSummary) -> Map<String, Value> {
     let mut per_partition = json!({
         "over": if partitions.steady { "steady_state" } else { "whole_run" },
         "partitions": partitions.partitions,
-        "synth_ms": spread(partitions.synth_ms),
-        "gpu_ms": spread(partitions.gpu_ms),
+        (key::SYNTH_MS): spread(partitions.synth_ms),
+        (key::GPU_MS): spread(partitions.gpu_ms),
     });
     for (key, stage) in &partitions.stages {
         per_partition[*key] = spread(Some(*stage));
@@ -56,7 +56,7 @@ pub fn figures(timeline: &Timeline, gpu: &GpuSummary) -> Map<String, Value> {
                 "partition": p.partition,
                 "device": p.device,
                 "gpu_ms": p.gpu_ms,
-                "srs_place_ms": p.place_ms,
+                (key::SRS_PLACE_MS): p.place_ms,
             })
         })
         .collect();
@@ -163,7 +163,7 @@ pub fn lines(summary: &Value) -> Vec<String> {
         lines.push(format!(
             "  SRS placement  {}{partition}{device}: {:.1} ms{region}",
             p["job"].as_str().unwrap_or("?"),
-            number(&p["srs_place_ms"]),
+            number(&p[key::SRS_PLACE_MS]),
         ));
     }
     let per_partition = &summary["per_partition"];

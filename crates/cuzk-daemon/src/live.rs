@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use cuzk_pipeline::timeline::{Event, EventName, Record};
+use cuzk_pipeline::timeline::{key, Event, EventName, Record};
 
 /// Where a partition is, in Curio's daemon's words.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -123,7 +123,6 @@ impl Live {
 
     /// Moves a partition or worker on by one record.
     pub fn record(&self, record: &Record) {
-        let number = |key: &str| record.get(key).and_then(|v| v.parse::<f64>().ok());
         let index = |key: &str| record.get(key).and_then(|v| v.parse::<usize>().ok());
         let mut inner = self.inner();
         if record.event == Event::JobDone {
@@ -134,9 +133,9 @@ impl Live {
             return;
         };
         let event = &record.event;
-        let worker = index("worker");
+        let worker = index(key::WORKER);
         if *event == Event::GpuPickup {
-            if let (Some(worker), Some(device)) = (worker, index("device")) {
+            if let (Some(worker), Some(device)) = (worker, index(key::DEVICE)) {
                 let proving = Some((record.job_id.clone(), partition, Instant::now()));
                 inner.workers.insert(worker, Worker { device, proving });
             }
@@ -157,16 +156,16 @@ impl Live {
             EventName::Known(Event::SynthStart) => view.stage = Stage::Synthesizing,
             EventName::Known(Event::SynthEnd) => {
                 view.stage = Stage::SynthDone;
-                view.synth_ms = number("synth_ms");
+                view.synth_ms = record.number(key::SYNTH_MS);
             }
             EventName::Known(Event::GpuPickup) => view.stage = Stage::Gpu,
             EventName::Known(Event::GpuEnd) => {
-                *view.gpu_ms.get_or_insert(0.0) += number("gpu_ms").unwrap_or(0.0);
+                *view.gpu_ms.get_or_insert(0.0) += record.number(key::GPU_MS).unwrap_or(0.0);
             }
             EventName::Known(Event::FinalizeEnd) => view.stage = Stage::Done,
             // Retried on another device (synthesized again), or failed with its job.
             EventName::Known(Event::DeviceFault) => {
-                view.stage = match record.get("retry") {
+                view.stage = match record.get(key::RETRY) {
                     Some("1") => Stage::Pending,
                     _ => Stage::Failed,
                 };
@@ -226,19 +225,19 @@ mod tests {
     #[test]
     fn partitions_and_workers_follow_the_records() {
         let live = Live::new(1, 2);
-        let p = |n: &'static str| [("partition", n), ("worker", "1"), ("device", "0")];
+        let p = |n: &'static str| [(key::PARTITION, n), (key::WORKER, "1"), (key::DEVICE, "0")];
         live.record(&record(Event::SynthStart, "j", &p("0")));
         live.record(&record(Event::SynthStart, "j", &p("1")));
         live.record(&record(
             Event::SynthEnd,
             "j",
-            &[("partition", "0"), ("synth_ms", "12.5")],
+            &[(key::PARTITION, "0"), (key::SYNTH_MS, "12.5")],
         ));
         live.record(&record(Event::GpuPickup, "j", &p("0")));
         live.record(&record(
             Event::GpuEnd,
             "j",
-            &[("partition", "0"), ("gpu_ms", "3")],
+            &[(key::PARTITION, "0"), (key::GPU_MS, "3")],
         ));
         let (partitions, _) = live.job("j").unwrap();
         assert_eq!(partitions[&0].stage, Stage::Gpu);
@@ -253,7 +252,7 @@ mod tests {
         live.record(&record(Event::FinalizeEnd, "j", &p("0")));
         assert_eq!(live.job("j").unwrap().0[&0].stage, Stage::Done);
         assert!(live.workers().iter().all(|w| w.proving.is_none()));
-        live.record(&record(Event::JobDone, "j", &[("status", "proven")]));
+        live.record(&record(Event::JobDone, "j", &[(key::STATUS, "proven")]));
         assert!(live.job("j").is_none());
     }
 }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use cuzk_pipeline::sink::TimelineSink;
-use cuzk_pipeline::timeline::{Event, Record};
+use cuzk_pipeline::timeline::{key, Event, Record};
 use prometheus::{
     Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     Opts, Registry, TextEncoder,
@@ -312,10 +312,9 @@ impl Metrics {
 
     /// Reads the records that carry per-partition figures.
     fn record(&self, record: &Record) {
-        let number = |key: &str| record.get(key).and_then(|v| v.parse::<f64>().ok());
         if record.event == Event::GpuEnd {
-            if let Some(ms) = number("gpu_ms") {
-                let device = record.get("device").unwrap_or("0");
+            if let Some(ms) = record.number(key::GPU_MS) {
+                let device = record.get(key::DEVICE).unwrap_or("0");
                 self.gpu_busy_seconds
                     .with_label_values(&[device])
                     .add(ms / 1e3);
@@ -325,16 +324,16 @@ impl Metrics {
                     .add(Instant::now(), Duration::from_secs_f64(ms.max(0.0) / 1e3));
             }
         } else if record.event == Event::DeviceFault {
-            let device = record.get("device").unwrap_or("0");
+            let device = record.get(key::DEVICE).unwrap_or("0");
             self.device_faults.with_label_values(&[device]).inc();
-            if record.get("retry") == Some("1") {
+            if record.get(key::RETRY) == Some("1") {
                 self.partition_retries.inc();
             }
         } else if record.event == Event::PartitionStats {
-            if let Some(ms) = number("synth_ms") {
+            if let Some(ms) = record.number(key::SYNTH_MS) {
                 self.synthesis.observe(ms / 1e3);
             }
-            if let Some(ms) = number("gpu_ms") {
+            if let Some(ms) = record.number(key::GPU_MS) {
                 self.gpu.observe(ms / 1e3);
             }
         }

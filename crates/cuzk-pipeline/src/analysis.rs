@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::timeline::{Event, EventName, Record, Timeline};
+use crate::timeline::{key, Event, EventName, Record, Timeline};
 
 /// Jobs left out of the steady state unless told otherwise: the first to finish, whose time holds
 /// the pipeline filling up and, on a GPU, the SRS placement. One is also the window the steady
@@ -17,7 +17,7 @@ pub const DEFAULT_WARMUP_JOBS: usize = 1;
 /// preparation, device wait and device region); the host copy of a, b, c and the witness into
 /// page-locked memory before the device region; the copy of a, b, c inside the region, as logs
 /// before that change recorded it (their `prep_copy_ms` is the witness alone).
-pub const STAGE_KEYS: [&str; 3] = ["prove_start_ms", "prep_copy_ms", "stage_abc_ms"];
+pub const STAGE_KEYS: [&str; 3] = [key::PROVE_START_MS, key::PREP_COPY_MS, key::STAGE_ABC_MS];
 
 /// The `qs` quantiles (each in [0, 1]) of `values`, interpolated linearly between the nearest
 /// ranks (so the median of an even count is the mean of the middle two); `None` for no values.
@@ -56,15 +56,6 @@ impl Spread {
             mean: values.iter().sum::<f64>() / values.len() as f64,
         })
     }
-}
-
-/// Detail `key` of `record` as a finite number.
-fn number(record: &Record, key: &str) -> Option<f64> {
-    record
-        .get(key)?
-        .parse::<f64>()
-        .ok()
-        .filter(|v| v.is_finite())
 }
 
 /// One partition's time in a stage: on the GPU (GPU_START, or GPU_PICKUP when the log has no
@@ -178,8 +169,8 @@ fn span(end: &Record, start_ms: f64) -> Span {
     Span {
         job_id: end.job_id.clone(),
         partition: end.partition(),
-        worker: end.get("worker").and_then(|w| w.parse().ok()),
-        device: end.get("device").and_then(|d| d.parse().ok()),
+        worker: end.worker(),
+        device: end.device(),
         start_ms,
         end_ms: end.ms,
     }
@@ -408,7 +399,7 @@ fn srs_placements(
         .iter()
         .filter(|r| r.event == Event::PartitionStats)
         .filter_map(|r| {
-            let place_ms = number(r, "srs_place_ms")?;
+            let place_ms = r.number(key::SRS_PLACE_MS)?;
             let region = regions.get(&(r.job_id.as_str(), r.partition()));
             Some(SrsPlacement {
                 job_id: r.job_id.clone(),
@@ -451,12 +442,11 @@ pub fn per_device(gpu: &GpuSummary, timeline: &Timeline) -> Vec<DeviceSummary> {
         let device = devices.entry(iv.device.unwrap_or(0)).or_default();
         device.push(iv.clone());
     }
-    let device_of = |r: &Record| r.get("device").and_then(|d| d.parse::<u32>().ok());
     let mut faults: BTreeMap<u32, usize> = BTreeMap::new();
     let mut failed: HashSet<(u32, PartitionKey<'_>)> = HashSet::new();
     let mut out: BTreeMap<u32, f64> = BTreeMap::new();
     for record in &timeline.records {
-        match (&record.event, device_of(record)) {
+        match (&record.event, record.device()) {
             (EventName::Known(Event::DeviceFault), Some(device)) => {
                 *faults.entry(device).or_default() += 1;
                 failed.insert((device, (record.job_id.as_str(), record.partition())));
@@ -466,7 +456,7 @@ pub fn per_device(gpu: &GpuSummary, timeline: &Timeline) -> Vec<DeviceSummary> {
             }
             _ => continue,
         }
-        devices.entry(device_of(record).unwrap_or(0)).or_default();
+        devices.entry(record.device().unwrap_or(0)).or_default();
     }
     devices
         .into_iter()
@@ -557,7 +547,8 @@ pub fn synth_stats_by_path(timeline: &Timeline) -> BTreeMap<String, Spread> {
         .iter()
         .filter(|r| r.event == Event::PartitionStats)
     {
-        let (Some(path), Some(ms)) = (record.get("synthesis"), number(record, "synth_ms")) else {
+        let (Some(path), Some(ms)) = (record.get(key::SYNTHESIS), record.number(key::SYNTH_MS))
+        else {
             continue;
         };
         durations.entry(path.to_owned()).or_default().push(ms);
@@ -627,7 +618,7 @@ pub fn partition_figures(timeline: &Timeline, gpu: &GpuSummary) -> PartitionFigu
     let stages = STAGE_KEYS
         .into_iter()
         .filter_map(|key| {
-            let values: Vec<f64> = stats.iter().filter_map(|r| number(r, key)).collect();
+            let values: Vec<f64> = stats.iter().filter_map(|r| r.number(key)).collect();
             Some((key, Spread::of(&values)?))
         })
         .collect();
