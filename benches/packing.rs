@@ -1,6 +1,7 @@
 //! Host cost of staging a witness: packing it (a bitmap of the ones, the others listed; what
 //! the GPU backend stages for its upload) against copying it whole, on a PoRep-shaped witness
-//! (half ones, 3% other values).
+//! (half ones, 3% other values); and what trying to pack a dense one (a WindowPoSt's Poseidon
+//! state) costs before it goes up whole.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use cuzk_gpu::PackedScalars;
@@ -24,6 +25,12 @@ fn staging(c: &mut Criterion) {
             .collect();
         group.throughput(Throughput::Elements(witness.len() as u64));
         group.bench_with_input(BenchmarkId::new("pack", log), &witness, |b, w| {
+            b.iter(|| PackedScalars::of(&[&w[..1], &w[1..]]))
+        });
+        let dense: Vec<Scalar> = (0..1usize << log)
+            .map(|_| Scalar::random(&mut rng))
+            .collect();
+        group.bench_with_input(BenchmarkId::new("pack_dense", log), &dense, |b, w| {
             b.iter(|| PackedScalars::of(&[&w[..1], &w[1..]]))
         });
         let mut out = vec![Scalar::ZERO; witness.len()];

@@ -21,6 +21,11 @@ use crate::{DeviceScalars, Gpu, GpuError, Pinned};
 const PACK_SHARE: usize = 4;
 /// Scalars each task of the packing classifies: a whole number of bitmap words.
 const PACK_CHUNK: usize = 1 << 16;
+/// Scalars looked at before packing: where more than half of them are neither 0 nor 1, the vector
+/// goes up dense at once (a WindowPoSt's Poseidon state) instead of after a quarter of it was
+/// packed. A sample can only send a packable vector up dense, never the reverse: the packing
+/// checks every scalar.
+const DENSE_SAMPLE: usize = 1 << 12;
 
 /// Where the parts of a packed vector lie: its length and how many of its scalars are neither
 /// 0 nor 1 say it all.
@@ -77,6 +82,9 @@ impl PackedScalars {
     pub fn of(parts: &[&[Scalar]]) -> Option<Self> {
         let len: usize = parts.iter().map(|p| p.len()).sum();
         if len > u32::MAX as usize {
+            return None;
+        }
+        if looks_dense(parts, len) {
             return None;
         }
         let limit = len / PACK_SHARE;
@@ -138,6 +146,32 @@ impl PackedScalars {
 }
 
 /// The chunk [start, end) of the concatenation of `parts` (start a multiple of 32).
+/// Whether more than half of [`DENSE_SAMPLE`] scalars of `parts` (`len` in all), spread by
+/// Fibonacci hashing (no period of the vector lines up with it), are neither 0 nor 1; false for
+/// vectors too short for a sample to save anything.
+fn looks_dense(parts: &[&[Scalar]], len: usize) -> bool {
+    if len < 4 * DENSE_SAMPLE {
+        return false;
+    }
+    const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
+    let at = |k: usize| -> Option<&Scalar> {
+        let fraction = u128::from((k as u64).wrapping_mul(GOLDEN));
+        let mut i = ((fraction * len as u128) >> 64) as usize;
+        for part in parts {
+            match part.get(i) {
+                Some(value) => return Some(value),
+                None => i -= part.len(),
+            }
+        }
+        None
+    };
+    let others = (0..DENSE_SAMPLE)
+        .filter_map(at)
+        .filter(|&&value| value != Scalar::ZERO && value != Scalar::ONE)
+        .count();
+    others > DENSE_SAMPLE / 2
+}
+
 fn pack_chunk(parts: &[&[Scalar]], start: usize, end: usize) -> PackedChunk {
     let words_of = |value: Scalar| -> [u32; SCALAR_WORDS] {
         let mut words = [0; SCALAR_WORDS];
@@ -333,6 +367,31 @@ mod tests {
                 .len(),
             1005
         );
+    }
+
+    /// The sample sends clearly dense vectors up dense at once, and no vector whose others are
+    /// a quarter or less, however they are laid out.
+    #[test]
+    fn a_sample_spots_dense_vectors_only() {
+        let mut rng = cuzk_testkit::rng("dense sample");
+        let len = 8 * DENSE_SAMPLE;
+        let dense: Vec<Scalar> = (0..len).map(|_| Scalar::random(&mut rng)).collect();
+        let (inputs, aux) = dense.split_at(3);
+        assert!(looks_dense(&[inputs, aux], len));
+        assert!(PackedScalars::of(&[inputs, aux]).is_none());
+        for period in [4, 5, 7, 8, 16, 64, 4096] {
+            let periodic: Vec<Scalar> = (0..len)
+                .map(|i| match i % period {
+                    0 => Scalar::from(5u64),
+                    _ => Scalar::ONE,
+                })
+                .collect();
+            assert!(!looks_dense(&[&periodic], len), "one in {period}");
+        }
+        // Dense for its first quarter only.
+        let mut quarter = dense.clone();
+        quarter[len / 4..].fill(Scalar::ZERO);
+        assert!(!looks_dense(&[&quarter], len));
     }
 
     #[test]
