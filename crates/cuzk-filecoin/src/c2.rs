@@ -22,9 +22,9 @@ use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked;
 
 use crate::error::filecoin;
+use crate::filecoin_types::{Circuit, Compound, Drg};
 use crate::partition::{PartitionCircuit, TreeDomain};
 use crate::seal_proof::Revision;
-use crate::shapes::{Circuit, Compound, Drg};
 use crate::{C1Output, FilecoinError, FilecoinJob, ParamFiles, SealProof};
 
 /// A non-interactive PoRep's proof is the SnarkPack aggregate of its partition proofs, made by

@@ -35,6 +35,7 @@
 pub mod c1;
 pub mod c2;
 mod error;
+mod filecoin_types;
 mod inclusion;
 pub mod params;
 mod partition;
@@ -47,7 +48,6 @@ mod request_file;
 pub mod sample;
 pub mod seal_proof;
 pub mod sealer;
-mod shapes;
 pub mod snap;
 mod update_circuit;
 pub mod update_proof;

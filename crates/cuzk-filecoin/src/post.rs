@@ -28,9 +28,9 @@ use storage_proofs_post::fallback::{
 use typenum::U2;
 
 use crate::error::filecoin;
+use crate::filecoin_types::post_public_params;
 use crate::inclusion::{self, TreePathLevel};
 use crate::request_file::{byte_strings, bytes32, read_json, registered_proof, to_hex, write_json};
-use crate::shapes::post_public_params;
 use crate::{FilecoinError, FilecoinJob, ParamFiles, PostKind, PostProof, RegisteredProof};
 
 /// Partitions a WindowPoSt deadline may have (the miner actor's limit): a partition index past

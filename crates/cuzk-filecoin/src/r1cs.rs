@@ -15,9 +15,9 @@ use cuzk_synth::Sectioned;
 use filecoin_proofs::parameters::public_params;
 
 use crate::error::{filecoin, io};
+use crate::filecoin_types::{blank_circuit, blank_post_circuit, blank_update_circuit};
 use crate::post::PostCircuit;
 use crate::sample::zero_replica_update;
-use crate::shapes::{blank_circuit, blank_post_circuit, blank_update_circuit};
 use crate::snap::UpdateCircuit;
 use crate::{
     sample_sector, CircuitId, FilecoinError, ParamFiles, PartitionCircuit, Revision, SealProof,

@@ -13,7 +13,7 @@ use filecoin_hashers::Hasher;
 use filecoin_proofs::{DefaultPieceDomain, DefaultPieceHasher, MerkleTreeTrait};
 use storage_proofs_porep::stacked;
 
-use crate::shapes::Circuit as StackedCircuit;
+use crate::filecoin_types::Circuit as StackedCircuit;
 
 mod circuit;
 

@@ -42,8 +42,8 @@ use storage_proofs_porep::stacked::{
 use typenum::{U0, U2};
 
 use crate::error::filecoin;
+use crate::filecoin_types::Drg;
 use crate::sealer::{random_bytes, random_field_bytes};
-use crate::shapes::Drg;
 use crate::{
     prover_id_of_miner, FilecoinError, PostRequest, RegisteredProof, Revision, SealProof,
     SealedSector, SectorIdentity, SnapRequest,
