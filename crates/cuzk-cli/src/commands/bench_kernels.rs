@@ -116,14 +116,11 @@ fn time_streamed<A: MsmAffine>(
     runs: usize,
     zero_one: ZeroOneScalars,
 ) -> Result<f64> {
-    msm_streamed_with(gpu, host, scalars, zero_one).context("warm-up (streamed)")?;
-    let mut times = Vec::with_capacity(runs);
-    for _ in 0..runs {
+    median_of(runs, || {
         let start = Instant::now();
         msm_streamed_with(gpu, host, scalars, zero_one)?;
-        times.push(start.elapsed().as_secs_f64() * 1e3);
-    }
-    Ok(median_ms(times))
+        Ok(start.elapsed().as_secs_f64() * 1e3)
+    })
 }
 
 /// Median ms of resident MSMs over `bases` (CUDA events), after a warm-up.
@@ -134,12 +131,16 @@ fn time_resident<A: MsmAffine>(
     runs: usize,
     zero_one: ZeroOneScalars,
 ) -> Result<f64> {
-    msm_device_with(gpu, bases, scalars, zero_one).context("warm-up")?;
-    let mut times = Vec::with_capacity(runs);
-    for _ in 0..runs {
+    median_of(runs, || {
         let (_, ms) = gpu.time(|| msm_device_with(gpu, bases, scalars, zero_one))?;
-        times.push(f64::from(ms));
-    }
+        Ok(f64::from(ms))
+    })
+}
+
+/// The median of `runs` of `timed` (ms), after one more as a warm-up.
+fn median_of(runs: usize, mut timed: impl FnMut() -> Result<f64>) -> Result<f64> {
+    timed().context("warm-up")?;
+    let times = (0..runs).map(|_| timed()).collect::<Result<Vec<_>>>()?;
     Ok(median_ms(times))
 }
 
