@@ -12,6 +12,7 @@
 //! Circuits with a shape key have their R1CS recorded by the engine once and their later
 //! partitions synthesized by witness only (`shapes`).
 
+mod compiled;
 mod config;
 mod device;
 mod finalize;
@@ -20,7 +21,6 @@ pub mod memory;
 pub mod nice;
 mod prove;
 mod scheduler;
-mod shapes;
 mod shared;
 mod synthesis;
 mod urgent;
@@ -47,8 +47,8 @@ pub use shared::unpanicked;
 
 use crate::budget::MemoryBudget;
 use crate::sink::{Clock, TimelineSink};
+use compiled::CompiledCache;
 use scheduler::Scheduler;
-use shapes::ShapeCache;
 use shared::Shared;
 
 /// A running engine. Dropping it stops its workers; jobs still in flight then end with
@@ -104,7 +104,7 @@ impl Engine {
             synthesis_wake: Notify::new(),
             gpu_wake: Notify::new(),
             budget: MemoryBudget::new(config.memory_budget),
-            shapes: ShapeCache::new(config.compiled_synthesis),
+            compiled: CompiledCache::new(config.compiled_synthesis),
             synthesis_nice: config.synthesis_nice,
             critical_pool: OnceLock::new(),
             devices: devices.clone(),

@@ -10,11 +10,11 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use tokio::sync::Notify;
 
+use super::compiled::CompiledCache;
 use super::device::Device;
 use super::job::{JobError, Priority};
 use super::nice;
 use super::scheduler::{Ended, JobInfo, Scheduler};
-use super::shapes::ShapeCache;
 use super::urgent;
 use crate::budget::MemoryBudget;
 use crate::sink::{kv, Clock};
@@ -29,7 +29,7 @@ pub(super) struct Shared {
     pub(super) gpu_wake: Notify,
     pub(super) budget: MemoryBudget,
     /// The compiled R1CS of the circuit shapes seen.
-    pub(super) shapes: ShapeCache,
+    pub(super) compiled: CompiledCache,
     /// [`EngineConfig::synthesis_nice`].
     pub(super) synthesis_nice: i32,
     /// Threads of their own for CRITICAL jobs' syntheses ([`urgent::critical_pool`]), started on

@@ -7,10 +7,10 @@ use std::time::Instant;
 
 use cuzk_synth::{CompiledError, CompiledR1cs};
 
+use super::compiled::Plan;
 use super::device::Coming;
 use super::job::{JobError, Priority};
 use super::scheduler::{JobInfo, Ready, Scheduler, Taken};
-use super::shapes::Plan;
 use super::shared::{unless_ended, Shared};
 use crate::sink::{kv, ms};
 use crate::timeline::{key, Event};
@@ -69,7 +69,7 @@ async fn synthesize(
     let start = Instant::now();
     shared.scheduler().synthesis_started(job.seq, start);
     let Plan { method, recording } = shared
-        .shapes
+        .compiled
         .plan(job.shape.as_deref(), job.circuit.as_ref());
     let cached = method.compiled().cloned();
     let circuit = Arc::clone(&job.circuit);
@@ -117,7 +117,7 @@ fn failed(
 ) -> JobError {
     let reason = match (&error, cached, &job.shape) {
         (CompiledError::ShapeMismatch { .. }, Some(compiled), Some(key)) => {
-            shared.shapes.forget(key, compiled);
+            shared.compiled.forget(key, compiled);
             format!("circuit shape {key:?}: {error}")
         }
         _ => error.to_string(),

@@ -19,7 +19,7 @@ use super::job::{Method, Synthesize};
 /// Shapes kept at once.
 pub(crate) const KEPT: usize = 4;
 
-pub(crate) struct ShapeCache {
+pub(crate) struct CompiledCache {
     enabled: bool,
     state: Mutex<State>,
 }
@@ -41,14 +41,14 @@ pub(crate) struct Plan<'a> {
 /// A shape one worker is recording. Dropped, recorded or not (a failed or panicking synthesis),
 /// it lets the next partition of the shape record it.
 pub(crate) struct Recording<'a> {
-    cache: &'a ShapeCache,
+    cache: &'a CompiledCache,
     key: String,
 }
 
-impl ShapeCache {
+impl CompiledCache {
     /// `enabled` false: every plan is direct synthesis.
     pub fn new(enabled: bool) -> Self {
-        ShapeCache {
+        CompiledCache {
             enabled,
             state: Mutex::default(),
         }
@@ -162,7 +162,7 @@ mod tests {
 
     #[test]
     fn one_worker_records_a_shape_and_later_partitions_use_it() {
-        let cache = ShapeCache::new(true);
+        let cache = CompiledCache::new(true);
         let job = job();
         assert!(is_direct(&cache.plan(None, &job)), "no key, no recording");
         let first = cache.plan(Some("k"), &job);
@@ -189,14 +189,14 @@ mod tests {
 
     #[test]
     fn off_means_no_recording() {
-        let cache = ShapeCache::new(false);
+        let cache = CompiledCache::new(false);
         assert!(is_direct(&cache.plan(Some("k"), &job())));
         assert!(cache.state().recording.is_empty());
     }
 
     #[test]
     fn the_least_recently_used_shape_goes_first() {
-        let cache = ShapeCache::new(true);
+        let cache = CompiledCache::new(true);
         let job = job();
         for k in 0..KEPT {
             file(cache.plan(Some(&k.to_string()), &job));
