@@ -760,7 +760,7 @@ impl Daemon {
             completed,
             failed,
             uptime_seconds: self.started.elapsed().as_secs(),
-            pinned_bytes: cuzk_gpu::pinned_bytes(),
+            pinned_bytes: cuzk_groth16::backend::pinned_host_bytes(),
             pinned_limit_bytes: self.parts.pinned_limit,
         }
     }
@@ -873,7 +873,7 @@ impl Daemon {
             budget_bytes: budget.bytes(),
             budget_in_use: budget.in_use(),
             warm_bytes: self.parts.srs.warm_bytes(),
-            pinned_bytes: cuzk_gpu::pinned_bytes(),
+            pinned_bytes: cuzk_groth16::backend::pinned_host_bytes(),
         })
     }
 }

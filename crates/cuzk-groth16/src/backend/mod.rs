@@ -65,6 +65,13 @@ pub struct DeviceOptions {
     pub memory_limit: Option<u64>,
 }
 
+/// Page-locked host bytes the backends hold now (staging buffers, parameter sets locked in place
+/// for streaming): memory taken from what the OS can page, which a daemon reports beside its
+/// limit.
+pub fn pinned_host_bytes() -> u64 {
+    cuzk_gpu::pinned_bytes()
+}
+
 /// The backends of `choice`: with a GPU, one per device (`devices`, or every device the driver
 /// reports); `Auto` without a usable GPU falls back to the CPU and says why. `Cpu` with `devices`
 /// gives one CPU backend per entry, all on the same cores: a multi-device engine to try without
