@@ -1,9 +1,7 @@
 //! Parameters and verifying key: the group elements, named for what they hold.
 
-use std::sync::OnceLock;
-
-use cuzk_gpu::{Gpu, HostLocked};
 use cuzk_math::{G1Affine, G2Affine};
+use cuzk_synth::Attachment;
 
 use crate::backend::DeviceQueries;
 
@@ -29,8 +27,9 @@ pub struct VerifyingKey {
 /// The proving key (bellperson's `Parameters`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Parameters {
-    /// First, so that it is dropped first: the vectors are unlocked before they are freed.
-    pub(crate) host_lock: HostLock,
+    /// What a backend ties to the query vectors (a GPU's page-locks on them, to stream them from
+    /// where they are); first, so that it is dropped first: unlocked before they are freed.
+    pub(crate) attached: Attachment,
     pub vk: VerifyingKey,
     /// τ^i·Z(τ)/δ · G1 for i in 0..n−1, n the domain size.
     pub h: Vec<G1Affine>,
@@ -58,56 +57,14 @@ pub struct QueryLengths {
     pub b_g2: usize,
 }
 
-/// The page-locks of a parameter set's query vectors, made once, when a device first streams
-/// them ([`Parameters::lock_in_host`]). A clone starts unlocked: its vectors are other memory.
-#[derive(Default)]
-pub(crate) struct HostLock(OnceLock<Option<Vec<HostLocked>>>);
-
-impl Clone for HostLock {
-    fn clone(&self) -> Self {
-        HostLock::default()
-    }
-}
-
-/// Locks say nothing of the points: any two are equal.
-impl PartialEq for HostLock {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl Eq for HostLock {}
-
-impl std::fmt::Debug for HostLock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = match self.0.get() {
-            None => "not tried",
-            Some(None) => "failed",
-            Some(Some(_)) => "locked",
-        };
-        f.write_str(state)
-    }
-}
-
 impl Parameters {
-    /// Page-locks the query vectors where they are, once, for devices that stream them: their
-    /// copies then overlap the MSMs, and no second copy of the set is made (47 GB at 32 GiB).
-    /// Whether they are locked; if the driver refuses (e.g. small vectors sharing pages with
-    /// other locked memory), they stream from pageable memory, correctly but slower.
-    pub fn lock_in_host(&self, gpu: &Gpu) -> bool {
-        let locks = self.host_lock.0.get_or_init(|| {
-            let mut locks = Vec::new();
-            for query in [&self.h, &self.l, &self.a, &self.b_g1] {
-                if !query.is_empty() {
-                    locks.push(HostLocked::new(gpu, query).ok()?);
-                }
-            }
-            if !self.b_g2.is_empty() {
-                locks.push(HostLocked::new(gpu, &self.b_g2).ok()?);
-            }
-            Some(locks)
-        });
-        locks.is_some()
+    /// The value a backend tied to the query vectors, made by `make` on the first call; `None`
+    /// if an earlier call attached a value of another type.
+    pub(crate) fn attachment<T: std::any::Any + Send + Sync>(
+        &self,
+        make: impl FnOnce() -> T,
+    ) -> Option<&T> {
+        self.attached.get_or_make(make)
     }
 
     /// The queries' lengths, wherever the points are.

@@ -285,7 +285,7 @@ impl Parameters {
             checked: check == PointCheck::Checked,
         };
         let params = Parameters {
-            host_lock: Default::default(),
+            attached: Default::default(),
             vk: reader.verifying_key()?,
             h: reader.points("h")?,
             l: reader.points("l")?,

@@ -203,7 +203,7 @@ fn parameters_for_columns(
 ) -> Result<Parameters, SetupError> {
     let key = KeyScalars::new(num_rows, num_inputs, toxic, evaluate)?;
     Ok(Parameters {
-        host_lock: Default::default(),
+        attached: Default::default(),
         h: multiplier.many(&key.g1, &key.h)?,
         l: multiplier.many(&key.g1, key.l())?,
         a: multiplier.many(&key.g1, &key.a)?,
@@ -242,7 +242,7 @@ pub fn parameters_on_device(
         },
     )?;
     Ok(Parameters {
-        host_lock: Default::default(),
+        attached: Default::default(),
         vk: key.vk.clone(),
         h: Vec::new(),
         l: Vec::new(),

@@ -153,7 +153,7 @@ impl SparseRows {
 #[derive(Clone, Debug, PartialEq)]
 pub struct CompiledR1cs {
     /// First, so that it is dropped before the matrices.
-    attached: Attached,
+    attached: Attachment,
     num_inputs: usize,
     num_aux: usize,
     num_rows: usize,
@@ -167,26 +167,40 @@ pub struct CompiledR1cs {
     b_aux_density: Bitmap,
 }
 
-/// What a consumer ties to the matrices' memory, made once and dropped before it: the page-locks a
-/// GPU backend takes on them to stream them from where they are (see
-/// [`CompiledR1cs::attachment`]). A clone starts without: its matrices are other memory.
+/// What a consumer ties to a value's memory, made once and dropped with the value (declared
+/// first, before that memory): the page-locks a GPU backend takes on a compiled R1CS's matrices
+/// or a parameter set's queries to stream them from where they are, without the owner knowing of
+/// GPUs. A clone starts without: its memory is other memory.
 #[derive(Default)]
-struct Attached(std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>);
+pub struct Attachment(std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>);
 
-impl Clone for Attached {
-    fn clone(&self) -> Self {
-        Attached::default()
+impl Attachment {
+    /// The value attached, made by `make` on the first call; `None` if an earlier call attached
+    /// a value of another type.
+    pub fn get_or_make<T: std::any::Any + Send + Sync>(
+        &self,
+        make: impl FnOnce() -> T,
+    ) -> Option<&T> {
+        self.0.get_or_init(|| Box::new(make())).downcast_ref()
     }
 }
 
-/// Says nothing of the matrices: any two are equal.
-impl PartialEq for Attached {
+impl Clone for Attachment {
+    fn clone(&self) -> Self {
+        Attachment::default()
+    }
+}
+
+/// Says nothing of the memory it is tied to: any two are equal.
+impl PartialEq for Attachment {
     fn eq(&self, _: &Self) -> bool {
         true
     }
 }
 
-impl std::fmt::Debug for Attached {
+impl Eq for Attachment {}
+
+impl std::fmt::Debug for Attachment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(if self.0.get().is_some() {
             "attached"
@@ -557,7 +571,7 @@ impl CompiledR1cs {
             }
         }
         CompiledR1cs {
-            attached: Attached::default(),
+            attached: Attachment::default(),
             num_inputs,
             num_aux,
             num_rows: a.starts.len() - 1,
@@ -621,10 +635,7 @@ impl CompiledR1cs {
         &self,
         make: impl FnOnce() -> T,
     ) -> Option<&T> {
-        self.attached
-            .0
-            .get_or_init(|| Box::new(make()))
-            .downcast_ref()
+        self.attached.get_or_make(make)
     }
 
     /// The distinct coefficients the matrices index, one first.

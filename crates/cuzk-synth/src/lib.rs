@@ -20,7 +20,7 @@ mod witness;
 
 pub use assignment::ProvingAssignment;
 pub use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
-pub use compiled::{CompiledError, CompiledR1cs, Recorded, FORMAT_VERSION};
+pub use compiled::{Attachment, CompiledError, CompiledR1cs, Recorded, FORMAT_VERSION};
 pub use pause::install_pause_hook;
 pub use shape::{Column, R1csShape, ShapeRecorder, Term};
 pub use witness::{Sectioned, ThroughGadgets, Witness};

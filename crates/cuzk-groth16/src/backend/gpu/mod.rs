@@ -19,7 +19,7 @@
 //! chooses: all resident (with window multiples when they fit) and the MSMs side by side; or, on
 //! a device short of memory, one step at a time with H from two vectors, the queries that do not
 //! fit streamed from the parameters' own host vectors, page-locked in place
-//! ([`Parameters::lock_in_host`]: no second copy), through double-buffered chunks; a, b and c
+//! (`residency::lock_in_host`: no second copy), through double-buffered chunks; a, b and c
 //! come from the circuit's matrices streamed the same way from the compiled R1CS's host memory
 //! when they do not fit, and from the host only when not even the witness fits beside H's two
 //! vectors. The plan is returned with every proof's
