@@ -145,7 +145,6 @@ impl PackedScalars {
     }
 }
 
-/// The chunk [start, end) of the concatenation of `parts` (start a multiple of 32).
 /// Whether more than half of [`DENSE_SAMPLE`] scalars of `parts` (`len` in all), spread by
 /// Fibonacci hashing (no period of the vector lines up with it), are neither 0 nor 1; false for
 /// vectors too short for a sample to save anything.
@@ -172,6 +171,7 @@ fn looks_dense(parts: &[&[Scalar]], len: usize) -> bool {
     others > DENSE_SAMPLE / 2
 }
 
+/// The chunk [start, end) of the concatenation of `parts` (start a multiple of 32).
 fn pack_chunk(parts: &[&[Scalar]], start: usize, end: usize) -> PackedChunk {
     let words_of = |value: Scalar| -> [u32; SCALAR_WORDS] {
         let mut words = [0; SCALAR_WORDS];
