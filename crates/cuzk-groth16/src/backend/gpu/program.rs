@@ -248,15 +248,16 @@ impl GpuBackend {
                     to_coset(gpu, tables, &mut h)?;
                     ahead
                 }
-                Some(_) => {
-                    // b's memory from the main stream, which frees it; the side lane waits for
-                    // that and the witness, not for a's transforms, queued next so that they run
-                    // while the host drives b's product.
+                Some((matrices, z)) => {
+                    // b's memory from the main stream, which reads and frees it (freed on the
+                    // lane, it could be reused before the main stream has read it); the side
+                    // lane waits for that and the witness, not for a's transforms, queued next
+                    // so that they run while the host drives b's product.
                     let side = gpu.side_lane()?;
                     let mut values = DeviceScalars::zeros(gpu, n)?;
                     side.wait_for(gpu)?;
                     to_coset(gpu, tables, &mut h)?;
-                    let timing = side.timed(|| h_product(side, products, 1, &mut values))?.1;
+                    let timing = side.timed(|| matrices.multiply(side, 1, z, &mut values))?.1;
                     (values, timing.into())
                 }
             };
@@ -470,27 +471,12 @@ fn h_vector(
 ) -> Result<DeviceScalars, GpuError> {
     let n = 1usize << p.log_n;
     match products {
-        Some(_) => {
+        Some((matrices, z)) => {
             let mut out = DeviceScalars::zeros(gpu, n)?;
-            h_product(gpu, products, m, &mut out)?;
+            matrices.multiply(gpu, m, z, &mut out)?;
             Ok(out)
         }
         None => DeviceScalars::upload_pinned_range(gpu, &p.staging, m * n, (m + 1) * n),
-    }
-}
-
-/// `out` = matrix `m` times the witness, on `gpu`'s stream (nothing without `products`). `out`
-/// is the caller's, allocated on the stream that reads and frees it: freed on a lane, memory
-/// could be reused before the main stream has read it.
-fn h_product(
-    gpu: &Gpu,
-    products: Option<(&Matrices, &DeviceScalars)>,
-    m: usize,
-    out: &mut DeviceScalars,
-) -> Result<(), GpuError> {
-    match products {
-        Some((matrices, z)) => matrices.multiply(gpu, m, z, out),
-        None => Ok(()),
     }
 }
 
