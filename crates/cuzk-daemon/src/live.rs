@@ -123,7 +123,6 @@ impl Live {
 
     /// Moves a partition or worker on by one record.
     pub fn record(&self, record: &Record) {
-        let index = |key: &str| record.get(key).and_then(|v| v.parse::<usize>().ok());
         let mut inner = self.inner();
         if record.event == Event::JobDone {
             inner.jobs.remove(&record.job_id);
@@ -133,9 +132,10 @@ impl Live {
             return;
         };
         let event = &record.event;
-        let worker = index(key::WORKER);
+        let index = |n: Option<u32>| n.map(|n| n as usize);
+        let worker = index(record.worker());
         if *event == Event::GpuPickup {
-            if let (Some(worker), Some(device)) = (worker, index(key::DEVICE)) {
+            if let (Some(worker), Some(device)) = (worker, index(record.device())) {
                 let proving = Some((record.job_id.clone(), partition, Instant::now()));
                 inner.workers.insert(worker, Worker { device, proving });
             }
