@@ -34,9 +34,9 @@ thread_local! {
 #[must_use = "the other syntheses resume as soon as it is dropped"]
 pub(super) struct Overtaking(());
 
-/// Pauses every synthesis outside the critical pool until the value is dropped.
+/// Pauses every synthesis outside the critical pool until the value is dropped (through the pause
+/// hook [`critical_pool`] installed).
 pub(super) fn overtaking() -> Overtaking {
-    cuzk_synth::install_pause_hook(wait_while_overtaken);
     OVERTAKING.fetch_add(1, Ordering::AcqRel);
     Overtaking(())
 }
@@ -63,8 +63,10 @@ fn wait_while_overtaken() {
 }
 
 /// As many threads as the rayon global pool, at the process's own priority, whose pause points
-/// never wait; `None` if they could not be started.
+/// never wait; `None` if they could not be started. Made once per engine, with the pause hook
+/// that lets [`overtaking`] hold the other syntheses.
 pub(super) fn critical_pool() -> Option<Arc<rayon::ThreadPool>> {
+    cuzk_synth::install_pause_hook(wait_while_overtaken);
     rayon::ThreadPoolBuilder::new()
         .num_threads(rayon::current_num_threads())
         .thread_name(|i| format!("cuzk-critical-{i}"))
