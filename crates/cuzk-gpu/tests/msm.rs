@@ -8,7 +8,7 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_gpu::layout::as_words;
 use cuzk_gpu::msm::{
     bitmap_sum, msm, msm_device, msm_device_with, msm_streamed, msm_streamed_with, DeviceBases,
-    MsmAffine, MsmScalars, ZeroOneScalars,
+    MsmAffine, MsmScalars, PointBuffers, SplitMsm, ZeroOneScalars,
 };
 use cuzk_gpu::{DeviceIndex, DeviceScalars, Gpu, HostLocked};
 use ff::Field;
@@ -402,6 +402,79 @@ fn check_split_streamed<A>(
         got.unwrap(),
         expect,
         "n = 2^{log}, scalars {kind}, {limit:?}"
+    );
+}
+
+/// A split MSM in its steps, as the queries beside H's MSM run one: classified on one lane, its
+/// points streamed on another through buffers made before (small, so in many ranges; one buffer
+/// serving G1 then G2), summed on the first. Agrees with the CPU; finishing before every point is
+/// taken, or streaming twice, is refused; dense scalars are not split.
+#[test]
+fn split_msm_in_steps_matches_cpu() {
+    let Some(gpu) = common::gpu("split_msm_in_steps_matches_cpu") else {
+        return;
+    };
+    let mut rng = common::rng("split_msm_in_steps_matches_cpu");
+    let side = gpu.lane().unwrap();
+    let g1 = cuzk_testkit::distinct_points::<G1Projective>(&mut rng, 1 << 10);
+    let g2 = cuzk_testkit::distinct_points::<G2Projective>(&mut rng, 1 << 8);
+    let mut buffers = PointBuffers::new(&side, 1 << 20).unwrap();
+    for kind in ["bits_some_large", "bits_few_large", "one"] {
+        check_split_in_steps(&gpu, &side, &mut buffers, &mut rng, &g1, kind);
+        check_split_in_steps(&gpu, &side, &mut buffers, &mut rng, &g2, kind);
+    }
+    let n = 1 << 17;
+    let dense = DeviceScalars::upload(&gpu, &scalars(&mut rng, "random", n)).unwrap();
+    let split = SplitMsm::<G1Affine>::of(&gpu, &MsmScalars::all(&dense)).unwrap();
+    assert!(split.is_none(), "dense scalars are not split");
+    let bits = DeviceScalars::upload(&gpu, &scalars(&mut rng, "bits_few_large", n)).unwrap();
+    let of = || {
+        SplitMsm::<G1Affine>::of(&gpu, &MsmScalars::all(&bits))
+            .unwrap()
+            .unwrap()
+    };
+    assert!(of().finish(&gpu).is_err(), "finished with no point taken");
+    let points: Vec<G1Affine> = (0..n).map(|i| g1[i % g1.len()]).collect();
+    let mut twice = of();
+    twice.stream(&side, &points, &mut buffers).unwrap();
+    assert!(
+        twice.stream(&side, &points, &mut buffers).is_err(),
+        "streamed twice"
+    );
+    assert!(
+        of().stream(&side, &points[..n - 1], &mut buffers).is_err(),
+        "too few points"
+    );
+}
+
+fn check_split_in_steps<A>(
+    gpu: &Gpu,
+    side: &Gpu,
+    buffers: &mut PointBuffers,
+    rng: &mut impl RngCore,
+    distinct: &[A],
+    kind: &str,
+) where
+    A: MsmAffine + cuzk_math::msm::AffineCoordinates<Scalar = Scalar> + Send + Sync,
+    A::Projective: PartialEq + std::fmt::Debug + From<A::Curve>,
+{
+    // Not a multiple of a buffer's points: the last range is shorter.
+    let n = (1usize << 17) + 3 * 256 + 17;
+    let points: Vec<A> = (0..n).map(|i| distinct[i % distinct.len()]).collect();
+    let s = scalars(rng, kind, n);
+    let device = DeviceScalars::upload(gpu, &s).unwrap();
+    let mut split = SplitMsm::<A>::of(gpu, &MsmScalars::all(&device))
+        .unwrap()
+        .unwrap_or_else(|| panic!("{kind}: split"));
+    assert!(split.bytes() >= n / 8, "{kind}: its bitmap at least");
+    drop(device);
+    side.wait_for(gpu).unwrap();
+    split.stream(side, &points, buffers).unwrap();
+    gpu.wait_for(side).unwrap();
+    assert_eq!(
+        split.finish(gpu).unwrap(),
+        repeated_msm(distinct, &s),
+        "{kind}: n = {n}"
     );
 }
 

@@ -194,6 +194,44 @@ fn streams_the_proving_key_when_memory_is_short() {
     assert_eq!(stage("srs_streamed_queries"), Some(4.0), "{stages:?}");
 }
 
+/// Every query streamed and the witness mostly bits: with a, b and c made on the device (the
+/// witness there before H), the four queries of bits stream beside H's MSM and finish after it;
+/// from the host's products (no witness before H) they run after it, alone. The same proofs.
+#[test]
+fn streams_the_queries_of_bits_beside_h() {
+    let Some(gpu) = gpu_backend("streams_the_queries_of_bits_beside_h") else {
+        return;
+    };
+    let mut rng = common::rng("streams_the_queries_of_bits_beside_h");
+    let circuit = common::synthetic((1 << 17) - 4, 0.97, 11);
+    let params = generate_random_parameters(circuit.clone(), &mut rng).unwrap();
+    let inputs = circuit.public_input_values();
+    let gpu = gpu.resident_points_up_to(0);
+    let GpuStages {
+        host_products,
+        device_products,
+    } = same_as_cpu(&gpu, &params, circuit, &inputs, "bits beside H");
+    let stage =
+        |stages: &[(&str, f64)], key: &str| stages.iter().find(|(k, _)| *k == key).map(|s| s.1);
+    assert_eq!(
+        stage(&device_products, "msm_beside_queries"),
+        Some(4.0),
+        "{device_products:?}"
+    );
+    assert_eq!(
+        stage(&host_products, "msm_beside_queries"),
+        Some(0.0),
+        "{host_products:?}"
+    );
+    for query in ["l", "a", "b_g1", "b_g2"] {
+        let ms = stage(&device_products, &format!("msm_{query}_ms"));
+        assert!(
+            ms.is_some_and(|ms| ms > 0.0),
+            "{query}: {device_products:?}"
+        );
+    }
+}
+
 /// With the proving key placed with its window multiples (forced here at small sizes, where the
 /// default leaves them off), every MSM's windows share buckets and the proofs are the same.
 #[test]

@@ -14,7 +14,8 @@ use crate::layout::{as_words, DeviceWords, XyzzPoint, SCALAR_WORDS};
 use crate::{DeviceScalars, Gpu, GpuError, MEMORY_MARGIN};
 use pair_rounds::PairPlan;
 pub use source::MsmScalars;
-use split::{Split, SPLIT_BLOCK};
+pub use split::SplitMsm;
+use split::SPLIT_BLOCK;
 use trace::PassTrace;
 pub use trace::MSM_TRACE_ENV;
 
@@ -566,13 +567,11 @@ pub fn msm_device_with<'s, A: MsmAffine>(
     let split = match zero_one {
         ZeroOneScalars::Pippenger => None,
         ZeroOneScalars::Auto if full_pass_fits(bases, &scalars, n, free) => None,
-        ZeroOneScalars::Auto | ZeroOneScalars::Split => Split::of(gpu, &scalars)?,
+        ZeroOneScalars::Auto | ZeroOneScalars::Split => SplitMsm::<A>::of(gpu, &scalars)?,
     };
-    if let Some(split) = split {
-        let mut gathered = gathered_points::<A>(gpu, &split)?;
-        split.gather_others::<A>(gpu, &points, (0, n), &mut gathered)?;
-        let ones = split.sum_ones::<A>(gpu, &points, (0, n))?;
-        return Ok(ones + others_msm::<A>(gpu, &split, &gathered, &scalars)?);
+    if let Some(mut split) = split {
+        split.add(gpu, &points, (0, n))?;
+        return split.finish(gpu);
     }
     if let Some(p) = bases.shared_params(n, free.saturating_sub(MEMORY_MARGIN)) {
         return pippenger::<A>(
@@ -652,28 +651,27 @@ pub fn msm_streamed_with<'s, A: MsmAffine>(
     }
     let split = match zero_one {
         ZeroOneScalars::Pippenger => None,
-        ZeroOneScalars::Auto | ZeroOneScalars::Split => Split::of(gpu, &scalars)?,
+        ZeroOneScalars::Auto | ZeroOneScalars::Split => SplitMsm::<A>::of(gpu, &scalars)?,
     };
-    if let Some(split) = split {
-        let mut gathered = gathered_points::<A>(gpu, &split)?;
+    if let Some(mut split) = split {
         let (free, _) = gpu.settled_memory()?;
         let chunk = split_chunk::<A>(n, free)?;
-        let mut ones = A::Projective::identity();
-        stream_points(gpu, points, &ranges(n, chunk), |_, range, chunk, _| {
-            split.gather_others::<A>(gpu, chunk, range, &mut gathered)?;
-            ones += split.sum_ones::<A>(gpu, chunk, range)?;
-            Ok(())
-        })?;
-        return Ok(ones + others_msm::<A>(gpu, &split, &gathered, &scalars)?);
+        let mut buffers = PointBuffers::new(gpu, chunk * A::WORDS * 4)?;
+        split.stream(gpu, points, &mut buffers)?;
+        drop(buffers);
+        return split.finish(gpu);
     }
     let (free, _) = gpu.settled_memory()?;
     let passes = passes::<A>(n, free, streamed_point_bytes::<A>())?;
     let ranges: Vec<_> = passes.iter().map(|&(start, end, _)| (start, end)).collect();
+    let most = ranges.iter().map(|(start, end)| end - start).max();
+    let mut buffers = PointBuffers::new(gpu, most.unwrap_or(1) * A::WORDS * 4)?;
     let mut total = A::Projective::identity();
     stream_points(
         gpu,
         points,
         &ranges,
+        &mut buffers,
         |k, (start, end), chunk, copy_wait_ms| {
             total += pippenger::<A>(
                 gpu,
@@ -688,7 +686,59 @@ pub fn msm_streamed_with<'s, A: MsmAffine>(
     Ok(total)
 }
 
-/// Copies `points` to the device range by range through two buffers, each copy on the copy
+/// Two device buffers that points are copied into in turn (see [`stream_points`]), made before
+/// the copies so that work beside them on other lanes can be sized knowing they are taken. Any
+/// group's points fit: they are words.
+pub struct PointBuffers {
+    buffers: [CudaSlice<u32>; 2],
+    /// Events recorded where each buffer's last reader is in its stream: a copy into the buffer
+    /// waits for it.
+    released: [cudarc::driver::CudaEvent; 2],
+}
+
+impl PointBuffers {
+    /// Two buffers of `bytes` each (rounded down to words) on `gpu`'s stream, which the streams
+    /// that use them must follow (they are free there at once).
+    pub fn new(gpu: &Gpu, bytes: usize) -> Result<Self, GpuError> {
+        let words = (bytes / 4).max(1);
+        gpu.ensure_fits("MSM point buffers", 2 * 4 * words)?;
+        let alloc = || {
+            gpu.stream()
+                .alloc_zeros::<u32>(words)
+                .call("cuMemAlloc (MSM point chunk)")
+        };
+        let buffers = [alloc()?, alloc()?];
+        let made = || {
+            gpu.stream()
+                .record_event(None)
+                .call("cuEventRecord (point buffers)")
+        };
+        Ok(PointBuffers {
+            buffers,
+            released: [made()?, made()?],
+        })
+    }
+
+    /// Bytes of one buffer.
+    pub fn bytes(&self) -> usize {
+        self.buffers[0].num_bytes()
+    }
+
+    /// Points of `A` one buffer holds.
+    fn points<A: MsmAffine>(&self) -> usize {
+        self.buffers[0].len() / A::WORDS
+    }
+}
+
+impl std::fmt::Debug for PointBuffers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PointBuffers")
+            .field("bytes", &self.bytes())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Copies `points` to the device range by range through `buffers` in turn, each copy on the copy
 /// stream overlapping `work` on the range before it, which runs on `gpu`'s stream with the
 /// range's index, bounds and points (and, when traced, how long the stream waited for their
 /// copy). A buffer is copied into again only once the work queued on it has run.
@@ -696,27 +746,24 @@ fn stream_points<A: MsmAffine>(
     gpu: &Gpu,
     points: &[A],
     ranges: &[(usize, usize)],
+    buffers: &mut PointBuffers,
     mut work: impl FnMut(usize, (usize, usize), &CudaView<'_, u32>, Option<f64>) -> Result<(), GpuError>,
 ) -> Result<(), GpuError> {
     let Some(chunk) = ranges.iter().map(|(start, end)| end - start).max() else {
         return Ok(());
     };
+    if chunk > buffers.points::<A>() || ranges.last().is_some_and(|r| r.1 > points.len()) {
+        return Err(GpuError::InvalidInput {
+            what: "streamed points",
+            reason: format!(
+                "ranges of up to {chunk} points through buffers of {} over {} points",
+                buffers.points::<A>(),
+                points.len()
+            ),
+        });
+    }
     let copy = gpu.copy_stream();
-    let alloc = || {
-        gpu.stream()
-            .alloc_zeros::<u32>(chunk * A::WORDS)
-            .call("cuMemAlloc (MSM point chunk)")
-    };
-    let mut buffers = [alloc()?, alloc()?];
-    // The copy stream starts once the buffers are made on the device's stream.
-    let mut released = [
-        gpu.stream()
-            .record_event(None)
-            .call("cuEventRecord (point buffers)")?,
-        gpu.stream()
-            .record_event(None)
-            .call("cuEventRecord (point buffers)")?,
-    ];
+    let PointBuffers { buffers, released } = buffers;
     let upload = |(start, end): (usize, usize),
                   buffer: &mut CudaSlice<u32>,
                   released: &cudarc::driver::CudaEvent| {
@@ -779,38 +826,9 @@ fn split_chunk<A: MsmAffine>(n: usize, free: usize) -> Result<usize, GpuError> {
 /// A split streamed MSM copies its points in ranges of at most this many bytes.
 const SPLIT_CHUNK_BYTES: usize = 512 << 20;
 
-/// Room for the points of a split's others, gathered.
-fn gathered_points<A: MsmAffine>(gpu: &Gpu, split: &Split) -> Result<CudaSlice<u32>, GpuError> {
-    let words = split.others().max(1) * A::WORDS;
-    gpu.ensure_fits("gathered points", 4 * words)?;
-    gpu.stream()
-        .alloc_zeros::<u32>(words)
-        .call("cuMemAlloc (gathered points)")
-}
-
-/// Σ over a split's others: their scalars gathered from `scalars`, their points already in
-/// `gathered`, summed in Pippenger passes that fit the memory then free.
-fn others_msm<A: MsmAffine>(
-    gpu: &Gpu,
-    split: &Split,
-    gathered: &CudaSlice<u32>,
-    scalars: &MsmScalars<'_>,
-) -> Result<A::Projective, GpuError> {
-    let m = split.others();
-    if m == 0 {
-        return Ok(A::Projective::identity());
-    }
-    let others = split.gather_scalars(gpu, scalars)?;
-    let others = DeviceScalars {
-        words: others,
-        len: m,
-    };
-    resident_passes::<A>(gpu, &gathered.slice(..), &MsmScalars::all(&others), m)
-}
-
 /// Σ scalars[i]·bases[i] over i < n, both on the device, in Pippenger passes as large as fit
 /// the memory free now.
-fn resident_passes<A: MsmAffine>(
+pub(super) fn resident_passes<A: MsmAffine>(
     gpu: &Gpu,
     bases: &CudaView<'_, u32>,
     scalars: &MsmScalars<'_>,

@@ -6,10 +6,15 @@
 
 use cudarc::driver::{CudaSlice, CudaView, LaunchArgs, LaunchConfig, PushKernelArg};
 
-use super::{exclusive_scan, grid, tree_sums, MsmAffine, MsmScalars};
+use group::Group;
+
+use super::{
+    exclusive_scan, grid, ranges, resident_passes, stream_points, tree_sums, MsmAffine, MsmScalars,
+    PointBuffers,
+};
 use crate::error::DriverContext;
 use crate::layout::{XyzzPoint, SCALAR_WORDS};
-use crate::{Gpu, GpuError};
+use crate::{DeviceScalars, Gpu, GpuError};
 
 /// Scalars per block of the classifying kernels: the others' offsets are kept per block, so
 /// ranges of points split at multiples of it.
@@ -24,8 +29,146 @@ const SPLIT_SHARE: usize = 4;
 /// enough threads to fill the device.
 const WORDS_PER_THREAD: usize = 8;
 
+/// An MSM over scalars mostly 0 or 1 in three steps, so that its points can arrive in pieces,
+/// streamed beside other work on another lane: [`SplitMsm::of`] finds the ones and gathers the
+/// others' scalars (the scalars are not read after it), [`SplitMsm::stream`] (or `add`, for
+/// points already on the device) takes the points range by range, summing the ones' and
+/// gathering the others', and [`SplitMsm::finish`] sums the others' in Pippenger passes as large
+/// as the memory free then allows.
+pub struct SplitMsm<A: MsmAffine> {
+    split: Split,
+    /// The others' scalars, in order.
+    scalars: DeviceScalars,
+    /// The others' points, in order, placed as their ranges are added.
+    gathered: CudaSlice<u32>,
+    /// The sum of the ones' points added so far.
+    ones: A::Projective,
+    /// Points added so far (ranges come in order).
+    added: usize,
+}
+
+impl<A: MsmAffine> std::fmt::Debug for SplitMsm<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SplitMsm")
+            .field("scalars", &self.split.n)
+            .field("others", &self.scalars.len)
+            .field("added", &self.added)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<A: MsmAffine> SplitMsm<A> {
+    /// The split MSM of `scalars`, when they are many and mostly 0 or 1; None for an MSM that
+    /// Pippenger should take whole.
+    pub fn of(gpu: &Gpu, scalars: &MsmScalars<'_>) -> Result<Option<Self>, GpuError> {
+        let Some(split) = Split::of(gpu, scalars)? else {
+            return Ok(None);
+        };
+        let words = split.gather_scalars(gpu, scalars)?;
+        let m = split.others();
+        let gathered_words = m.max(1) * A::WORDS;
+        gpu.ensure_fits("gathered points", 4 * gathered_words)?;
+        let gathered = gpu
+            .stream()
+            .alloc_zeros::<u32>(gathered_words)
+            .call("cuMemAlloc (gathered points)")?;
+        Ok(Some(SplitMsm {
+            split,
+            scalars: DeviceScalars { words, len: m },
+            gathered,
+            ones: A::Projective::identity(),
+            added: 0,
+        }))
+    }
+
+    /// Device bytes it holds between its steps.
+    pub fn bytes(&self) -> usize {
+        self.split.ones.num_bytes()
+            + self.split.others.num_bytes()
+            + self.scalars.words.num_bytes()
+            + self.gathered.num_bytes()
+    }
+
+    /// Takes the points [start, end) (device words of A, `points` holding them): the next range,
+    /// `start` a multiple of [`SPLIT_BLOCK`].
+    pub(super) fn add(
+        &mut self,
+        gpu: &Gpu,
+        points: &CudaView<'_, u32>,
+        (start, end): (usize, usize),
+    ) -> Result<(), GpuError> {
+        if start != self.added {
+            return Err(GpuError::InvalidInput {
+                what: "split MSM range",
+                reason: format!("{start}..{end} after {} points", self.added),
+            });
+        }
+        self.split
+            .gather_others::<A>(gpu, points, (start, end), &mut self.gathered)?;
+        self.ones += self.split.sum_ones::<A>(gpu, points, (start, end))?;
+        self.added = end;
+        Ok(())
+    }
+
+    /// Takes every point from `points` (host memory, page-locked for the copies to overlap),
+    /// copied on `gpu`'s copy stream through `buffers` in ranges as large as they hold.
+    pub fn stream(
+        &mut self,
+        gpu: &Gpu,
+        points: &[A],
+        buffers: &mut PointBuffers,
+    ) -> Result<(), GpuError> {
+        let n = self.split.n;
+        let fits = buffers.points::<A>();
+        if fits < SPLIT_BLOCK || points.len() < n {
+            return Err(GpuError::InvalidInput {
+                what: "streamed split MSM",
+                reason: format!(
+                    "{n} scalars over {} points through buffers of {fits} points",
+                    points.len()
+                ),
+            });
+        }
+        // A power of two, so that every range starts a block.
+        let chunk = (1usize << fits.ilog2()).min(n.next_power_of_two());
+        stream_points(
+            gpu,
+            points,
+            &ranges(n, chunk),
+            buffers,
+            |_, range, chunk, _| self.add(gpu, chunk, range),
+        )
+    }
+
+    /// The sum: the ones' and, in Pippenger passes as large as fit the memory free now, the
+    /// others'. Refused before every point was taken.
+    pub fn finish(self, gpu: &Gpu) -> Result<A::Projective, GpuError> {
+        let SplitMsm {
+            split,
+            scalars,
+            gathered,
+            ones,
+            added,
+        } = self;
+        if added != split.n {
+            return Err(GpuError::InvalidInput {
+                what: "split MSM",
+                reason: format!("{added} of {} points taken", split.n),
+            });
+        }
+        // The classification's buffers go before the passes size themselves.
+        drop(split);
+        let m = scalars.len;
+        if m == 0 {
+            return Ok(ones);
+        }
+        let others = resident_passes::<A>(gpu, &gathered.slice(..), &MsmScalars::all(&scalars), m)?;
+        Ok(ones + others)
+    }
+}
+
 /// Where the ones and the others are among an MSM's scalars.
-pub(super) struct Split {
+struct Split {
     /// Bit i % 32 of word i / 32 set where scalar i is one.
     ones: CudaSlice<u32>,
     /// Positions of the other scalars (neither 0 nor 1), in order.
@@ -38,7 +181,7 @@ pub(super) struct Split {
 impl Split {
     /// The split of `scalars`, when they are many and mostly 0 or 1; None for an MSM that
     /// Pippenger should take whole.
-    pub(super) fn of(gpu: &Gpu, scalars: &MsmScalars<'_>) -> Result<Option<Split>, GpuError> {
+    fn of(gpu: &Gpu, scalars: &MsmScalars<'_>) -> Result<Option<Split>, GpuError> {
         let n = scalars.len();
         if n < SPLIT_MIN {
             return Ok(None);
@@ -109,7 +252,7 @@ impl Split {
     }
 
     /// Scalars neither 0 nor 1.
-    pub(super) fn others(&self) -> usize {
+    fn others(&self) -> usize {
         self.offsets[self.offsets.len() - 1] as usize
     }
 
@@ -125,7 +268,7 @@ impl Split {
 
     /// Σ points[i − start] over the ones i in [start, end), `points` holding those points (device
     /// words of A); `start` a multiple of [`SPLIT_BLOCK`].
-    pub(super) fn sum_ones<A: MsmAffine>(
+    fn sum_ones<A: MsmAffine>(
         &self,
         gpu: &Gpu,
         points: &CudaView<'_, u32>,
@@ -138,7 +281,7 @@ impl Split {
 
     /// Copies the points of the others in [start, end) from `points` (those of [start, end)) to
     /// their places in `gathered` (one per other, in order).
-    pub(super) fn gather_others<A: MsmAffine>(
+    fn gather_others<A: MsmAffine>(
         &self,
         gpu: &Gpu,
         points: &CudaView<'_, u32>,
@@ -165,7 +308,7 @@ impl Split {
 
     /// The scalars of the others, in order, gathered from `scalars` (the ones split): through
     /// their positions when they have them.
-    pub(super) fn gather_scalars(
+    fn gather_scalars(
         &self,
         gpu: &Gpu,
         scalars: &MsmScalars<'_>,

@@ -38,6 +38,7 @@
 //! memory free then; anything cached is complete before it enters a cache, so that any stream may
 //! read it. If it fails there (the region may have taken the memory meanwhile), it takes its turn.
 
+mod beside;
 mod circuit;
 mod plan;
 mod program;

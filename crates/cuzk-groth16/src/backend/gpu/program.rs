@@ -10,6 +10,7 @@ use std::sync::Arc;
 use crate::prover::StageMetric;
 use crate::QuerySums;
 
+use super::beside::{After, Beside, Streamed};
 use super::*;
 
 /// What a proof's device work reads besides its own data: made once per circuit (or parameter
@@ -299,8 +300,10 @@ impl GpuBackend {
 
     /// The device work of a proof short of memory: H first, from two vectors at a time, and its
     /// MSM; then the witness, each gather and its MSMs in turn, L's scalars last (the witness
-    /// itself, its inputs dropped). Nothing overlaps but each streamed MSM's copies and sums (and
-    /// streamed matrices' copies and products).
+    /// itself, its inputs dropped). The streamed queries whose scalars are mostly 0 or 1 copy
+    /// their points beside H's MSM when the witness is on the device before it ([`Beside`]);
+    /// otherwise nothing overlaps but each streamed MSM's copies and sums (and streamed
+    /// matrices' copies and products).
     fn one_at_a_time(
         gpu: &Gpu,
         placed: &Placed,
@@ -323,49 +326,98 @@ impl GpuBackend {
             None => None,
         };
         let mut uploads = usize::from(witness.is_some());
+        let side = gpu.side_lane()?;
         // H's coefficients freed once summed: the steps after it have their room. Where it is not
         // needed for the products, the witness comes after: beside H's MSM it would take room
         // from a streamed MSM's passes, and its copy could not start before H's transforms end
         // (it joins the main stream). After the products it stays only where that costs nothing
         // or its upload is dear: H's points resident, or the witness dense (a packed one goes up
-        // again in milliseconds).
-        let h = {
+        // again in milliseconds). With it there, the streamed queries of mostly 0/1 scalars
+        // stream beside H's MSM ([`Beside`]).
+        let (h, beside, streamed) = {
             let products = matrices.as_ref().zip(witness.as_ref());
             let coefficients = Self::h_from_two_vectors(gpu, tables, p, products, stages)?;
-            if !keeps_witness_through_h(placed, p) {
+            let keep = keeps_witness_through_h(placed, p);
+            let beside = match &witness {
+                Some(witness) => {
+                    let s = WitnessScalars::of(witness, index, p.inputs)?;
+                    let freed = match keep {
+                        true => 0,
+                        false => witness.len() * std::mem::size_of::<Scalar>(),
+                    };
+                    let h_needs = srs.h.working_memory(coefficients.len());
+                    Beside::of(gpu, side, srs, s, h_needs, freed)?
+                }
+                None => None,
+            };
+            if !keep {
                 witness = None;
             }
-            msm_counted(gpu, stages, ["msm_h_passes", "msm_h_room_bytes"], || {
-                srs.h.msm(gpu, &coefficients, &params.h)
-            })
+            stages.push(
+                "msm_beside_queries",
+                beside.as_ref().map_or(0, Beside::count) as f64,
+            );
+            let h_msm = |stages: &mut Stages| {
+                msm_counted(gpu, stages, ["msm_h_passes", "msm_h_room_bytes"], || {
+                    srs.h.msm(gpu, &coefficients, &params.h)
+                })
+            };
+            match beside {
+                Some(mut beside) => {
+                    let (h, streamed) = std::thread::scope(|scope| {
+                        let streaming = scope.spawn(|| beside.stream(gpu, side, params));
+                        let h = h_msm(stages);
+                        (h, joined(streaming))
+                    });
+                    (h, Some(beside), streamed?)
+                }
+                None => (h_msm(stages), None, Streamed::default()),
+            }
         };
+        let all_beside = beside.as_ref().is_some_and(Beside::all);
         let witness = match witness {
-            Some(witness) => witness,
+            Some(witness) => Some(witness),
+            None if all_beside => None,
             None => {
                 uploads += 1;
-                upload_witness(stages)?
+                Some(upload_witness(stages)?)
             }
         };
         // A and B read the witness through their positions, L its tail: no gathered copies.
-        let s = WitnessScalars::of(&witness, index, p.inputs)?;
-        let a = msm_counted(gpu, stages, ["msm_a_passes", "msm_a_room_bytes"], || {
-            srs.a.msm(gpu, s.a, &params.a)
-        });
-        let b_g1 = msm_counted(
-            gpu,
+        let s = witness
+            .as_ref()
+            .map(|witness| WitnessScalars::of(witness, index, p.inputs))
+            .transpose()?;
+        let (l, a, b_g1, b_g2) = beside.map(Beside::into_parts).unwrap_or_default();
+        let after = After { gpu, side, s };
+        let a = after.sum(
+            stages,
+            ["msm_a_passes", "msm_a_room_bytes"],
+            (&srs.a, &params.a),
+            (a, streamed.a),
+            |s| s.a,
+        );
+        let b_g1 = after.sum(
             stages,
             ["msm_b_g1_passes", "msm_b_g1_room_bytes"],
-            || srs.b_g1.msm(gpu, s.b, &params.b_g1),
+            (&srs.b_g1, &params.b_g1),
+            (b_g1, streamed.b_g1),
+            |s| s.b,
         );
-        let b_g2 = msm_counted(
-            gpu,
+        let b_g2 = after.sum(
             stages,
             ["msm_b_g2_passes", "msm_b_g2_room_bytes"],
-            || srs.b_g2.msm(gpu, s.b, &params.b_g2),
+            (&srs.b_g2, &params.b_g2),
+            (b_g2, streamed.b_g2),
+            |s| s.b,
         );
-        let l = msm_counted(gpu, stages, ["msm_l_passes", "msm_l_room_bytes"], || {
-            srs.l.msm(gpu, s.l, &params.l)
-        });
+        let l = after.sum(
+            stages,
+            ["msm_l_passes", "msm_l_room_bytes"],
+            (&srs.l, &params.l),
+            (l, streamed.l),
+            |s| s.l,
+        );
         stages.push(
             "h2d_bytes",
             (std::mem::size_of::<Scalar>() * (p.witness_offset() + uploads * p.staged_witness()))
@@ -410,7 +462,7 @@ pub(super) fn query_sums(
 /// An MSM run alone on `gpu`, with its device time; recorded under `[passes, room]`: the
 /// Pippenger passes it took and the device memory free as it started (an MSM short of memory
 /// splits into many small passes, each dearer per point).
-fn msm_counted<T>(
+pub(super) fn msm_counted<T>(
     gpu: &Gpu,
     stages: &mut Stages,
     [passes, room]: [&'static str; 2],
