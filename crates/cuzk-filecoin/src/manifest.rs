@@ -167,7 +167,7 @@ pub enum Digests {
 /// A circuit's parameter files, judged.
 #[derive(Debug)]
 pub struct Inspection {
-    /// `None` when the files could not tell.
+    /// `None` when the files could not tell (see the faults).
     pub origin: Option<Origin>,
     /// The proving parameters' lengths, when their file reads.
     pub header: Option<ParamsHeader>,
@@ -200,17 +200,15 @@ impl ParamFiles {
             Ok(header) => inspection.header = Some(header),
             Err(e) => faults.push(FileFault::Unreadable(e.to_string())),
         }
-        inspection.origin = match self.origin(manifest) {
-            Ok(origin) => origin,
-            Err(fault) => {
-                faults.push(fault);
-                None
-            }
-        };
+        match self.origin(manifest) {
+            Ok(origin) => inspection.origin = Some(origin),
+            Err(fault) => faults.push(fault),
+        }
         let wanted = match (digests, &inspection.header) {
-            (Digests::All, _) => true,
+            // A file whose lengths do not add up has failed already.
+            (_, None) => false,
+            (Digests::All, Some(_)) => true,
             (Digests::UpTo(most), Some(header)) => header.file_bytes <= most,
-            (Digests::UpTo(_), None) => false,
         };
         let expected = manifest.digest(&file_name(&self.params));
         if let (Some(Origin::Network), Some(expected), true) = (inspection.origin, expected, wanted)
@@ -232,11 +230,11 @@ impl ParamFiles {
 
     /// The network's when the verifying key has the manifest's digest; a test set's when it is
     /// the `.params` file's own (bellperson's layout begins with the verifying key).
-    fn origin(&self, manifest: &Manifest) -> Result<Option<Origin>, FileFault> {
+    fn origin(&self, manifest: &Manifest) -> Result<Origin, FileFault> {
         let unreadable = |e: FilecoinError| FileFault::Unreadable(e.to_string());
         let vk_digest = file_digest(&self.vk).map_err(unreadable)?;
         if manifest.digest(&file_name(&self.vk)) == Some(vk_digest.as_str()) {
-            return Ok(Some(Origin::Network));
+            return Ok(Origin::Network);
         }
         let vk = std::fs::read(&self.vk).map_err(|e| unreadable(io(&self.vk)(e)))?;
         let mut prefix = Vec::with_capacity(vk.len());
@@ -244,7 +242,7 @@ impl ParamFiles {
             .and_then(|file| file.take(vk.len() as u64).read_to_end(&mut prefix))
             .map_err(|e| unreadable(io(&self.params)(e)))?;
         match prefix == vk {
-            true => Ok(Some(Origin::Test)),
+            true => Ok(Origin::Test),
             false => Err(FileFault::ForeignVk {
                 vk: self.vk.clone(),
                 params: self.params.clone(),
@@ -302,7 +300,10 @@ mod tests {
         let file = dir.path().join("f");
         std::fs::write(&file, b"abc").unwrap();
         // BLAKE2b-512("abc"), RFC 7693 appendix A.
-        assert_eq!(file_digest(&file).unwrap(), "ba80a53f981c4d0d6a2797b69f12f6e9");
+        assert_eq!(
+            file_digest(&file).unwrap(),
+            "ba80a53f981c4d0d6a2797b69f12f6e9"
+        );
     }
 
     #[test]

@@ -165,11 +165,14 @@ mod tests {
             Check::ok("gpu", "skipped"),
             Check::fail("params porep-2k", "missing x.params", "fetch it"),
         ]);
+        let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
-            text,
-            "ok    gpu              skipped\n\
-             FAIL  params porep-2k  missing x.params\n\
-             \x20     \x20               fix: fetch it\n"
+            lines,
+            [
+                "ok    gpu              skipped",
+                "FAIL  params porep-2k  missing x.params",
+                "                       fix: fetch it",
+            ]
         );
     }
 }

@@ -137,7 +137,7 @@ fn files_check(
     dir: &Path,
 ) -> Check {
     let check = format!("params {name}");
-    let whose = format!("{} ({id})", id.name());
+    let whose = id.to_string();
     if !inspection.faults.is_empty() {
         let faults: Vec<String> = inspection.faults.iter().map(|f| f.to_string()).collect();
         let missing = inspection
@@ -157,11 +157,11 @@ fn files_check(
                 "delete the files named and fetch {fetch} again (test parameters: `{setup}` again)"
             ),
         };
-        return Check::fail(
-            check,
-            format!("{whose} needs them: {}", faults.join("; ")),
-            fix,
-        );
+        let detail = match missing {
+            true => format!("{whose} needs them: {}", faults.join("; ")),
+            false => format!("{whose}: {}", faults.join("; ")),
+        };
+        return Check::fail(check, detail, fix);
     }
     let size = inspection
         .header
@@ -188,7 +188,10 @@ fn files_check(
             "for proofs the chain accepts, fetch the network's {} parameters",
             id.size()
         )),
-        None => Check::warn(check, format!("{whose}: {params}: whose they are is unknown")),
+        None => Check::warn(
+            check,
+            format!("{whose}: {params}: whose they are is unknown"),
+        ),
     }
 }
 

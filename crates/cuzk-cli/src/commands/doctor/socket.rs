@@ -67,7 +67,9 @@ fn unix(path: &Path, socket_mode: u32) -> Check {
                 mode & 0o7777
             ),
         )
-        .with_fix(format!("chmod o-w {shown}, or listen in a directory of the daemon's own"));
+        .with_fix(format!(
+            "chmod o-w {shown}, or listen in a directory of the daemon's own"
+        ));
     }
     if path.exists() && UnixStream::connect(path).is_ok() {
         return Check::warn(

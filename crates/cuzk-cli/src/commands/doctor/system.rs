@@ -101,7 +101,10 @@ fn unavailable_fix(why: &GpuUnavailable) -> String {
             `cargo xtask kernels`, then rebuild (or set gpus.backend = \"cpu\")"
             .to_owned(),
         GpuUnavailable::KernelsFile { .. } => {
-            format!("unset ${} or point it at a readable fatbin", cuzk_gpu::KERNELS_FILE_ENV)
+            format!(
+                "unset ${} or point it at a readable fatbin",
+                cuzk_gpu::KERNELS_FILE_ENV
+            )
         }
         GpuUnavailable::NoDriver => "install the NVIDIA driver (libcuda.so.1 must be on the \
             library path), or set gpus.backend = \"cpu\""
@@ -197,7 +200,9 @@ mod tests {
         let cpu = memlock_verdict(low, Some(16 * GIB), false);
         assert_eq!(cpu.verdict, Verdict::Warn);
         assert!(cpu.detail.contains("64 KiB"), "{}", cpu.detail);
-        assert!(cpu.fix.is_some_and(|fix| fix.contains("LimitMEMLOCK=infinity")));
+        assert!(cpu
+            .fix
+            .is_some_and(|fix| fix.contains("LimitMEMLOCK=infinity")));
         assert_eq!(memlock_verdict(None, None, true).verdict, Verdict::Ok);
         assert_eq!(
             memlock_verdict(Some(32 * GIB), Some(16 * GIB), true).verdict,
