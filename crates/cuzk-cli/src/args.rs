@@ -70,6 +70,29 @@ pub enum Command {
     /// Call a running daemon: prove a C1 output as Curio does, status, metrics, preload, evict,
     /// cancel.
     Client(ClientArgs),
+    /// Check this host before `cuzk serve`: GPUs and kernels, host memory and its limits, the
+    /// page-lock limit, parameter files, the socket. Exit 0 when the configured work can run.
+    Doctor(DoctorArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The daemon's configuration, as `cuzk serve --config` reads it; without it,
+    /// /data/zk/cuzk.toml when it exists, else the defaults.
+    #[arg(long, short = 'c')]
+    pub config: Option<PathBuf>,
+    /// A circuit to check beside `[srs] preload` (porep-32g, winning-32g, wpost-32g, snap-32g
+    /// …); may be repeated. With neither, the circuits whose files are on disk are checked.
+    #[arg(long = "circuit", value_name = "ID")]
+    pub circuits: Vec<String>,
+    /// Compare every `.params` file's digest with the manifest (minutes for 32 GiB sectors'); by
+    /// default only files up to 1 GiB are.
+    #[arg(long)]
+    pub digests: bool,
+    /// filecoin-proofs' parameters.json to compare digests with, instead of the built-in v28
+    /// one.
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -70,6 +70,7 @@ fn main() -> ExitCode {
         Command::SampleSector(args) => commands::porep::sample_sector(&cli.global, args),
         Command::Serve(args) => commands::serve::run(&cli.global, args),
         Command::Client(args) => commands::client::run(&cli.global, args),
+        Command::Doctor(args) => commands::doctor::run(&cli.global, args),
     })
 }
 

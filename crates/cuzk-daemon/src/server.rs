@@ -80,12 +80,17 @@ pub fn circuits(config: &Config) -> Result<Arc<dyn Circuits>, ServeError> {
     })
 }
 
-/// The backends the configuration asks for.
-fn backends(config: &Config) -> Result<Vec<Arc<dyn ProverBackend>>, ServeError> {
-    let options = DeviceOptions {
+/// How the configuration opens each GPU (`cuzk doctor` opens them the same way).
+pub fn device_options(config: &Config) -> DeviceOptions {
+    DeviceOptions {
         staging_threads: config.staging_threads,
         memory_limit: config.gpu_memory_limit,
-    };
+    }
+}
+
+/// The backends the configuration asks for.
+fn backends(config: &Config) -> Result<Vec<Arc<dyn ProverBackend>>, ServeError> {
+    let options = device_options(config);
     let selection = select(config.backend, config.devices.as_deref(), &options)
         .map_err(|e| ServeError::Setup(format!("gpus: {e}")))?;
     if let Some(why) = selection.fallback {

@@ -98,6 +98,8 @@ pub enum FilecoinError {
     NoSample { proof: String },
     #[error("filecoin-proofs: {what}: {reason}")]
     Filecoin { what: String, reason: String },
+    #[error("{file}: not a parameter manifest in parameters.json's form: {reason}")]
+    Manifest { file: String, reason: String },
 }
 
 /// Wraps an error of filecoin-proofs (anyhow) with what we were doing.

@@ -17,6 +17,8 @@
 //! - [`FilecoinRequest`]: a request of any of these kinds, proven as one [`FilecoinJob`].
 //! - [`params`]: parameter files by filecoin-proofs' names, loaded for proving ([`LoadedSet`]);
 //!   test parameters by cuzk's setup.
+//! - [`manifest`]: filecoin-proofs' digests of the network's parameter files, and a circuit's
+//!   files judged against them (missing, cut short, corrupted, or test parameters).
 //! - [`r1cs`]: the circuit's compiled R1CS, cached beside the parameters, for witness-only
 //!   synthesis.
 //! - [`verify`]: `filecoin_proofs::verify_seal` on a proof.
@@ -37,6 +39,7 @@ pub mod c2;
 mod error;
 mod filecoin_types;
 mod inclusion;
+pub mod manifest;
 pub mod params;
 mod partition;
 pub mod post;

@@ -6,6 +6,7 @@ pub mod bench_kernels;
 pub mod bench_prover;
 pub mod client;
 pub mod demo;
+pub mod doctor;
 pub mod porep;
 pub mod post;
 pub mod prove;

@@ -19,7 +19,7 @@ pub const DEFAULT_CONFIG: &str = "/data/zk/cuzk.toml";
 
 /// Where the configuration came from, as the first log line says.
 #[derive(Debug, PartialEq, Eq)]
-enum Source {
+pub(crate) enum Source {
     /// `--config`.
     Given(PathBuf),
     /// No `--config`, and [`DEFAULT_CONFIG`] exists.
@@ -29,7 +29,7 @@ enum Source {
 }
 
 impl Source {
-    fn pick(given: Option<&Path>, default: &Path) -> Self {
+    pub(crate) fn pick(given: Option<&Path>, default: &Path) -> Self {
         match given {
             Some(path) => Source::Given(path.to_owned()),
             None if default.is_file() => Source::DefaultPath(default.to_owned()),
@@ -37,7 +37,7 @@ impl Source {
         }
     }
 
-    fn read(&self) -> Result<Config> {
+    pub(crate) fn read(&self) -> Result<Config> {
         Ok(match self {
             Source::Given(path) | Source::DefaultPath(path) => Config::read(path)?,
             Source::Defaults(_) => Config::default(),

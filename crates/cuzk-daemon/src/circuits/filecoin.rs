@@ -43,7 +43,7 @@ impl FilecoinCircuits {
 /// Every circuit the daemon serves: for each size, PoRep's (the current revision's parameters
 /// serve every revision of a size), WinningPoSt's, WindowPoSt's (both versions share them) and
 /// SnapDeals'.
-fn served() -> impl Iterator<Item = CircuitId> {
+pub fn served() -> impl Iterator<Item = CircuitId> {
     SECTOR_SIZES.into_iter().flat_map(|size| {
         [
             CircuitId::Seal(SealProof::current(size)),
@@ -82,7 +82,8 @@ pub fn circuit_name(circuit: CircuitId) -> String {
     format!("{kind}-{short}")
 }
 
-fn circuit_of(name: &str) -> Option<CircuitId> {
+/// The circuit a circuit id (`porep-32g` …) names, if the daemon serves it.
+pub fn circuit_of(name: &str) -> Option<CircuitId> {
     served().find(|circuit| circuit_name(*circuit) == name)
 }
 
