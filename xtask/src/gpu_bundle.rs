@@ -58,6 +58,9 @@ pub fn run(args: &[String]) -> Result<()> {
         }
     }
     fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    // A bundle without kernels would only skip every test there: compile them first (nvcc
+    // provisioned if none is found; kept when already built from these sources).
+    crate::kernels::run(&[])?;
     let built = workspace_executables()?;
     let mut names = Vec::new();
     for test in built.iter().filter(|e| e.test) {
