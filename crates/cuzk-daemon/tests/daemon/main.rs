@@ -11,6 +11,7 @@ mod filecoin;
 mod fuzz_requests;
 #[path = "../../../cuzk-filecoin/tests/filecoin/fuzzing/mod.rs"]
 mod fuzzing;
+mod grafana;
 mod memory_requests;
 mod porep_requests;
 mod post_requests;

@@ -20,15 +20,15 @@ use tokio::sync::oneshot;
 use tonic::Code;
 
 /// A daemon serving in this process until dropped or shut down.
-struct Running {
-    bound: Bound,
+pub(crate) struct Running {
+    pub(crate) bound: Bound,
     shutdown: Option<oneshot::Sender<()>>,
     served: tokio::task::JoinHandle<Result<(), cuzk_daemon::ServeError>>,
     _dir: tempfile::TempDir,
 }
 
 impl Running {
-    async fn start(extra: &str, backends: Option<Vec<Arc<dyn ProverBackend>>>) -> Self {
+    pub(crate) async fn start(extra: &str, backends: Option<Vec<Arc<dyn ProverBackend>>>) -> Self {
         // The daemon's log, when RUST_LOG asks for it.
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -71,7 +71,7 @@ impl Running {
         }
     }
 
-    async fn client(&self) -> Client {
+    pub(crate) async fn client(&self) -> Client {
         self.client_with(None).await
     }
 
@@ -84,7 +84,7 @@ impl Running {
     }
 
     /// Fires the shutdown signal and waits for `serve` to return.
-    async fn stop(mut self) -> Result<(), cuzk_daemon::ServeError> {
+    pub(crate) async fn stop(mut self) -> Result<(), cuzk_daemon::ServeError> {
         if let Some(shutdown) = self.shutdown.take() {
             let _ = shutdown.send(());
         }
@@ -119,7 +119,7 @@ fn merge_sections(text: &str) -> String {
         .collect()
 }
 
-fn synthetic(id: &str, spec: &SyntheticRequest) -> SubmitProofRequest {
+pub(crate) fn synthetic(id: &str, spec: &SyntheticRequest) -> SubmitProofRequest {
     SubmitProofRequest {
         request_id: id.to_owned(),
         proof_kind: proto::ProofKind::PorepSealCommit.into(),
@@ -134,7 +134,10 @@ fn prove_request(submit: SubmitProofRequest) -> proto::ProveRequest {
     }
 }
 
-async fn prove(client: &mut Client, submit: SubmitProofRequest) -> proto::AwaitProofResponse {
+pub(crate) async fn prove(
+    client: &mut Client,
+    submit: SubmitProofRequest,
+) -> proto::AwaitProofResponse {
     client
         .prove(prove_request(submit))
         .await
@@ -237,7 +240,7 @@ fn assert_valid(constraints: usize, bytes: &[u8], partitions: usize) {
 }
 
 /// A plain HTTP/1.1 request to the status port: (status code, body).
-async fn http(addr: std::net::SocketAddr, method: &str, path: &str) -> (u16, String) {
+pub(crate) async fn http(addr: std::net::SocketAddr, method: &str, path: &str) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let request = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
@@ -696,7 +699,7 @@ fn test_gpu(ordinal: usize) -> DeviceStatus {
 }
 
 /// A CPU backend that says it is GPU `ordinal` (named so), so that the status lists it.
-struct SaysGpu(usize, &'static str);
+pub(crate) struct SaysGpu(pub(crate) usize, pub(crate) &'static str);
 
 impl ProverBackend for SaysGpu {
     fn name(&self) -> &str {
