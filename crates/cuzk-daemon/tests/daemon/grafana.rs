@@ -101,23 +101,33 @@ const KEYWORDS: [&str; 8] = [
 /// matchers of the metric just before; `[…]` holds a duration; keyword lists hold labels. Any
 /// other identifier is a metric. The labels of a `by (…)` are asked of every metric inside the
 /// aggregation it belongs to, written before (`sum by (l) (…)`) or after (`sum(…) by (l)`).
-fn uses(expr: &str) -> Vec<Use> {
+fn uses(expr: &str) -> Result<Vec<Use>, String> {
     let tokens = tokens(expr);
-    // Where each bracket closes and opens; an unbalanced expression is reported as no match.
+    // Where each bracket closes and opens.
     let mut close = BTreeMap::new();
     let mut open = BTreeMap::new();
     let mut stack = Vec::new();
     for (i, token) in tokens.iter().enumerate() {
-        match token {
-            Token::Punct('(' | '{' | '[') => stack.push(i),
-            Token::Punct(')' | '}' | ']') => {
-                if let Some(start) = stack.pop() {
-                    close.insert(start, i);
-                    open.insert(i, start);
-                }
+        let pair = match token {
+            Token::Punct('(' | '{' | '[') => {
+                stack.push(i);
+                continue;
             }
-            _ => {}
+            Token::Punct(')') => Token::Punct('('),
+            Token::Punct('}') => Token::Punct('{'),
+            Token::Punct(']') => Token::Punct('['),
+            _ => continue,
+        };
+        match stack.pop() {
+            Some(start) if tokens[start] == pair => {
+                close.insert(start, i);
+                open.insert(i, start);
+            }
+            _ => return Err(format!("unbalanced brackets in `{expr}`")),
         }
+    }
+    if !stack.is_empty() {
+        return Err(format!("unbalanced brackets in `{expr}`"));
     }
     let ident = |i: usize| match tokens.get(i) {
         Some(Token::Ident(name)) => Some(*name),
@@ -179,7 +189,7 @@ fn uses(expr: &str) -> Vec<Use> {
             }
         }
     }
-    found.into_iter().map(|(_, used)| used).collect()
+    Ok(found.into_iter().map(|(_, used)| used).collect())
 }
 
 /// Every query of a dashboard: each panel's targets (rows' nested panels too) and each
@@ -290,7 +300,14 @@ fn check(dashboard: &str, scrape: &str) -> Vec<String> {
     let families = families(scrape);
     let mut problems = BTreeSet::new();
     for query in queries(&dashboard) {
-        for used in uses(&query) {
+        let used = match uses(&query) {
+            Ok(used) => used,
+            Err(e) => {
+                problems.insert(e);
+                continue;
+            }
+        };
+        for used in used {
             let Some(family_name) = family_of(&families, &used.metric) else {
                 problems.insert(format!("{} is not exported (in `{query}`)", used.metric));
                 continue;
@@ -325,21 +342,26 @@ fn used(metric: &str, labels: &[&str]) -> Use {
 fn names_and_labels_are_read_from_promql() {
     let quantile = r#"histogram_quantile(0.9, sum by (le, proof_kind) (rate(a_bucket{instance=~"$instance"}[$__rate_interval])))"#;
     assert_eq!(
-        uses(quantile),
+        uses(quantile).unwrap(),
         [used("a_bucket", &["instance", "le", "proof_kind"])]
     );
     // `by` after its argument, a binary operator between two selectors, `on (…)` and numbers.
     let ratio = r#"sum(rate(b{x="1"}[5m])) by (device) / on (device) group_left clamp_min(c, 1e-9) > bool 0.5"#;
-    assert_eq!(uses(ratio), [used("b", &["device", "x"]), used("c", &[])]);
+    assert_eq!(
+        uses(ratio).unwrap(),
+        [used("b", &["device", "x"]), used("c", &[])]
+    );
     // A `by` list binds only the aggregation it belongs to.
     assert_eq!(
-        uses("max by (k) (d) + sum(e offset 1h)"),
+        uses("max by (k) (d) + sum(e offset 1h)").unwrap(),
         [used("d", &["k"]), used("e", &[])]
     );
     let dashboard = r#"{"templating":{"list":[{"query":{"query":"label_values(f, instance)"}}]}}"#;
     let queries = queries(&serde_json::from_str(dashboard).unwrap());
     assert_eq!(queries, ["sum by (instance) (f)"]);
-    assert_eq!(uses(&queries[0]), [used("f", &["instance"])]);
+    assert_eq!(uses(&queries[0]).unwrap(), [used("f", &["instance"])]);
+    assert!(uses("sum(rate(a[5m])").is_err());
+    assert!(uses("sum(a]").is_err());
 }
 
 #[test]
@@ -398,7 +420,7 @@ async fn the_dashboard_reads_only_what_the_daemon_exports() {
     let exported = families(&scrape);
     let read: BTreeSet<String> = queries(&serde_json::from_str(DASHBOARD).unwrap())
         .iter()
-        .flat_map(|query| uses(query))
+        .flat_map(|query| uses(query).unwrap())
         .filter_map(|used| family_of(&exported, &used.metric))
         .collect();
     for family in exported.keys() {
