@@ -7,20 +7,11 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::{cuzk, stderr};
+
 use bellperson::groth16 as bp;
 use blstrs::{Bls12, Scalar};
 use cuzk_filecoin::{CircuitId, PostKind, PostProof, UpdateProof};
-
-fn cuzk(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cuzk"))
-        .args(args)
-        .output()
-        .expect("run cuzk")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
 
 struct Files {
     _dir: tempfile::TempDir,

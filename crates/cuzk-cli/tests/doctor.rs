@@ -5,9 +5,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed test should stop loudly
 
+mod common;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use common::{cuzk, stderr};
 
 use cuzk_filecoin::manifest::file_digest;
 use cuzk_filecoin::{CircuitId, ParamFiles, PostKind, PostProof, SealProof, SectorSize};
@@ -112,17 +116,6 @@ impl Host {
         let output = cuzk(&args);
         (report(&output), output)
     }
-}
-
-fn cuzk(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cuzk"))
-        .args(args)
-        .output()
-        .expect("run cuzk")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// The `--json` report: an array of {check, verdict, detail, fix}.

@@ -9,6 +9,18 @@ use std::time::Instant;
 
 use cuzk_filecoin::{CircuitId, ParamFiles, SealProof};
 
+/// Runs the `cuzk` binary with `args` to its end.
+pub fn cuzk(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(args)
+        .output()
+        .expect("run cuzk")
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 /// 2 KiB PoRep parameters (and their compiled R1CS) in [`shared_params`]' directory.
 pub fn porep_params() -> PathBuf {
     let proof = SealProof::from_size_or_name("2KiB").unwrap();
