@@ -83,6 +83,9 @@ impl Beside {
         let buffers = PointBuffers::new(side, BUFFER_BYTES)?;
         // H's MSM sizes its passes from what is free: the buffers must count as taken by then.
         side.synchronize()?;
+        // The side lane follows the classification, and nothing queued on `gpu` after it: were
+        // it to wait from its own thread, H's passes queued meanwhile would hold it back.
+        side.wait_for(gpu)?;
         Ok(Some(Beside {
             l,
             a,
@@ -112,15 +115,9 @@ impl Beside {
         (self.l, self.a, self.b_g1, self.b_g2)
     }
 
-    /// Streams every query's points on `side` (which first waits for `gpu`, where they were
-    /// classified), summing the ones' and gathering the others'.
-    pub(super) fn stream(
-        &mut self,
-        gpu: &Gpu,
-        side: &Gpu,
-        params: &Parameters,
-    ) -> Result<Streamed, GpuError> {
-        side.wait_for(gpu)?;
+    /// Streams every query's points on `side` (which follows their classification, see
+    /// [`Beside::of`]), summing the ones' and gathering the others'.
+    pub(super) fn stream(&mut self, side: &Gpu, params: &Parameters) -> Result<Streamed, GpuError> {
         let buffers = &mut self.buffers;
         // The largest first (fields are evaluated in the order written): its copies take
         // longest, and H's passes are longest at its start.

@@ -365,7 +365,7 @@ impl GpuBackend {
             match beside {
                 Some(mut beside) => {
                     let (h, streamed) = std::thread::scope(|scope| {
-                        let streaming = scope.spawn(|| beside.stream(gpu, side, params));
+                        let streaming = scope.spawn(|| beside.stream(side, params));
                         let h = h_msm(stages);
                         (h, joined(streaming))
                     });
