@@ -186,7 +186,7 @@ fn check_repeated_uploaded<A>(
     A::Projective: PartialEq + std::fmt::Debug + From<A::Curve>,
 {
     let n = 1usize << log;
-    let points: Vec<A> = (0..n).map(|i| distinct[i % distinct.len()]).collect();
+    let points = cycled(distinct, n);
     let s = scalars(rng, kind, n);
     let expect = repeated_msm(distinct, &s);
     let bases = upload(gpu, &points).unwrap();
@@ -393,7 +393,7 @@ fn check_split_streamed<A>(
     A::Projective: PartialEq + std::fmt::Debug + From<A::Curve>,
 {
     let n = 1usize << log;
-    let points: Vec<A> = (0..n).map(|i| distinct[i % distinct.len()]).collect();
+    let points = cycled(distinct, n);
     let s = scalars(rng, kind, n);
     let expect = repeated_msm(distinct, &s);
     let device = DeviceScalars::upload(gpu, &s).unwrap();
@@ -405,9 +405,9 @@ fn check_split_streamed<A>(
     );
 }
 
-/// A split MSM in its steps, as the queries beside H's MSM run one: classified on one lane, its
-/// points streamed on another through buffers made before (small, so in many ranges; one buffer
-/// serving G1 then G2), summed on the first. Agrees with the CPU; finishing before every point is
+/// A split MSM in its steps, as the queries beside H's MSM run one: classified on one lane (once
+/// for G1 and G2, as B's), its points streamed on another through buffers made before (small, so
+/// in many ranges; one buffer serving G1 then G2), summed on the first. Agrees with the CPU; finishing before every point is
 /// taken, or streaming twice, is refused; dense scalars are not split.
 #[test]
 fn split_msm_in_steps_matches_cpu() {
@@ -420,8 +420,7 @@ fn split_msm_in_steps_matches_cpu() {
     let g2 = cuzk_testkit::distinct_points::<G2Projective>(&mut rng, 1 << 8);
     let mut buffers = PointBuffers::new(&side, 1 << 20).unwrap();
     for kind in ["bits_some_large", "bits_few_large", "one"] {
-        check_split_in_steps(&gpu, &side, &mut buffers, &mut rng, &g1, kind);
-        check_split_in_steps(&gpu, &side, &mut buffers, &mut rng, &g2, kind);
+        check_split_in_steps(&gpu, &side, &mut buffers, &mut rng, (&g1, &g2), kind);
     }
     let n = 1 << 17;
     let dense = DeviceScalars::upload(&gpu, &scalars(&mut rng, "random", n)).unwrap();
@@ -434,7 +433,7 @@ fn split_msm_in_steps_matches_cpu() {
             .unwrap()
     };
     assert!(of().finish(&gpu).is_err(), "finished with no point taken");
-    let points: Vec<G1Affine> = (0..n).map(|i| g1[i % g1.len()]).collect();
+    let points = cycled(&g1, n);
     let mut twice = of();
     twice.stream(&side, &points, &mut buffers).unwrap();
     assert!(
@@ -447,35 +446,34 @@ fn split_msm_in_steps_matches_cpu() {
     );
 }
 
-fn check_split_in_steps<A>(
+/// One classification of `kind` scalars, split over G1 and (shared) over G2 points, both streamed
+/// through `buffers` on `side` and finished on `gpu`.
+fn check_split_in_steps(
     gpu: &Gpu,
     side: &Gpu,
     buffers: &mut PointBuffers,
     rng: &mut impl RngCore,
-    distinct: &[A],
+    (g1, g2): (&[G1Affine], &[G2Affine]),
     kind: &str,
-) where
-    A: MsmAffine + cuzk_math::msm::AffineCoordinates<Scalar = Scalar> + Send + Sync,
-    A::Projective: PartialEq + std::fmt::Debug + From<A::Curve>,
-{
+) {
     // Not a multiple of a buffer's points: the last range is shorter.
     let n = (1usize << 17) + 3 * 256 + 17;
-    let points: Vec<A> = (0..n).map(|i| distinct[i % distinct.len()]).collect();
     let s = scalars(rng, kind, n);
     let device = DeviceScalars::upload(gpu, &s).unwrap();
-    let mut split = SplitMsm::<A>::of(gpu, &MsmScalars::all(&device))
+    let mut in_g1 = SplitMsm::<G1Affine>::of(gpu, &MsmScalars::all(&device))
         .unwrap()
         .unwrap_or_else(|| panic!("{kind}: split"));
-    assert!(split.bytes() >= n / 8, "{kind}: its bitmap at least");
+    let mut in_g2 = in_g1.over::<G2Affine>(gpu).unwrap();
     drop(device);
     side.wait_for(gpu).unwrap();
-    split.stream(side, &points, buffers).unwrap();
+    let (points_g1, points_g2) = (cycled(g1, n), cycled(g2, n));
+    in_g1.stream(side, &points_g1, buffers).unwrap();
+    in_g2.stream(side, &points_g2, buffers).unwrap();
     gpu.wait_for(side).unwrap();
-    assert_eq!(
-        split.finish(gpu).unwrap(),
-        repeated_msm(distinct, &s),
-        "{kind}: n = {n}"
-    );
+    let g1_sum = in_g1.finish(gpu).unwrap();
+    assert_eq!(g1_sum, repeated_msm(g1, &s), "{kind} in G1: n = {n}");
+    let g2_sum = in_g2.finish(gpu).unwrap();
+    assert_eq!(g2_sum, repeated_msm(g2, &s), "{kind} in G2: n = {n}");
 }
 
 /// Scalars read in place from a longer vector — through positions (a query's variables among the
@@ -489,7 +487,7 @@ fn scalars_read_in_place_match_cpu() {
     let mut rng = common::rng("scalars_read_in_place_match_cpu");
     let distinct = cuzk_testkit::distinct_points::<G1Projective>(&mut rng, 1 << 10);
     let n = 1usize << 17;
-    let points: Vec<G1Affine> = (0..n).map(|i| distinct[i % distinct.len()]).collect();
+    let points = cycled(&distinct, n);
     let bases = DeviceBases::upload(&gpu, &points).unwrap();
     for kind in ["bits_some_large", "random"] {
         // The witness: twice as long as the query; the query takes every other variable, from
@@ -539,6 +537,11 @@ fn scalars_read_in_place_match_cpu() {
             "{kind} past a prefix, short of memory"
         );
     }
+}
+
+/// n points, `distinct` over and over.
+fn cycled<A: Copy>(distinct: &[A], n: usize) -> Vec<A> {
+    (0..n).map(|i| distinct[i % distinct.len()]).collect()
 }
 
 /// Σ s_i·P_(i mod m) on the CPU, over the m distinct points: Σⱼ (Σ_(i ≡ j) sᵢ)·Pⱼ.

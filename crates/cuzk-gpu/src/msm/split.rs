@@ -4,6 +4,8 @@
 //! the points of the ones directly (`batch_add`, a mixed addition each) and running Pippenger over
 //! the few others' points, gathered, costs a fraction of that.
 
+use std::sync::Arc;
+
 use cudarc::driver::{CudaSlice, CudaView, LaunchArgs, LaunchConfig, PushKernelArg};
 
 use group::Group;
@@ -36,9 +38,9 @@ const WORDS_PER_THREAD: usize = 8;
 /// gathering the others', and [`SplitMsm::finish`] sums the others' in Pippenger passes as large
 /// as the memory free then allows.
 pub struct SplitMsm<A: MsmAffine> {
-    split: Split,
-    /// The others' scalars, in order.
-    scalars: DeviceScalars,
+    /// Where the ones and others are, and the others' scalars: shared by the MSMs of the same
+    /// scalars over other points ([`SplitMsm::over`]).
+    classified: Arc<Classified>,
     /// The others' points, in order, placed as their ranges are added.
     gathered: CudaSlice<u32>,
     /// The sum of the ones' points added so far.
@@ -47,11 +49,17 @@ pub struct SplitMsm<A: MsmAffine> {
     added: usize,
 }
 
+/// A split of scalars and the others' scalars, in order.
+struct Classified {
+    split: Split,
+    scalars: DeviceScalars,
+}
+
 impl<A: MsmAffine> std::fmt::Debug for SplitMsm<A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SplitMsm")
-            .field("scalars", &self.split.n)
-            .field("others", &self.scalars.len)
+            .field("scalars", &self.classified.split.n)
+            .field("others", &self.classified.scalars.len)
             .field("added", &self.added)
             .finish_non_exhaustive()
     }
@@ -66,27 +74,33 @@ impl<A: MsmAffine> SplitMsm<A> {
         };
         let words = split.gather_scalars(gpu, scalars)?;
         let m = split.others();
-        let gathered_words = m.max(1) * A::WORDS;
+        let classified = Classified {
+            split,
+            scalars: DeviceScalars { words, len: m },
+        };
+        Ok(Some(Self::of_classified(gpu, Arc::new(classified))?))
+    }
+
+    /// The MSM of the same scalars over points of another group (B's in G1 and in G2), sharing
+    /// their classification and gathered scalars: made with none of its points taken.
+    pub fn over<B: MsmAffine>(&self, gpu: &Gpu) -> Result<SplitMsm<B>, GpuError> {
+        SplitMsm::of_classified(gpu, Arc::clone(&self.classified))
+    }
+
+    /// An MSM over `classified`'s scalars with room for its others' points.
+    fn of_classified(gpu: &Gpu, classified: Arc<Classified>) -> Result<Self, GpuError> {
+        let gathered_words = classified.split.others().max(1) * A::WORDS;
         gpu.ensure_fits("gathered points", 4 * gathered_words)?;
         let gathered = gpu
             .stream()
             .alloc_zeros::<u32>(gathered_words)
             .call("cuMemAlloc (gathered points)")?;
-        Ok(Some(SplitMsm {
-            split,
-            scalars: DeviceScalars { words, len: m },
+        Ok(SplitMsm {
+            classified,
             gathered,
             ones: A::Projective::identity(),
             added: 0,
-        }))
-    }
-
-    /// Device bytes it holds between its steps.
-    pub fn bytes(&self) -> usize {
-        self.split.ones.num_bytes()
-            + self.split.others.num_bytes()
-            + self.scalars.words.num_bytes()
-            + self.gathered.num_bytes()
+        })
     }
 
     /// Takes the points [start, end) (device words of A, `points` holding them): the next range,
@@ -103,9 +117,9 @@ impl<A: MsmAffine> SplitMsm<A> {
                 reason: format!("{start}..{end} after {} points", self.added),
             });
         }
-        self.split
-            .gather_others::<A>(gpu, points, (start, end), &mut self.gathered)?;
-        self.ones += self.split.sum_ones::<A>(gpu, points, (start, end))?;
+        let split = &self.classified.split;
+        split.gather_others::<A>(gpu, points, (start, end), &mut self.gathered)?;
+        self.ones += split.sum_ones::<A>(gpu, points, (start, end))?;
         self.added = end;
         Ok(())
     }
@@ -118,7 +132,7 @@ impl<A: MsmAffine> SplitMsm<A> {
         points: &[A],
         buffers: &mut PointBuffers,
     ) -> Result<(), GpuError> {
-        let n = self.split.n;
+        let n = self.classified.split.n;
         let fits = buffers.points::<A>();
         if fits < SPLIT_BLOCK || points.len() < n {
             return Err(GpuError::InvalidInput {
@@ -144,25 +158,37 @@ impl<A: MsmAffine> SplitMsm<A> {
     /// others'. Refused before every point was taken.
     pub fn finish(self, gpu: &Gpu) -> Result<A::Projective, GpuError> {
         let SplitMsm {
-            split,
-            scalars,
+            classified,
             gathered,
             ones,
             added,
         } = self;
-        if added != split.n {
+        let n = classified.split.n;
+        if added != n {
             return Err(GpuError::InvalidInput {
                 what: "split MSM",
-                reason: format!("{added} of {} points taken", split.n),
+                reason: format!("{added} of {n} points taken"),
             });
         }
-        // The classification's buffers go before the passes size themselves.
-        drop(split);
+        // The classification's buffers go before the passes size themselves, unless an MSM of
+        // the same scalars over other points still reads them.
+        let (owned, shared);
+        let scalars: &DeviceScalars = match Arc::try_unwrap(classified) {
+            Ok(Classified { split, scalars }) => {
+                drop(split);
+                owned = scalars;
+                &owned
+            }
+            Err(classified) => {
+                shared = classified;
+                &shared.scalars
+            }
+        };
         let m = scalars.len;
         if m == 0 {
             return Ok(ones);
         }
-        let others = resident_passes::<A>(gpu, &gathered.slice(..), &MsmScalars::all(&scalars), m)?;
+        let others = resident_passes::<A>(gpu, &gathered.slice(..), &MsmScalars::all(scalars), m)?;
         Ok(ones + others)
     }
 }

@@ -20,30 +20,25 @@ use crate::Parameters;
 /// PCIe 5 host, long against the host's wait for each range's sum, small against H's passes.
 const BUFFER_BYTES: usize = 256 << 20;
 
-/// The queries streaming beside H's MSM, by name; a query not here runs after it, alone.
+/// The queries streaming beside H's MSM and the two buffers they stream through.
 pub(super) struct Beside {
-    pub(super) l: Option<SplitMsm<G1Affine>>,
-    pub(super) a: Option<SplitMsm<G1Affine>>,
-    pub(super) b_g1: Option<SplitMsm<G1Affine>>,
-    pub(super) b_g2: Option<SplitMsm<G2Affine>>,
+    queries: BesideQueries,
     buffers: PointBuffers,
 }
 
-/// The split MSMs of [`Beside`] by query, taken from it after streaming.
-pub(super) type BesideParts = (
-    Option<SplitMsm<G1Affine>>,
-    Option<SplitMsm<G1Affine>>,
-    Option<SplitMsm<G1Affine>>,
-    Option<SplitMsm<G2Affine>>,
-);
+/// The queries beside H's MSM, by name; a query not here runs after it, alone.
+#[derive(Default)]
+pub(super) struct BesideQueries {
+    pub(super) l: Option<Streamed<G1Affine>>,
+    pub(super) a: Option<Streamed<G1Affine>>,
+    pub(super) b_g1: Option<Streamed<G1Affine>>,
+    pub(super) b_g2: Option<Streamed<G2Affine>>,
+}
 
-/// The device time each query beside H took to stream, in milliseconds.
-#[derive(Clone, Copy, Default)]
-pub(super) struct Streamed {
-    pub(super) l: f32,
-    pub(super) a: f32,
-    pub(super) b_g1: f32,
-    pub(super) b_g2: f32,
+/// A query beside H's MSM: its split MSM, and the device time its points took to stream.
+pub(super) struct Streamed<A: MsmAffine> {
+    msm: SplitMsm<A>,
+    ms: f32,
 }
 
 impl Beside {
@@ -59,20 +54,12 @@ impl Beside {
         h_needs: usize,
         freed: usize,
     ) -> Result<Option<Self>, GpuError> {
-        let made = (|| -> Result<_, GpuError> {
-            Ok((
-                split(gpu, &srs.l, s.l)?,
-                split(gpu, &srs.a, s.a)?,
-                split(gpu, &srs.b_g1, s.b)?,
-                split(gpu, &srs.b_g2, s.b)?,
-            ))
-        })();
-        let (l, a, b_g1, b_g2) = match made {
-            Ok(made) => made,
+        let queries = match BesideQueries::of(gpu, srs, s) {
+            Ok(queries) => queries,
             Err(GpuError::OutOfMemory { .. }) => return Ok(None),
             Err(error) => return Err(error),
         };
-        if l.is_none() && a.is_none() && b_g1.is_none() && b_g2.is_none() {
+        if queries.count() == 0 {
             return Ok(None);
         }
         let (free, _) = gpu.settled_memory()?;
@@ -86,22 +73,12 @@ impl Beside {
         // The side lane follows the classification, and nothing queued on `gpu` after it: were
         // it to wait from its own thread, H's passes queued meanwhile would hold it back.
         side.wait_for(gpu)?;
-        Ok(Some(Beside {
-            l,
-            a,
-            b_g1,
-            b_g2,
-            buffers,
-        }))
+        Ok(Some(Beside { queries, buffers }))
     }
 
     /// Queries streaming beside H.
     pub(super) fn count(&self) -> usize {
-        [self.l.is_some(), self.a.is_some(), self.b_g1.is_some()]
-            .into_iter()
-            .chain([self.b_g2.is_some()])
-            .filter(|&some| some)
-            .count()
+        self.queries.count()
     }
 
     /// Whether every query that reads the witness streams beside H: the witness is not needed
@@ -110,23 +87,53 @@ impl Beside {
         self.count() == 4
     }
 
-    /// The split MSMs by query: L, A, B in G1, B in G2 (the buffers go).
-    pub(super) fn into_parts(self) -> BesideParts {
-        (self.l, self.a, self.b_g1, self.b_g2)
-    }
-
     /// Streams every query's points on `side` (which follows their classification, see
     /// [`Beside::of`]), summing the ones' and gathering the others'.
-    pub(super) fn stream(&mut self, side: &Gpu, params: &Parameters) -> Result<Streamed, GpuError> {
-        let buffers = &mut self.buffers;
-        // The largest first (fields are evaluated in the order written): its copies take
-        // longest, and H's passes are longest at its start.
-        Ok(Streamed {
-            b_g2: stream_one(side, &mut self.b_g2, &params.b_g2, buffers)?,
-            a: stream_one(side, &mut self.a, &params.a, buffers)?,
-            l: stream_one(side, &mut self.l, &params.l, buffers)?,
-            b_g1: stream_one(side, &mut self.b_g1, &params.b_g1, buffers)?,
+    pub(super) fn stream(&mut self, side: &Gpu, params: &Parameters) -> Result<(), GpuError> {
+        let (q, buffers) = (&mut self.queries, &mut self.buffers);
+        // The largest first: its copies take longest, and H's passes are longest at its start.
+        stream_one(side, &mut q.b_g2, &params.b_g2, buffers)?;
+        stream_one(side, &mut q.a, &params.a, buffers)?;
+        stream_one(side, &mut q.l, &params.l, buffers)?;
+        stream_one(side, &mut q.b_g1, &params.b_g1, buffers)
+    }
+
+    /// The queries, streamed (the buffers go).
+    pub(super) fn into_queries(self) -> BesideQueries {
+        self.queries
+    }
+}
+
+impl BesideQueries {
+    /// The split MSMs of `srs`'s streamed queries over `s`, made on `gpu`; B's in G1 and in G2
+    /// share one classification of its scalars.
+    fn of(gpu: &Gpu, srs: &DeviceSrs, s: WitnessScalars<'_>) -> Result<Self, GpuError> {
+        let b_g1 = split(gpu, &srs.b_g1, s.b)?;
+        let b_g2 = match (&srs.b_g2, &srs.b_g1, &b_g1) {
+            (Bases::Resident(_), ..) => None,
+            (Bases::Streamed, _, Some(b_g1)) => Some(Streamed::new(b_g1.msm.over(gpu)?)),
+            // B's scalars were classified, and do not split.
+            (Bases::Streamed, Bases::Streamed, None) => None,
+            (Bases::Streamed, Bases::Resident(_), None) => split(gpu, &srs.b_g2, s.b)?,
+        };
+        Ok(BesideQueries {
+            l: split(gpu, &srs.l, s.l)?,
+            a: split(gpu, &srs.a, s.a)?,
+            b_g1,
+            b_g2,
         })
+    }
+
+    fn count(&self) -> usize {
+        let g1 = [&self.l, &self.a, &self.b_g1].into_iter().flatten().count();
+        g1 + usize::from(self.b_g2.is_some())
+    }
+}
+
+impl<A: MsmAffine> Streamed<A> {
+    /// A query not streamed yet.
+    fn new(msm: SplitMsm<A>) -> Self {
+        Streamed { msm, ms: 0.0 }
     }
 }
 
@@ -135,24 +142,24 @@ fn split<A: MsmAffine>(
     gpu: &Gpu,
     bases: &Bases<A>,
     scalars: MsmScalars<'_>,
-) -> Result<Option<SplitMsm<A>>, GpuError> {
+) -> Result<Option<Streamed<A>>, GpuError> {
     match bases {
-        Bases::Streamed => SplitMsm::of(gpu, &scalars),
+        Bases::Streamed => Ok(SplitMsm::of(gpu, &scalars)?.map(Streamed::new)),
         Bases::Resident(_) => Ok(None),
     }
 }
 
-/// Streams one query's points if it is beside H, with its device time (0 if it is not).
+/// Streams one query's points if it is beside H, recording its device time.
 fn stream_one<A: MsmAffine>(
     side: &Gpu,
-    msm: &mut Option<SplitMsm<A>>,
+    query: &mut Option<Streamed<A>>,
     points: &[A],
     buffers: &mut PointBuffers,
-) -> Result<f32, GpuError> {
-    match msm {
-        Some(msm) => Ok(side.time(|| msm.stream(side, points, buffers))?.1),
-        None => Ok(0.0),
+) -> Result<(), GpuError> {
+    if let Some(query) = query {
+        query.ms = side.time(|| query.msm.stream(side, points, buffers))?.1;
     }
+    Ok(())
 }
 
 /// What the queries read after H's MSM: the main lane, the side lane where the ones beside H
@@ -165,7 +172,7 @@ pub(super) struct After<'a> {
 
 impl After<'_> {
     /// A query's sum with its device time, its passes and room recorded under `keys`: the rest
-    /// of its split MSM if it streamed beside H (`split`, with the streaming's time), on the
+    /// of its split MSM if it streamed beside H (`beside`, the streaming's time added), on the
     /// main lane once the side lane is done; else its whole MSM now, over `bases` (`host`: its
     /// points when streamed) and the scalars `pick` takes from the witness.
     pub(super) fn sum<A: MsmAffine>(
@@ -173,14 +180,14 @@ impl After<'_> {
         stages: &mut Stages,
         keys: [&'static str; 2],
         (bases, host): (&Bases<A>, &[A]),
-        split: (Option<SplitMsm<A>>, f32),
+        beside: Option<Streamed<A>>,
         pick: impl FnOnce(WitnessScalars<'_>) -> MsmScalars<'_>,
     ) -> Result<(A::Projective, f32), GpuError> {
         let gpu = self.gpu;
-        if let (Some(msm), streamed_ms) = split {
+        if let Some(Streamed { msm, ms: streamed }) = beside {
             gpu.wait_for(self.side)?;
             let (sum, ms) = msm_counted(gpu, stages, keys, || msm.finish(gpu))?;
-            return Ok((sum, ms + streamed_ms));
+            return Ok((sum, ms + streamed));
         }
         let scalars = self.s.map(pick).ok_or(GpuError::InvalidInput {
             what: "witness",

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::prover::StageMetric;
 use crate::QuerySums;
 
-use super::beside::{After, Beside, Streamed};
+use super::beside::{After, Beside};
 use super::*;
 
 /// What a proof's device work reads besides its own data: made once per circuit (or parameter
@@ -334,7 +334,7 @@ impl GpuBackend {
         // or its upload is dear: H's points resident, or the witness dense (a packed one goes up
         // again in milliseconds). With it there, the streamed queries of mostly 0/1 scalars
         // stream beside H's MSM ([`Beside`]).
-        let (h, beside, streamed) = {
+        let (h, beside) = {
             let products = matrices.as_ref().zip(witness.as_ref());
             let coefficients = Self::h_from_two_vectors(gpu, tables, p, products, stages)?;
             let keep = keeps_witness_through_h(placed, p);
@@ -369,9 +369,10 @@ impl GpuBackend {
                         let h = h_msm(stages);
                         (h, joined(streaming))
                     });
-                    (h, Some(beside), streamed?)
+                    streamed?;
+                    (h, Some(beside))
                 }
-                None => (h_msm(stages), None, Streamed::default()),
+                None => (h_msm(stages), None),
             }
         };
         let all_beside = beside.as_ref().is_some_and(Beside::all);
@@ -388,34 +389,34 @@ impl GpuBackend {
             .as_ref()
             .map(|witness| WitnessScalars::of(witness, index, p.inputs))
             .transpose()?;
-        let (l, a, b_g1, b_g2) = beside.map(Beside::into_parts).unwrap_or_default();
+        let beside = beside.map(Beside::into_queries).unwrap_or_default();
         let after = After { gpu, side, s };
         let a = after.sum(
             stages,
             ["msm_a_passes", "msm_a_room_bytes"],
             (&srs.a, &params.a),
-            (a, streamed.a),
+            beside.a,
             |s| s.a,
         );
         let b_g1 = after.sum(
             stages,
             ["msm_b_g1_passes", "msm_b_g1_room_bytes"],
             (&srs.b_g1, &params.b_g1),
-            (b_g1, streamed.b_g1),
+            beside.b_g1,
             |s| s.b,
         );
         let b_g2 = after.sum(
             stages,
             ["msm_b_g2_passes", "msm_b_g2_room_bytes"],
             (&srs.b_g2, &params.b_g2),
-            (b_g2, streamed.b_g2),
+            beside.b_g2,
             |s| s.b,
         );
         let l = after.sum(
             stages,
             ["msm_l_passes", "msm_l_room_bytes"],
             (&srs.l, &params.l),
-            (l, streamed.l),
+            beside.l,
             |s| s.l,
         );
         stages.push(
