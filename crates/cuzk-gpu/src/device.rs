@@ -41,9 +41,9 @@ pub struct Gpu {
 /// Makes the threads that wait for device `ordinal` (stream and event synchronisations, copies
 /// back) sleep until it is done instead of spinning, before its primary context is first used.
 /// CUDA's default with fewer contexts than cores is to spin: a proof's region thread and its four
-/// MSM lanes then burn a core each for the whole device region, cores that synthesis needs (2 KiB
-/// on the H200 host: ~60 ms of every ~80). Waking takes microseconds, against regions of tens of
-/// milliseconds.
+/// MSM lanes then burn a core each for the whole device region, cores that synthesis needs
+/// (measured: docs/performance.md, "Why the code is as it is"). Waking takes microseconds,
+/// against regions of tens of milliseconds.
 fn block_while_waiting(ordinal: usize) -> Result<(), GpuError> {
     cudarc::driver::result::init().call("cuInit")?;
     let ordinal = i32::try_from(ordinal).map_err(|_| GpuError::InvalidInput {
@@ -67,10 +67,9 @@ const LARGEST_FRAMES: [&str; 2] = [
 ];
 
 /// Makes the driver reserve now the local memory the kernels' stack frames take, and returns how
-/// much that is. The driver reserves a frame for every thread the device can hold (an H100: 1.5
-/// GB for the 6 KiB frame), outside any memory pool, when a kernel first needs it: a budget
-/// counted before then was that much short (32 GiB on 24 GiB, H100: plans that fitted their
-/// budget were refused 4.3 GB with 3.4 free).
+/// much that is. The driver reserves a frame for every thread the device can hold, outside any
+/// memory pool, when a kernel first needs it: a budget counted before then was that much short
+/// (measured: docs/performance.md, "Why the code is as it is").
 fn reserve_local_memory(ctx: &CudaContext, module: &Arc<CudaModule>) -> Result<usize, GpuError> {
     let mut frame = 0;
     for name in LARGEST_FRAMES {

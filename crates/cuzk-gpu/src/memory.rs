@@ -17,13 +17,13 @@ use crate::error::DriverContext;
 use crate::{GpuError, MEMORY_MARGIN};
 
 /// Device memory a context and its kernel module take outside the pool, counted against a budget
-/// given in bytes (`--gpu-memory`): what an H200's primary context with our module holds, rounded
-/// up.
+/// given in bytes (`--gpu-memory`): what a primary context with our module holds, rounded up
+/// (measured: docs/performance.md, "Why the code is as it is").
 pub const CONTEXT_ALLOWANCE: usize = 512 << 20;
 
 /// The budget is rounded down to a multiple of this: the driver rounds a pool's maximum size up to
-/// the blocks it maps (a 9.945 GiB budget held 9.969 GiB at its peak, H200, session 33), so an
-/// aligned one is what the pool can really reach.
+/// the blocks it maps, so an aligned one is what the pool can really reach
+/// (measured: docs/performance.md, "Why the code is as it is").
 const POOL_GRANULE: usize = 64 << 20;
 
 /// The pool of one device and the bytes it may hold.
@@ -203,8 +203,8 @@ fn default_pool(ctx: &CudaContext) -> Result<Pool, GpuError> {
 fn configure(pool: &Pool) -> Result<(), GpuError> {
     // The pool keeps what is freed instead of returning it at every synchronisation (its
     // default): a proof's MSMs allocate and free gigabytes each time, and mapping them afresh
-    // cost 20–70 ms of host time per proof on an H200 (2^22 rows, half boolean: prove_start
-    // 208–225 → 150 ms). `Gpu::memory` counts what the pool holds unused as free.
+    // costs host time on every proof (measured: docs/performance.md, "Why the code is as it is").
+    // `Gpu::memory` counts what the pool holds unused as free.
     let mut keep = u64::MAX;
     // Lanes that run side by side (a proof's five MSMs) would otherwise wait for one another's
     // progress.

@@ -51,7 +51,7 @@ impl MsmParams {
     /// buckets get a large share of all points, one thread summing each.
     ///
     /// 17 bits (15 windows instead of 16) pay from 2^23 points: 1/16 fewer additions against
-    /// twice the buckets to reduce (H200: −3.6% at 2^24, −5% at 2^26, +4% at 2^22).
+    /// twice the buckets to reduce (measured: docs/performance.md, "Why the code is as it is").
     fn new(n: usize) -> Self {
         let window_bits = match n {
             0..0x400 => 5,
@@ -108,8 +108,8 @@ impl MsmParams {
 }
 
 /// Buckets per running-sum thread of the reduction: a chain of 2·16 additions and a multiple of its
-/// segment's sum. With 64 (an H200, 2^22 G1 points) its 8192 threads left half of the SMs'
-/// schedulers without a warp: 2.3 ms of 32.
+/// segment's sum. Many more buckets per thread leave too few threads to give every SM scheduler a
+/// warp (measured: docs/performance.md, "Why the code is as it is").
 const BUCKETS_PER_SEGMENT: u32 = 16;
 /// Segments the reduction sums into one partial, across a warp (as `msm_reduce` does).
 const SEGMENTS_PER_PARTIAL: u32 = 32;
@@ -222,8 +222,7 @@ pub const MULTIPLE_WINDOW_BITS: std::ops::RangeInclusive<u32> = 16..=23;
 
 /// The window width for multiples of bases whose MSMs have about n points: fewer windows (entries
 /// per point) against more buckets, each of which costs its share of the reduction and chunk
-/// levels. On an H200 with one set of buckets, G1 2^24 took 96.7/96.5/89.8/94.6/95.5 ms at
-/// 18/19/20/21/22 bits (plain: 100.6), 2^22 26.7/27.3/27.2 ms at 17/18/19 (plain: 29.5).
+/// levels (measured: docs/performance.md, "Why the code is as it is").
 pub fn multiple_window_bits(n: usize) -> u32 {
     if n < 1 << 23 {
         19
@@ -257,9 +256,9 @@ fn shared_params<A: MsmAffine>(
 
 /// Sets of buckets the windows of an MSM over n points with window multiples of width c share by
 /// default: one, or more where a set would take more than [`MAX_SET_ENTRIES`] entries (its
-/// rounds' buffers grow with it). Every set costs its buckets' reduction and chunk levels: on an
-/// H200 at 2^24 G1 points and 22-bit windows, 1/2/3/4 sets took 95.5/103.4/114.7/123.2 ms (the
-/// second set's overlap on a second lane does not pay for its 2^21 buckets).
+/// rounds' buffers grow with it). Every set costs its buckets' reduction and chunk levels: a
+/// second set's overlap on a second lane does not pay for its buckets
+/// (measured: docs/performance.md, "Why the code is as it is").
 pub fn multiple_bucket_sets(n: usize, window_bits: u32) -> u32 {
     let entries = n * windows_of_width(window_bits) as usize;
     entries.div_ceil(MAX_SET_ENTRIES).max(1) as u32
@@ -950,7 +949,7 @@ fn fit_points<A: MsmAffine>(
 }
 
 /// Quarters, but passes of at least 2^22 points: smaller passes cost more per point than the
-/// copy they would hide (an H200 copies 2^22 G1 points in ~8 ms and sums them in ~58).
+/// copy they would hide (measured: docs/performance.md, "Why the code is as it is").
 const STREAMED_MIN_PASS: usize = 1 << 22;
 /// The smallest slice of points a split MSM runs as one pass.
 const MIN_PASS: usize = 1 << 12;
@@ -1030,10 +1029,8 @@ impl Pass {
 /// in every bucket of its set, each bucket's next slot in a sector of its own until the sector
 /// fills, so 2^(c−1) buckets keep 32·2^(c−1) bytes of sectors open. Beyond a few MiB they are
 /// evicted half written and the scatter pays DRAM read-modify-writes; passes over disjoint ranges
-/// of digit magnitudes keep fewer open, for one more read of the codes each. H200, G1 with one
-/// pass against four: over 20-bit multiples (2^19 buckets, 16 MiB) 2^24 86.3 → 83.5 ms and 2^26
-/// 349.3 → 338.1 (measured before the pair rounds' interleaved slots); over 19-bit ones (2^18) 2^22
-/// 25.1 → 24.4; plain 17-bit windows (2^16 buckets, 2 MiB) lost 0.5 ms at 2^24 with two.
+/// of digit magnitudes keep fewer open, for one more read of the codes each
+/// (measured: docs/performance.md, "Why the code is as it is").
 const SCATTER_OPEN_BYTES: u64 = 2 << 20;
 /// The passes stop paying where reading the codes again costs what they save (2^26 over 20-bit
 /// multiples: two and four passes within 0.1 ms).

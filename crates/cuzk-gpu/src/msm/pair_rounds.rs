@@ -18,8 +18,9 @@ const WARP_SLOTS: usize = 32 * PAIRS_PER_THREAD;
 /// behind its additions.
 const MIN_ROUND_PAIRS: usize = 1 << 20;
 /// Device bytes one group of windows' rounds may use; the windows run in as many groups as that
-/// takes, two at a time on two lanes (at 2^24 G1 points: three groups of five windows). On an
-/// H200, 4 GiB instead (2^24: eight groups of two) timed 2^22 1% faster and 2^24 1.5% slower.
+/// takes, two at a time on two lanes (at 2^24 G1 points: three groups of five windows). Half as
+/// much (2^24: eight groups of two) is no better: faster at 2^22, slower at 2^24
+/// (measured: docs/performance.md, "Why the code is as it is").
 const GROUP_BYTES: usize = 8 << 30;
 /// Groups in flight at once (the handle's stream and its side lane), each with its own buffers.
 const LANES: usize = 2;
@@ -65,8 +66,8 @@ impl PairPlan {
     }
 
     /// No rounds: the XYZZ accumulation reads the sorted entries, no buffers of its own. A pass
-    /// with rounds is ~1.2× faster than one without at the same size (H200, G1 2^22 31.9 ms
-    /// against 38.6), so halving a pass to keep them costs little.
+    /// with rounds is faster than one without at the same size, so halving a pass to keep them
+    /// costs little (measured: docs/performance.md, "Why the code is as it is").
     pub const NONE: PairPlan = PairPlan {
         rounds: 0,
         group_windows: 1,
@@ -234,8 +235,8 @@ struct RoundKernels {
 ///
 /// Groups alternate between `gpu`'s stream and its side lane, each with its own buffers, so that
 /// one group's memory-bound prefix passes and latency-bound inversions can overlap the other's
-/// sums (H200: G1 2^24 −2.6%, 2^26 −5%). Only the last round of a group waits for the group
-/// before it (its points go after that group's in `left`).
+/// sums (measured: docs/performance.md, "Why the code is as it is"). Only the last round of
+/// a group waits for the group before it (its points go after that group's in `left`).
 pub(super) fn run<A: MsmAffine>(
     gpu: &Gpu,
     plan: &PairPlan,

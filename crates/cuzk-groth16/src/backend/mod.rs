@@ -128,9 +128,8 @@ pub fn select(
 }
 
 /// A backend of device `ordinal` with `memory_limit` (bytes) for cuzk on it, one of `sharing`
-/// backends there: each plans with its share of the budget, or two backends on one H200 each
-/// take what the other needs (2^24 synthetic proofs: five out-of-memory faults in 48 partitions
-/// without shares).
+/// backends there: each plans with its share of the budget, or two backends on one device each
+/// take what the other needs (measured: docs/performance.md, "Why the code is as it is").
 fn open_shared(
     ordinal: usize,
     sharing: usize,

@@ -32,10 +32,10 @@ pub struct EngineConfig {
 }
 
 /// The default of [`EngineConfig::synthesis_nice`]: off. Niced by 10 (a thread then weighs ~1/10
-/// of one at 0 in Linux's scheduler), 2 KiB on the H200 host had device regions of 59–60 ms
-/// median instead of 65–68, but 11.2–11.5 proofs/s instead of 13.0–13.2: the GPU's threads spun
-/// while they waited, and took the cores at once. They sleep now (`cuzk_gpu::Gpu::new`); until
-/// that is measured, synthesis keeps the process's priority.
+/// of one at 0 in Linux's scheduler), synthesis gave shorter device regions but fewer proofs a
+/// second (measured: docs/performance.md, "Why the code is as it is"): the GPU's threads
+/// spun while they waited, and took the cores at once. They sleep now (`cuzk_gpu::Gpu::new`);
+/// until that is measured, synthesis keeps the process's priority.
 pub const SYNTHESIS_NICE: i32 = 0;
 
 impl EngineConfig {

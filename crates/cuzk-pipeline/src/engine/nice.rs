@@ -2,9 +2,9 @@
 //!
 //! Synthesis is nearly all of the engine's CPU work and keeps every core busy; the device region
 //! needs little CPU, but needs it at once: a thread that launches an MSM's kernels or wakes from a
-//! stream synchronisation behind 16 busy synthesis threads leaves the GPU waiting (2 KiB on the
-//! H200 host, 16 syntheses at once: the MSM stage's p90 70.7 ms against a median of 61.7). With the
-//! synthesis threads' nice value raised, the scheduler gives the others the CPU first.
+//! stream synchronisation behind 16 busy synthesis threads leaves the GPU waiting
+//! (measured: docs/performance.md, "Why the code is as it is"). With the synthesis threads'
+//! nice value raised, the scheduler gives the others the CPU first.
 //!
 //! On Linux the nice value belongs to a thread. Raising it needs no privilege, but lowering it
 //! back does, so only threads that run nothing but synthesis are lowered: the rayon global pool

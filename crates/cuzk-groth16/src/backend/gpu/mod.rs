@@ -92,9 +92,9 @@ pub struct GpuBackend {
     /// Page-locked staging buffers, one per proof in preparation, reused.
     staging: Reusable<Pinned<Scalar>>,
     /// Threads that copy witnesses into staging buffers, apart from the rayon global pool: there
-    /// the copy queued behind syntheses' sections (2.6–3.1 s for a 32 GiB partition's 4.2 GB,
-    /// H200 host) and, with synthesis niced, would run at its priority. `None` if none could
-    /// be started: the global pool copies then.
+    /// the copy queued behind syntheses' sections and, with synthesis niced, would run at its
+    /// priority. `None` if none could be started: the global pool copies then
+    /// (measured: docs/performance.md, "Why the code is as it is").
     copies: Option<rayon::ThreadPool>,
     /// Streams of this device for MSMs side by side: H's (scheduled first) and the other four.
     lanes: Mutex<Option<[Arc<Gpu>; 5]>>,
@@ -113,8 +113,9 @@ pub struct GpuBackend {
     resident_cap: usize,
 }
 
-/// The default of [`GpuBackend::window_multiples_from`]: at 2^20 G1 points 19-bit multiples took
-/// 9.2 ms against 10.2 (H200); below, the shared 2^18 buckets weigh more against fewer entries.
+/// The default of [`GpuBackend::window_multiples_from`]: from 2^20 G1 points multiples pay; below,
+/// the shared 2^18 buckets weigh more against fewer entries
+/// (measured: docs/performance.md, "Why the code is as it is").
 const MULTIPLES_FROM: usize = 1 << 20;
 
 impl GpuBackend {
@@ -193,17 +194,17 @@ impl GpuBackend {
         }
         if sums.as_ref().is_err_and(GpuError::is_out_of_memory) {
             // Plans count what cuzk allocates, not what the device takes besides within the
-            // budget (32 GiB on 24 GiB, H100: a plan with resident matrices peaking at 20.7 GB of
-            // 24.9 was refused H's third vector, 4.3 GB with 3.4 free, on every attempt): a
-            // circuit whose proof ran short, in placing or in running, streams its matrices from
-            // now on. Best effort: the proof's own error is what its caller needs.
+            // budget, so a plan that fitted may still run short: a circuit whose proof ran short,
+            // in placing or in running, streams its matrices from now on
+            // (measured: docs/performance.md, "Why the code is as it is"). Best effort: the
+            // proof's own error is what its caller needs.
             if let Some(compiled) = &p.products {
                 let _ = self.stream_matrices(compiled);
             }
             // The proof's buffers are gone: what the pool keeps of them goes back, so that the
-            // retry does not look for its buffers among those pieces again. (2^22, 90% boolean,
-            // an 8 GiB budget, H200: the plan fitted, yet a pair-rounds buffer was refused on the
-            // first attempt and on the retry; pieces are the suspect, not yet confirmed.)
+            // retry does not look for its buffers among those pieces again. Pieces are the
+            // suspect where a buffer was refused though its plan fitted, not yet confirmed
+            // (measured: docs/performance.md, "Why the code is as it is").
             let _ = self.gpu.release_unused();
         }
         sums

@@ -44,7 +44,8 @@ impl Streams {
 pub(super) struct Stages {
     pub(super) metrics: Vec<StageMetric>,
     /// Device stages whose events are read at the end: waiting for each stage's end before the
-    /// next was queued left H's lane idle while its thread woke (behind 16 syntheses, H200 host).
+    /// next was queued left H's lane idle while its thread woke behind syntheses
+    /// (measured: docs/performance.md, "Why the code is as it is").
     pub(super) pending: Vec<(&'static str, Timing)>,
 }
 
@@ -150,12 +151,12 @@ impl GpuBackend {
         stages.push("msm_side_by_side", if side_by_side { 1.0 } else { 0.0 });
         if reserve && side_by_side && together > self.pool_reserved.load(Ordering::Relaxed) {
             // Once per size: the five lanes never reuse one another's freed memory (see `Gpu`), so
-            // the pool must hold all their buffers at once, with room for how they interleave.
-            // Grown in the middle of proofs instead, the first timed proofs at 2^22 (90% boolean,
-            // H200) took 104–107 ms against 82–88; reserved, 10 of 10 took 79–89. Best effort:
+            // the pool must hold all their buffers at once, with room for how they interleave;
+            // grown in the middle of proofs instead, it slows the first proofs. Best effort:
             // `free` counts what the pool holds unused, which it cannot hand out as one block with
-            // new memory (2^24 synthetic, H200: asking for nearly all of it failed every proof),
-            // so a smaller block is tried, then none: the lanes then grow the pool as they go.
+            // new memory (asking for nearly all of it fails), so a smaller block is tried, then
+            // none: the lanes then grow the pool as they go
+            // (measured: docs/performance.md, "Why the code is as it is").
             let bytes = (2 * together).min(free - cuzk_gpu::MEMORY_MARGIN);
             let reserved = [bytes, together]
                 .into_iter()

@@ -219,8 +219,8 @@ pub(super) fn staging_pool(threads: usize) -> Option<rayon::ThreadPool> {
 }
 
 /// An assignment's vectors once copied into the staging buffer, to be freed off the proof's path:
-/// freeing them unmaps their pages, which took 16–38 ms of a proof's host preparation on an H200
-/// host (hundreds of MB; 17 GB at 32 GiB).
+/// freeing them unmaps their pages (hundreds of MB; 17 GB at 32 GiB), which takes time from a
+/// proof's host preparation (measured: docs/performance.md, "Why the code is as it is").
 pub(super) struct Spent {
     _vectors: [Vec<Scalar>; 4],
 }
