@@ -70,9 +70,9 @@ pub fn first_gpu(global: &GlobalArgs) -> Result<Arc<Gpu>, cuzk_gpu::GpuError> {
 pub fn multiplier(choice: BackendChoice, global: &GlobalArgs, quiet: bool) -> Result<Multiplier> {
     match choice {
         BackendChoice::Cpu => Ok(Multiplier::Cpu),
-        BackendChoice::Gpu => Ok(Multiplier::Gpu(first_gpu(global).context("--backend gpu")?)),
+        BackendChoice::Gpu => Ok(Multiplier::gpu(first_gpu(global).context("--backend gpu")?)),
         BackendChoice::Auto => Ok(match first_gpu(global) {
-            Ok(gpu) => Multiplier::Gpu(gpu),
+            Ok(gpu) => Multiplier::gpu(gpu),
             Err(why) => {
                 if !quiet {
                     eprintln!("cuzk: no usable GPU ({why}); setting up on the CPU");

@@ -44,6 +44,19 @@ impl GpuError {
             _ => false,
         }
     }
+
+    /// When the device failed rather than the work asked of it, the kind of fault (`driver`,
+    /// `out_of_memory`, `unavailable`): the same work may succeed on another device. `None` for
+    /// the work's own errors (bad input, kernels missing from this build).
+    pub fn device_fault(&self) -> Option<&'static str> {
+        match self {
+            GpuError::OutOfMemory { .. } => Some("out_of_memory"),
+            GpuError::Driver { .. } if self.is_out_of_memory() => Some("out_of_memory"),
+            GpuError::Driver { .. } => Some("driver"),
+            GpuError::Unavailable(_) => Some("unavailable"),
+            GpuError::MissingKernel { .. } | GpuError::InvalidInput { .. } => None,
+        }
+    }
 }
 
 /// Where a device's memory is: what explains an allocation refused within a budget that a plan

@@ -99,15 +99,10 @@ impl ProveError {
     /// `out_of_memory`, `unavailable`, `injected`): the same proof may succeed on another device,
     /// and a device that keeps failing should stop taking work. `None` for the proof's own errors.
     pub fn device_fault(&self) -> Option<&'static str> {
-        use cuzk_gpu::GpuError as G;
         match self {
-            ProveError::Gpu(e) if e.is_out_of_memory() => Some("out_of_memory"),
-            ProveError::Gpu(G::Driver { .. }) => Some("driver"),
-            ProveError::Gpu(G::OutOfMemory { .. }) => Some("out_of_memory"),
-            ProveError::Gpu(G::Unavailable(_)) => Some("unavailable"),
+            ProveError::Gpu(e) => e.device_fault(),
             ProveError::DeviceFault { .. } => Some("injected"),
-            ProveError::Gpu(G::MissingKernel { .. } | G::InvalidInput { .. })
-            | ProveError::Synthesis(_)
+            ProveError::Synthesis(_)
             | ProveError::Domain(_)
             | ProveError::ParamsMismatch { .. }
             | ProveError::Backend { .. } => None,

@@ -1,9 +1,10 @@
 //! Parameters and verifying key: the group elements, named for what they hold.
 
+use std::any::Any;
+use std::sync::Arc;
+
 use cuzk_math::{G1Affine, G2Affine};
 use cuzk_synth::Attachment;
-
-use crate::backend::DeviceQueries;
 
 /// What a verifier needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,11 +42,63 @@ pub struct Parameters {
     pub b_g1: Vec<G1Affine>,
     /// B_j(τ)·G2, same selection as `b_g1`.
     pub b_g2: Vec<G2Affine>,
-    /// The queries when they were made on a GPU and stay there
-    /// ([`parameters_on_device`](crate::setup::parameters_on_device)): the vectors above are
-    /// empty then, and only that device's backend proves with them.
-    pub on_device: Option<DeviceQueries>,
+    /// The queries when a backend made them where it proves and keeps them there (a GPU's memory:
+    /// [`GpuBackend::parameters_on_device`](crate::backend::GpuBackend::parameters_on_device)):
+    /// the vectors above are empty then, and only that backend proves with them.
+    pub placed: Option<PlacedQueries>,
 }
+
+/// Queries a backend made and keeps where it proves, never on the host: the rest of the crate sees
+/// their lengths and where they are; only the backend that made them reads what it holds.
+#[derive(Clone)]
+pub struct PlacedQueries {
+    lengths: QueryLengths,
+    /// Where they are (a backend's name), for errors.
+    place: String,
+    held: Arc<dyn Any + Send + Sync>,
+}
+
+impl PlacedQueries {
+    pub(crate) fn new<T: Any + Send + Sync>(lengths: QueryLengths, place: String, held: T) -> Self {
+        PlacedQueries {
+            lengths,
+            place,
+            held: Arc::new(held),
+        }
+    }
+
+    pub fn lengths(&self) -> QueryLengths {
+        self.lengths
+    }
+
+    /// Where they are, by the name of the backend that keeps them.
+    pub fn place(&self) -> &str {
+        &self.place
+    }
+
+    /// What the backend that made them holds, if it is a `T`.
+    pub(crate) fn held<T: Any>(&self) -> Option<&T> {
+        self.held.downcast_ref()
+    }
+}
+
+impl std::fmt::Debug for PlacedQueries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlacedQueries")
+            .field("place", &self.place)
+            .field("lengths", &self.lengths)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The same points: the same memory where they are kept.
+impl PartialEq for PlacedQueries {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.held, &other.held)
+    }
+}
+
+impl Eq for PlacedQueries {}
 
 /// How many points each query holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,7 +122,7 @@ impl Parameters {
 
     /// The queries' lengths, wherever the points are.
     pub fn lengths(&self) -> QueryLengths {
-        match &self.on_device {
+        match &self.placed {
             Some(queries) => queries.lengths(),
             None => QueryLengths {
                 h: self.h.len(),

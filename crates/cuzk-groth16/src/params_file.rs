@@ -237,10 +237,10 @@ fn write_points<P: UncompressedPoint, W: Write>(points: &[P], out: &mut W) -> st
 impl Parameters {
     /// Writes the layout to any writer (buffer it: points go out one at a time).
     pub fn write<W: Write>(&self, mut out: W) -> std::io::Result<()> {
-        if let Some(queries) = &self.on_device {
+        if let Some(queries) = &self.placed {
             return Err(std::io::Error::other(format!(
                 "the queries are on {} and never leave it: nothing to write",
-                queries.device()
+                queries.place()
             )));
         }
         self.vk.write(&mut out)?;
@@ -292,7 +292,7 @@ impl Parameters {
             a: reader.points("a")?,
             b_g1: reader.points("b_g1")?,
             b_g2: reader.points("b_g2")?,
-            on_device: None,
+            placed: None,
         };
         let extra = bytes.len() - reader.offset;
         if extra != 0 {

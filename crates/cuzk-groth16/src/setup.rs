@@ -10,18 +10,15 @@
 use std::sync::Arc;
 
 use bellpepper_core::Circuit;
-use cuzk_gpu::fixed_base::{fixed_base_multiply, FixedBaseAffine};
-use cuzk_gpu::Gpu;
-use cuzk_math::msm::AffineCoordinates;
-use cuzk_math::{EvaluationDomain, FixedBaseTable, G1Projective, G2Projective, Scalar};
+use cuzk_math::{
+    EvaluationDomain, FixedBaseTable, G1Affine, G1Projective, G2Affine, G2Projective, Scalar,
+};
 use cuzk_synth::{Column, CompiledR1cs, R1csShape, Term};
 use ff::Field;
-use group::prime::PrimeCurve;
 use group::{Curve, Group};
 use rand_core::RngCore;
 use rayon::prelude::*;
 
-use crate::backend::{GpuBackend, QueryScalars};
 use crate::{Parameters, SetupError, VerifyingKey};
 
 /// The secrets of a setup. Whoever knows them can forge proofs.
@@ -83,29 +80,48 @@ pub fn generate_parameters_on<C: Circuit<Scalar>>(
 pub enum Multiplier {
     #[default]
     Cpu,
-    Gpu(Arc<Gpu>),
+    /// On a device: a backend's (`Multiplier::gpu`, the GPU backend's).
+    Device(Arc<dyn DeviceMultiplier>),
+}
+
+/// Fixed-base multiplications of many scalars at once on a device.
+pub trait DeviceMultiplier: Send + Sync + std::fmt::Debug {
+    /// `s · table's base` for every scalar, in order.
+    fn g1(
+        &self,
+        table: &FixedBaseTable<G1Projective>,
+        scalars: &[Scalar],
+    ) -> Result<Vec<G1Affine>, SetupError>;
+    /// The same in G2.
+    fn g2(
+        &self,
+        table: &FixedBaseTable<G2Projective>,
+        scalars: &[Scalar],
+    ) -> Result<Vec<G2Affine>, SetupError>;
 }
 
 impl Multiplier {
-    /// `s · base` for every scalar, in order, as affine points.
-    fn many<G>(
+    /// `s · base` for every scalar, in order, in G1.
+    fn g1(
         &self,
-        table: &FixedBaseTable<G>,
+        table: &FixedBaseTable<G1Projective>,
         scalars: &[Scalar],
-    ) -> Result<Vec<G::AffineRepr>, SetupError>
-    where
-        G: PrimeCurve<Scalar = Scalar>,
-        G::Affine: AffineCoordinates + FixedBaseAffine,
-    {
+    ) -> Result<Vec<G1Affine>, SetupError> {
         match self {
             Multiplier::Cpu => Ok(table.mul_many(scalars)),
-            Multiplier::Gpu(gpu) => Ok(fixed_base_multiply(
-                gpu,
-                &table.entries(),
-                table.window_bits() as u32,
-                table.windows() as u32,
-                scalars,
-            )?),
+            Multiplier::Device(device) => device.g1(table, scalars),
+        }
+    }
+
+    /// The same in G2.
+    fn g2(
+        &self,
+        table: &FixedBaseTable<G2Projective>,
+        scalars: &[Scalar],
+    ) -> Result<Vec<G2Affine>, SetupError> {
+        match self {
+            Multiplier::Cpu => Ok(table.mul_many(scalars)),
+            Multiplier::Device(device) => device.g2(table, scalars),
         }
     }
 }
@@ -162,7 +178,7 @@ pub fn parameters_for_shape(
     multiplier: &Multiplier,
 ) -> Result<Parameters, SetupError> {
     let (num_inputs, columns) = (shape.num_inputs, shape.num_inputs + shape.num_aux);
-    parameters_for_columns(shape.num_rows, num_inputs, toxic, multiplier, |lagrange| {
+    let key = KeyScalars::new(shape.num_rows, num_inputs, toxic, |lagrange| {
         let (at, (bt, ct)) = rayon::join(
             || evaluate_columns(&shape.a, lagrange, num_inputs, columns),
             || {
@@ -173,7 +189,8 @@ pub fn parameters_for_shape(
             },
         );
         [at, bt, ct]
-    })
+    })?;
+    with_points(key, multiplier)
 }
 
 /// Parameters for a compiled R1CS (the engine's cached form: 8 bytes per entry, where a recorded
@@ -183,91 +200,53 @@ pub fn parameters_for_compiled(
     toxic: &ToxicWaste,
     multiplier: &Multiplier,
 ) -> Result<Parameters, SetupError> {
-    parameters_for_columns(
-        compiled.num_rows(),
-        compiled.num_inputs(),
-        toxic,
-        multiplier,
-        |lagrange| compiled.weigh_columns(lagrange),
-    )
+    with_points(KeyScalars::of_compiled(compiled, toxic)?, multiplier)
 }
 
-/// Parameters from a circuit's sizes and `evaluate`, which gives the A, B and C columns (inputs,
-/// then aux) weighed by the Lagrange basis at τ.
-fn parameters_for_columns(
-    num_rows: usize,
-    num_inputs: usize,
-    toxic: &ToxicWaste,
-    multiplier: &Multiplier,
-    evaluate: impl FnOnce(&[Scalar]) -> [Vec<Scalar>; 3],
-) -> Result<Parameters, SetupError> {
-    let key = KeyScalars::new(num_rows, num_inputs, toxic, evaluate)?;
+/// The parameters of `key`, their points multiplied out by `multiplier`.
+fn with_points(key: KeyScalars, multiplier: &Multiplier) -> Result<Parameters, SetupError> {
     Ok(Parameters {
         attached: Default::default(),
-        h: multiplier.many(&key.g1, &key.h)?,
-        l: multiplier.many(&key.g1, key.l())?,
-        a: multiplier.many(&key.g1, &key.a)?,
-        b_g1: multiplier.many(&key.g1, &key.b)?,
-        b_g2: multiplier.many(&key.g2, &key.b)?,
+        h: multiplier.g1(&key.g1, &key.h)?,
+        l: multiplier.g1(&key.g1, key.l())?,
+        a: multiplier.g1(&key.g1, &key.a)?,
+        b_g1: multiplier.g1(&key.g1, &key.b)?,
+        b_g2: multiplier.g2(&key.g2, &key.b)?,
         vk: key.vk,
-        on_device: None,
-    })
-}
-
-/// Test parameters for a compiled R1CS whose queries are multiplied out on `backend`'s GPU and
-/// stay there ([`Parameters::on_device`]): the same key as [`parameters_for_compiled`] with the
-/// same toxic waste, but only the verifying key ever reaches the host, so a 32 GiB PoRep set
-/// (47 GB) is neither written nor held in host memory. Only that backend proves with them.
-pub fn parameters_on_device(
-    compiled: &CompiledR1cs,
-    toxic: &ToxicWaste,
-    backend: &GpuBackend,
-) -> Result<Parameters, SetupError> {
-    let key = KeyScalars::new(
-        compiled.num_rows(),
-        compiled.num_inputs(),
-        toxic,
-        |lagrange| compiled.weigh_columns(lagrange),
-    )?;
-    let g1 = |scalars| QueryScalars {
-        table: &key.g1,
-        scalars,
-    };
-    let queries = backend.queries_on_device(
-        (key.vk.delta_g1, key.vk.delta_g2),
-        [g1(&key.h), g1(key.l()), g1(&key.a), g1(&key.b)],
-        QueryScalars {
-            table: &key.g2,
-            scalars: &key.b,
-        },
-    )?;
-    Ok(Parameters {
-        attached: Default::default(),
-        vk: key.vk.clone(),
-        h: Vec::new(),
-        l: Vec::new(),
-        a: Vec::new(),
-        b_g1: Vec::new(),
-        b_g2: Vec::new(),
-        on_device: Some(queries),
+        placed: None,
     })
 }
 
 /// A proving key before its points: the verifying key, the generators' tables and every query's
 /// scalars.
-struct KeyScalars {
-    vk: VerifyingKey,
-    g1: FixedBaseTable<G1Projective>,
-    g2: FixedBaseTable<G2Projective>,
-    h: Vec<Scalar>,
+pub(crate) struct KeyScalars {
+    pub(crate) vk: VerifyingKey,
+    pub(crate) g1: FixedBaseTable<G1Projective>,
+    pub(crate) g2: FixedBaseTable<G2Projective>,
+    pub(crate) h: Vec<Scalar>,
     /// IC's scalars (the inputs'), then L's: one vector, as they are computed alike.
     ic_l: Vec<Scalar>,
     num_inputs: usize,
-    a: Vec<Scalar>,
-    b: Vec<Scalar>,
+    pub(crate) a: Vec<Scalar>,
+    pub(crate) b: Vec<Scalar>,
 }
 
 impl KeyScalars {
+    /// The scalars of a compiled R1CS's key.
+    pub(crate) fn of_compiled(
+        compiled: &CompiledR1cs,
+        toxic: &ToxicWaste,
+    ) -> Result<Self, SetupError> {
+        KeyScalars::new(
+            compiled.num_rows(),
+            compiled.num_inputs(),
+            toxic,
+            |lagrange| compiled.weigh_columns(lagrange),
+        )
+    }
+
+    /// The scalars of a circuit's key, from its sizes and `evaluate`, which gives the A, B and C
+    /// columns (inputs, then aux) weighed by the Lagrange basis at τ.
     fn new(
         num_rows: usize,
         num_inputs: usize,
@@ -333,7 +312,7 @@ impl KeyScalars {
         })
     }
 
-    fn l(&self) -> &[Scalar] {
+    pub(crate) fn l(&self) -> &[Scalar] {
         &self.ic_l[self.num_inputs..]
     }
 }

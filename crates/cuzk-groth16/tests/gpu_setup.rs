@@ -8,7 +8,7 @@ mod common;
 
 use cuzk_groth16::backend::{CpuBackend, GpuBackend};
 use cuzk_groth16::setup::{
-    generate_parameters_on, parameters_for_compiled, parameters_on_device, Multiplier, ToxicWaste,
+    generate_parameters_on, parameters_for_compiled, Multiplier, ToxicWaste,
 };
 use cuzk_groth16::{
     prove_finish, verify_proof, PreparedVerifyingKey, ProverBackend, Randomness, Unshared,
@@ -33,7 +33,7 @@ fn gpu_made_parameters_equal_the_cpus_and_prove() {
         let toxic = ToxicWaste::random(&mut rng);
         let cpu = generate_parameters_on(circuit.clone(), &toxic, &Multiplier::Cpu).unwrap();
         let on_gpu =
-            generate_parameters_on(circuit.clone(), &toxic, &Multiplier::Gpu(gpu.clone())).unwrap();
+            generate_parameters_on(circuit.clone(), &toxic, &Multiplier::gpu(gpu.clone())).unwrap();
         assert!(
             cpu.to_bytes() == on_gpu.to_bytes(),
             "{constraints} constraints: the files differ"
@@ -65,7 +65,7 @@ fn parameters_left_on_the_gpu_prove_there_only() {
         let compiled = CompiledR1cs::record(circuit.clone()).unwrap();
         let toxic = ToxicWaste::random(&mut rng);
         let host = parameters_for_compiled(&compiled, &toxic, &Multiplier::Cpu).unwrap();
-        let on_device = parameters_on_device(&compiled, &toxic, &backend).unwrap();
+        let on_device = backend.parameters_on_device(&compiled, &toxic).unwrap();
         assert_eq!(
             on_device.vk, host.vk,
             "{constraints} constraints: verifying keys"

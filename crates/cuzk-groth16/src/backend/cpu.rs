@@ -56,12 +56,12 @@ impl CpuBackend {
         params: &Parameters,
         mut assignment: ProvingAssignment,
     ) -> Result<QuerySums, ProveError> {
-        if let Some(queries) = &params.on_device {
+        if let Some(queries) = &params.placed {
             return Err(ProveError::Backend {
                 backend: "cpu",
                 reason: format!(
                     "the parameters' queries were made on {} and stay there: prove with its backend",
-                    queries.device()
+                    queries.place()
                 ),
             });
         }

@@ -9,8 +9,7 @@ use std::sync::Arc;
 pub use cpu::CpuBackend;
 use cuzk_gpu::{GpuError, GpuUnavailable, MemoryBudget};
 pub use faulty::{Faults, FaultyBackend};
-pub(crate) use gpu::QueryScalars;
-pub use gpu::{upload_matrices, DeviceQueries, GpuBackend};
+pub use gpu::{upload_matrices, GpuBackend};
 
 use crate::ProverBackend;
 

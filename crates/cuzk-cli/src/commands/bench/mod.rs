@@ -20,7 +20,7 @@ use cuzk_filecoin::{
 };
 use cuzk_groth16::backend::{Faults, FaultyBackend, GpuBackend};
 use cuzk_groth16::params_file::{ParamsHeader, PointCheck};
-use cuzk_groth16::setup::{parameters_for_compiled, parameters_on_device, Multiplier, ToxicWaste};
+use cuzk_groth16::setup::{parameters_for_compiled, Multiplier, ToxicWaste};
 use cuzk_groth16::{Parameters, ProverBackend};
 use cuzk_pipeline::analysis::{max_synth_in_flight, per_device, summarize, GpuSummary};
 use cuzk_pipeline::engine::{HostMemory, HostPlan};
@@ -257,7 +257,7 @@ impl FilecoinWork {
                         parameters_for_compiled(&compiled, &toxic, multiplier)?
                     }
                     TestParams::OnDevice(backend) => {
-                        parameters_on_device(&compiled, &toxic, backend)?
+                        backend.parameters_on_device(&compiled, &toxic)?
                     }
                 })
             },

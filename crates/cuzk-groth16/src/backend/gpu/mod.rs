@@ -44,6 +44,7 @@ mod plan;
 mod program;
 mod residency;
 mod reuse;
+mod setup;
 mod staging;
 
 use std::collections::HashMap;
@@ -60,8 +61,6 @@ use crate::prover::{DeviceLock, DeviceStatus, Started};
 use crate::{Parameters, ProveError, ProverBackend, QuerySums};
 
 pub use circuit::upload_matrices;
-pub use residency::DeviceQueries;
-pub(crate) use residency::QueryScalars;
 
 use circuit::*;
 use plan::{MatrixBytes, Placement, Plan, Products, Program, Shape};
@@ -268,9 +267,8 @@ impl GpuBackend {
             .unwrap_or_else(PoisonError::into_inner)
             .get(&p.log_n)
             .cloned()?;
-        let srs = match &params.on_device {
-            Some(queries) if queries.ordinal == self.gpu.ordinal() => Arc::clone(&queries.srs),
-            Some(_) => return None,
+        let srs = match self.placed_here(params).ok()? {
+            Some(queries) => Arc::clone(&queries.srs),
             None => self.cache().get(&SrsKey::of(params))?,
         };
         // Beside the region, with resident matrices only: streaming them would take the copy
@@ -313,9 +311,10 @@ impl GpuBackend {
         }
         let shape = shape(params, log_n, witness, Some(compiled));
         let capacity = self.gpu.budget().saturating_sub(cuzk_gpu::MEMORY_MARGIN);
-        let cached = match &params.on_device {
-            Some(queries) => Some(queries.srs.queries),
-            None => self
+        let cached = match self.placed_here(params) {
+            Ok(Some(queries)) => Some(queries.srs.queries),
+            Err(_) => None,
+            Ok(None) => self
                 .cache()
                 .find(&SrsKey::of(params))
                 .map(|srs| srs.queries),
@@ -537,9 +536,8 @@ impl ProverBackend for GpuBackend {
 
     /// Window multiples included; `None` for a set streamed from host memory.
     fn resident(&self, params: &Parameters) -> Option<u64> {
-        if let Some(queries) = &params.on_device {
-            return (queries.ordinal == self.gpu.ordinal())
-                .then(|| queries.srs.device_bytes() as u64);
+        if let Some(queries) = self.placed_here(params).ok()? {
+            return Some(queries.srs.device_bytes() as u64);
         }
         self.cache()
             .find(&SrsKey::of(params))
@@ -547,7 +545,7 @@ impl ProverBackend for GpuBackend {
     }
 
     fn plan(&self, params: &Parameters) -> Option<String> {
-        let placed = match &params.on_device {
+        let placed = match self.placed_here(params).ok()? {
             Some(queries) => queries.srs.plan,
             None => self.cache().find(&SrsKey::of(params))?.plan,
         };

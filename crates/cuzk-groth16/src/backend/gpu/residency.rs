@@ -6,11 +6,10 @@ use cuzk_gpu::msm::{
     MsmScalars,
 };
 use cuzk_gpu::{Gpu, GpuError, HostLocked};
-use cuzk_math::{FixedBaseTable, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_math::{FixedBaseTable, G1Affine, G2Affine, Scalar};
 use group::prime::PrimeCurve;
 use std::sync::{Arc, MutexGuard, PoisonError};
 
-use crate::keys::QueryLengths;
 use crate::Parameters;
 
 use super::*;
@@ -35,19 +34,22 @@ impl<A: MsmAffine> Bases<A> {
         })
     }
 
-    /// `scalars[i] · G` on the device, for the table's generator G.
-    pub(super) fn multiplied<G>(gpu: &Gpu, query: QueryScalars<'_, G>) -> Result<Self, GpuError>
+    /// `scalars[i] · G` on the device, for `table`'s generator G.
+    pub(super) fn multiplied<G>(
+        gpu: &Gpu,
+        table: &FixedBaseTable<G>,
+        scalars: &[Scalar],
+    ) -> Result<Self, GpuError>
     where
         G: PrimeCurve<Scalar = Scalar, Affine = A>,
         A: FixedBaseAffine + cuzk_math::msm::AffineCoordinates,
     {
-        let table = query.table;
         Ok(Bases::Resident(fixed_base_multiply_on_device(
             gpu,
             &table.entries(),
             table.window_bits() as u32,
             table.windows() as u32,
-            query.scalars,
+            scalars,
         )?))
     }
 
@@ -78,52 +80,6 @@ impl<A: MsmAffine> Bases<A> {
             Bases::Streamed => msm_streamed(gpu, host, scalars),
         }
     }
-}
-
-/// A proving key's queries made on a GPU and kept there, never on the host: what
-/// [`Parameters::on_device`] holds (see [`crate::setup::parameters_on_device`]).
-#[derive(Clone)]
-pub struct DeviceQueries {
-    pub(super) ordinal: usize,
-    /// The backend's name, for errors.
-    pub(super) device: String,
-    pub(super) lengths: QueryLengths,
-    pub(super) srs: Arc<DeviceSrs>,
-}
-
-impl DeviceQueries {
-    pub fn lengths(&self) -> QueryLengths {
-        self.lengths
-    }
-
-    /// The device they are on, by its backend's name.
-    pub fn device(&self) -> &str {
-        &self.device
-    }
-}
-
-impl std::fmt::Debug for DeviceQueries {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DeviceQueries")
-            .field("device", &self.device)
-            .field("lengths", &self.lengths)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The same points: the same device memory.
-impl PartialEq for DeviceQueries {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.srs, &other.srs)
-    }
-}
-
-impl Eq for DeviceQueries {}
-
-/// A query's scalars and the table of the generator they multiply.
-pub(crate) struct QueryScalars<'a, G: PrimeCurve> {
-    pub table: &'a FixedBaseTable<G>,
-    pub scalars: &'a [Scalar],
 }
 
 /// A parameter set's query points, placed for proving.
@@ -299,47 +255,6 @@ impl SrsKey {
 }
 
 impl GpuBackend {
-    /// A proving key's queries multiplied out on this device and left there: `delta` is the
-    /// verifying key's, which tells parameter sets apart.
-    pub(crate) fn queries_on_device(
-        &self,
-        delta: (G1Affine, G2Affine),
-        [h, l, a, b_g1]: [QueryScalars<'_, G1Projective>; 4],
-        b_g2: QueryScalars<'_, G2Projective>,
-    ) -> Result<DeviceQueries, GpuError> {
-        // Not while a proof measures or takes the device's memory.
-        let _region = self.region.lock().unwrap_or_else(PoisonError::into_inner);
-        let lengths = QueryLengths {
-            h: h.scalars.len(),
-            l: l.scalars.len(),
-            a: a.scalars.len(),
-            b_g1: b_g1.scalars.len(),
-            b_g2: b_g2.scalars.len(),
-        };
-        let gpu = &self.gpu;
-        let srs = DeviceSrs {
-            key: SrsKey {
-                lengths: [lengths.h, lengths.l, lengths.a, lengths.b_g1, lengths.b_g2],
-                delta,
-                ends: Vec::new(),
-                b_g2_ends: (None, None),
-            },
-            queries: [Placement::Resident; 5],
-            plan: None,
-            h: Bases::multiplied(gpu, h)?,
-            l: Bases::multiplied(gpu, l)?,
-            a: Bases::multiplied(gpu, a)?,
-            b_g1: Bases::multiplied(gpu, b_g1)?,
-            b_g2: Bases::multiplied(gpu, b_g2)?,
-        };
-        Ok(DeviceQueries {
-            ordinal: gpu.ordinal(),
-            device: self.name.clone(),
-            lengths,
-            srs: Arc::new(srs),
-        })
-    }
-
     pub(super) fn cache(&self) -> MutexGuard<'_, SrsCache> {
         self.srs.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -353,16 +268,7 @@ impl GpuBackend {
         shape: &Shape,
         stages: &mut Stages,
     ) -> Result<Arc<DeviceSrs>, GpuError> {
-        if let Some(queries) = &params.on_device {
-            if queries.ordinal != self.gpu.ordinal() {
-                return Err(GpuError::InvalidInput {
-                    what: "parameters",
-                    reason: format!(
-                        "their queries were made on {} and stay there; this is {}",
-                        queries.device, self.name
-                    ),
-                });
-            }
+        if let Some(queries) = self.placed_here(params)? {
             return Ok(Arc::clone(&queries.srs));
         }
         let key = SrsKey::of(params);

@@ -1,0 +1,150 @@
+//! Test parameters made on the device (see [`crate::setup`]): their points multiplied out here,
+//! either brought back to the host ([`Multiplier::gpu`]) or kept where they were made
+//! ([`GpuBackend::parameters_on_device`]).
+
+use std::sync::{Arc, PoisonError};
+
+use cuzk_gpu::fixed_base::{fixed_base_multiply, FixedBaseAffine};
+use cuzk_gpu::{Gpu, GpuError};
+use cuzk_math::msm::AffineCoordinates;
+use cuzk_math::{FixedBaseTable, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_synth::CompiledR1cs;
+use group::prime::PrimeCurve;
+
+use crate::keys::{PlacedQueries, QueryLengths};
+use crate::setup::{DeviceMultiplier, KeyScalars, Multiplier, ToxicWaste};
+use crate::{Parameters, SetupError};
+
+use super::*;
+
+impl Multiplier {
+    /// Points multiplied out on `gpu`: the same as the CPU's, brought back to the host.
+    pub fn gpu(gpu: Arc<Gpu>) -> Self {
+        Multiplier::Device(Arc::new(OnGpu(gpu)))
+    }
+}
+
+/// Fixed-base multiplications on one device.
+#[derive(Debug)]
+struct OnGpu(Arc<Gpu>);
+
+impl DeviceMultiplier for OnGpu {
+    fn g1(
+        &self,
+        table: &FixedBaseTable<G1Projective>,
+        scalars: &[Scalar],
+    ) -> Result<Vec<G1Affine>, SetupError> {
+        multiply(&self.0, table, scalars)
+    }
+
+    fn g2(
+        &self,
+        table: &FixedBaseTable<G2Projective>,
+        scalars: &[Scalar],
+    ) -> Result<Vec<G2Affine>, SetupError> {
+        multiply(&self.0, table, scalars)
+    }
+}
+
+fn multiply<G>(
+    gpu: &Gpu,
+    table: &FixedBaseTable<G>,
+    scalars: &[Scalar],
+) -> Result<Vec<G::Affine>, SetupError>
+where
+    G: PrimeCurve<Scalar = Scalar>,
+    G::Affine: AffineCoordinates + FixedBaseAffine,
+{
+    Ok(fixed_base_multiply(
+        gpu,
+        &table.entries(),
+        table.window_bits() as u32,
+        table.windows() as u32,
+        scalars,
+    )?)
+}
+
+/// A proving key's queries made on a GPU and kept there, never on the host: what this backend
+/// holds in [`Parameters::placed`].
+pub(super) struct DeviceQueries {
+    pub(super) ordinal: usize,
+    pub(super) srs: Arc<DeviceSrs>,
+}
+
+impl GpuBackend {
+    /// Test parameters for a compiled R1CS whose queries are multiplied out on this device and
+    /// stay there: the same key as [`crate::setup::parameters_for_compiled`] with the same toxic
+    /// waste, but only the verifying key ever reaches the host, so a 32 GiB PoRep set (47 GB) is
+    /// neither written nor held in host memory. Only this backend proves with them.
+    pub fn parameters_on_device(
+        &self,
+        compiled: &CompiledR1cs,
+        toxic: &ToxicWaste,
+    ) -> Result<Parameters, SetupError> {
+        let key = KeyScalars::of_compiled(compiled, toxic)?;
+        let lengths = QueryLengths {
+            h: key.h.len(),
+            l: key.l().len(),
+            a: key.a.len(),
+            b_g1: key.b.len(),
+            b_g2: key.b.len(),
+        };
+        let srs = {
+            // Not while a proof measures or takes the device's memory.
+            let _region = self.region.lock().unwrap_or_else(PoisonError::into_inner);
+            let gpu = &self.gpu;
+            DeviceSrs {
+                key: SrsKey {
+                    lengths: [lengths.h, lengths.l, lengths.a, lengths.b_g1, lengths.b_g2],
+                    // The verifying key's, which tells parameter sets apart.
+                    delta: (key.vk.delta_g1, key.vk.delta_g2),
+                    ends: Vec::new(),
+                    b_g2_ends: (None, None),
+                },
+                queries: [Placement::Resident; 5],
+                plan: None,
+                h: Bases::multiplied(gpu, &key.g1, &key.h)?,
+                l: Bases::multiplied(gpu, &key.g1, key.l())?,
+                a: Bases::multiplied(gpu, &key.g1, &key.a)?,
+                b_g1: Bases::multiplied(gpu, &key.g1, &key.b)?,
+                b_g2: Bases::multiplied(gpu, &key.g2, &key.b)?,
+            }
+        };
+        let queries = DeviceQueries {
+            ordinal: self.gpu.ordinal(),
+            srs: Arc::new(srs),
+        };
+        Ok(Parameters {
+            attached: Default::default(),
+            vk: key.vk,
+            h: Vec::new(),
+            l: Vec::new(),
+            a: Vec::new(),
+            b_g1: Vec::new(),
+            b_g2: Vec::new(),
+            placed: Some(PlacedQueries::new(lengths, self.name.clone(), queries)),
+        })
+    }
+
+    /// The queries `params` keep on a device when it is this one; an error when they are on
+    /// another, None when they are on the host.
+    pub(super) fn placed_here<'p>(
+        &self,
+        params: &'p Parameters,
+    ) -> Result<Option<&'p DeviceQueries>, GpuError> {
+        let Some(placed) = &params.placed else {
+            return Ok(None);
+        };
+        match placed.held::<DeviceQueries>() {
+            Some(queries) if queries.ordinal == self.gpu.ordinal() => Ok(Some(queries)),
+            _ => Err(GpuError::InvalidInput {
+                what: "parameters",
+                reason: format!(
+                    "their queries were made on {} and stay there; this is {}",
+                    placed.place(),
+                    self.name
+                ),
+            }),
+        }
+    }
+}
