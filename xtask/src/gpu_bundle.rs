@@ -16,7 +16,7 @@ const USAGE: &str = "usage: cargo xtask gpu-bundle [--out DIR] [--pack FILE]";
 
 /// What a test's source calls to open a device: it needs a GPU (and skips with a printed reason
 /// without one). `common::gpu(` is the tests' own helper that does so.
-const OPENS_A_DEVICE: [&str; 4] = ["Gpu::first(", "Gpu::new(", "Gpu::open(", "common::gpu("];
+const OPENS_A_DEVICE: [&str; 4] = ["Lane::first(", "Lane::new(", "Lane::open(", "common::gpu("];
 
 /// Whether a test target whose source is `source` needs a GPU.
 fn needs_gpu(source: &str) -> bool {
@@ -212,8 +212,8 @@ mod tests {
         assert!(needs_gpu(
             "let Some(gpu) = common::gpu(\"msm\") else { return };"
         ));
-        assert!(needs_gpu("match cuzk_gpu::Gpu::first() {"));
-        assert!(needs_gpu("let gpu = Gpu::new(0)?;"));
+        assert!(needs_gpu("match cuzk_gpu::Lane::first() {"));
+        assert!(needs_gpu("let gpu = Lane::new(0)?;"));
         assert!(!needs_gpu("let backend = CpuBackend;"));
     }
 

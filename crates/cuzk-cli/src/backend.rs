@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
-use cuzk_gpu::{Gpu, MemoryBudget};
+use cuzk_gpu::{Lane, MemoryBudget};
 use cuzk_groth16::backend::{self as backends, BackendChoice as Choice, DeviceOptions};
 use cuzk_groth16::setup::Multiplier;
 use cuzk_groth16::ProverBackend;
@@ -57,12 +57,12 @@ fn memory_limit(global: &GlobalArgs) -> Option<u64> {
 }
 
 /// The first GPU, opened with `--gpu-memory`.
-pub fn first_gpu(global: &GlobalArgs) -> Result<Arc<Gpu>, cuzk_gpu::GpuError> {
+pub fn first_gpu(global: &GlobalArgs) -> Result<Arc<Lane>, cuzk_gpu::GpuError> {
     let budget = match memory_limit(global) {
         Some(bytes) => MemoryBudget::Bytes(usize::try_from(bytes).unwrap_or(usize::MAX)),
         None => MemoryBudget::FreeAtStart,
     };
-    Gpu::open(0, budget)
+    Lane::open(0, budget)
 }
 
 /// Where setup multiplies its points: the first GPU, or the CPU (`Auto` falls back and says why

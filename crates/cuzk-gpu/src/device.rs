@@ -11,18 +11,13 @@ use cudarc::nvrtc::Ptx;
 use crate::error::{DriverContext, GpuError, MemoryAccount};
 use crate::memory::{DevicePool, MemoryBudget};
 
-/// A device with the kernels loaded. Cheap to share (`Arc`); kernels are looked up once.
+/// One CUDA device as cuzk opened it: its context, the embedded kernels (looked up once), the
+/// memory pool that keeps what cuzk holds there within its budget. Shared by its lanes.
 #[derive(Debug)]
-pub struct Gpu {
+struct Device {
     ctx: Arc<CudaContext>,
     module: Arc<CudaModule>,
-    kernels: Arc<Mutex<HashMap<&'static str, CudaFunction>>>,
-    stream: Arc<CudaStream>,
-    /// The stream's priority (0 unless a priority lane), which the side lane shares.
-    priority: i32,
-    copy_stream: Arc<CudaStream>,
-    /// A lane for work inside one operation that may overlap the rest of it, made when first asked.
-    side: OnceLock<Arc<Gpu>>,
+    kernels: Mutex<HashMap<&'static str, CudaFunction>>,
     ordinal: usize,
     name: String,
     multiprocessors: u32,
@@ -30,10 +25,25 @@ pub struct Gpu {
     shared_per_multiprocessor: u32,
     /// The pool every allocation comes from, capped at the device's budget.
     pool: Arc<DevicePool>,
+}
+
+/// A lane of work on a device: the stream its operations run on, a second stream for copies that
+/// overlap them, and the device's kernels and memory, shared with its other lanes. Every
+/// operation of this crate runs on the lane it is given; lanes of one device run side by side.
+/// Cheap to share (`Arc`).
+#[derive(Debug)]
+pub struct Lane {
+    device: Arc<Device>,
+    stream: Arc<CudaStream>,
+    /// The stream's priority (0 unless a priority lane), which the side lane shares.
+    priority: i32,
+    copy_stream: Arc<CudaStream>,
+    /// A lane for work inside one operation that may overlap the rest of it, made when first asked.
+    side: OnceLock<Arc<Lane>>,
     /// Most free bytes `memory` reports (usize::MAX: no limit), for sharing a device between
     /// backends and for testing the paths taken when memory is short.
     memory_limit: AtomicUsize,
-    /// Pippenger passes run on this handle: an MSM short of memory splits its points into many
+    /// Pippenger passes run on this lane: an MSM short of memory splits its points into many
     /// small passes, each costing more per point, and stage metrics show how many it took.
     msm_passes: AtomicU64,
 }
@@ -88,7 +98,7 @@ fn reserve_local_memory(ctx: &CudaContext, module: &Arc<CudaModule>) -> Result<u
     Ok(before.saturating_sub(after))
 }
 
-impl Gpu {
+impl Lane {
     /// Opens device `ordinal` and loads the kernels into it (see [`crate::KERNELS_FILE_ENV`]),
     /// with the budget of what the device has free now.
     pub fn new(ordinal: usize) -> Result<Arc<Self>, GpuError> {
@@ -117,83 +127,81 @@ impl Gpu {
             .call("cuDeviceGetAttribute")? as u32;
         let local = reserve_local_memory(&ctx, &module)?;
         let pool = DevicePool::of(&ctx, ordinal, budget, local)?;
-        Ok(Arc::new(Gpu {
+        let device = Device {
             ctx,
             module,
-            kernels: Arc::default(),
-            stream,
-            priority: 0,
-            copy_stream,
-            side: OnceLock::new(),
+            kernels: Mutex::default(),
             ordinal,
             name,
             multiprocessors,
             shared_per_multiprocessor,
             pool,
+        };
+        Ok(Arc::new(Lane {
+            device: Arc::new(device),
+            stream,
+            priority: 0,
+            copy_stream,
+            side: OnceLock::new(),
             memory_limit: AtomicUsize::new(usize::MAX),
             msm_passes: AtomicU64::new(0),
         }))
     }
 
-    /// Another handle on the same device, context and kernels with streams of its own: operations
+    /// Another lane on the same device, context and kernels, with streams of its own: operations
     /// on different lanes may run at the same time (small MSMs side by side fill a device that
-    /// one alone leaves part idle). It starts with this handle's memory limit; each lane plans
+    /// one alone leaves part idle). It starts with this lane's memory limit; each lane plans
     /// with the free memory the device reports, so callers running lanes together make sure that
     /// the sum of what they need fits.
     pub fn lane(&self) -> Result<Arc<Self>, GpuError> {
-        self.lane_with(self.ctx.new_stream().call("cuStreamCreate")?, 0)
+        self.lane_with(self.device.ctx.new_stream().call("cuStreamCreate")?, 0)
     }
 
     /// A [`lane`](Self::lane) whose kernels the device schedules first: when lanes share the
     /// device, its pending blocks start before theirs as SMs come free. For the chain that bounds
     /// a group of lanes' wall time.
     pub fn priority_lane(&self) -> Result<Arc<Self>, GpuError> {
-        self.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        self.device.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
         let (_, greatest) = cudarc::driver::result::stream::get_priority_range()
             .call("cuCtxGetStreamPriorityRange")?;
         self.lane_with(
-            self.ctx
+            self.device
+                .ctx
                 .new_stream_with_priority(greatest)
                 .call("cuStreamCreateWithPriority")?,
             greatest,
         )
     }
 
-    /// This handle's side lane: a lane of the same priority, made once and kept, for an operation
-    /// that splits its own work over two streams (callers order it with [`Gpu::wait_for`]).
+    /// This lane's side lane: a lane of the same priority, made once and kept, for an operation
+    /// that splits its own work over two streams (callers order it with [`Lane::wait_for`]).
     pub fn side_lane(&self) -> Result<&Arc<Self>, GpuError> {
         if let Some(side) = self.side.get() {
             return Ok(side);
         }
-        self.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        self.device.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
         let stream = self
+            .device
             .ctx
             .new_stream_with_priority(self.priority)
             .call("cuStreamCreateWithPriority")?;
         let side = self.lane_with(stream, self.priority)?;
-        // A handle is used by one thread at a time; were another to set it first, theirs is kept.
+        // A lane is used by one thread at a time; were another to set it first, theirs is kept.
         Ok(self.side.get_or_init(|| side))
     }
 
-    /// The side lane, if [`Gpu::side_lane`] has made it.
+    /// The side lane, if [`Lane::side_lane`] has made it.
     pub(crate) fn side_lane_if_made(&self) -> Option<&Arc<Self>> {
         self.side.get()
     }
 
     fn lane_with(&self, stream: Arc<CudaStream>, priority: i32) -> Result<Arc<Self>, GpuError> {
-        Ok(Arc::new(Gpu {
-            ctx: self.ctx.clone(),
-            module: self.module.clone(),
-            kernels: self.kernels.clone(),
+        Ok(Arc::new(Lane {
+            device: Arc::clone(&self.device),
             stream,
             priority,
-            copy_stream: self.ctx.new_stream().call("cuStreamCreate")?,
+            copy_stream: self.device.ctx.new_stream().call("cuStreamCreate")?,
             side: OnceLock::new(),
-            ordinal: self.ordinal,
-            name: self.name.clone(),
-            multiprocessors: self.multiprocessors,
-            shared_per_multiprocessor: self.shared_per_multiprocessor,
-            pool: Arc::clone(&self.pool),
             memory_limit: AtomicUsize::new(self.memory_limit.load(Ordering::Relaxed)),
             msm_passes: AtomicU64::new(0),
         }))
@@ -206,27 +214,27 @@ impl Gpu {
 
     /// The device's index among the driver's devices.
     pub fn ordinal(&self) -> usize {
-        self.ordinal
+        self.device.ordinal
     }
 
     pub fn name(&self) -> &str {
-        &self.name
+        &self.device.name
     }
 
     pub fn multiprocessors(&self) -> u32 {
-        self.multiprocessors
+        self.device.multiprocessors
     }
 
     /// Bytes of shared memory one multiprocessor has for the blocks it runs (228 KiB on sm_90).
     pub fn shared_per_multiprocessor(&self) -> u32 {
-        self.shared_per_multiprocessor
+        self.device.shared_per_multiprocessor
     }
 
     pub fn context(&self) -> &Arc<CudaContext> {
-        &self.ctx
+        &self.device.ctx
     }
 
-    /// Waits until everything queued on this handle's stream has run.
+    /// Waits until everything queued on this lane's stream has run.
     pub fn synchronize(&self) -> Result<(), GpuError> {
         self.stream.synchronize().call("cuStreamSynchronize")
     }
@@ -242,11 +250,11 @@ impl Gpu {
     }
 
     /// Once the device is idle, gives back what the memory pool keeps unused (see
-    /// [`Gpu::memory`]): after an allocation failed, the next attempt then maps what it needs
+    /// [`Lane::memory`]): after an allocation failed, the next attempt then maps what it needs
     /// anew instead of looking for it among the pieces earlier work left.
     pub fn release_unused(&self) -> Result<(), GpuError> {
-        self.ctx.synchronize().call("cuCtxSynchronize")?;
-        self.pool.trim()
+        self.device.ctx.synchronize().call("cuCtxSynchronize")?;
+        self.device.pool.trim()
     }
 
     /// The stream the layer's operations run on unless given another.
@@ -257,22 +265,27 @@ impl Gpu {
     /// Orders the work enqueued on this stream from now on after everything enqueued on `other`'s
     /// stream so far (an event between the two; the host does not wait): a lane reading what
     /// another stream produced.
-    pub fn wait_for(&self, other: &Gpu) -> Result<(), GpuError> {
+    pub fn wait_for(&self, other: &Lane) -> Result<(), GpuError> {
         self.stream.join(&other.stream).call("cuStreamWaitEvent")
     }
 
-    /// A second stream for copies that overlap the kernels on [`Gpu::stream`].
+    /// A second stream for copies that overlap the kernels on [`Lane::stream`].
     pub fn copy_stream(&self) -> &Arc<CudaStream> {
         &self.copy_stream
     }
 
     /// A kernel of the embedded module by its `extern "C"` name.
     pub fn kernel(&self, name: &'static str) -> Result<CudaFunction, GpuError> {
-        let mut kernels = self.kernels.lock().unwrap_or_else(|e| e.into_inner());
+        let mut kernels = self
+            .device
+            .kernels
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         if let Some(function) = kernels.get(name) {
             return Ok(function.clone());
         }
         let function = self
+            .device
             .module
             .load_function(name)
             .map_err(|source| GpuError::MissingKernel { name, source })?;
@@ -282,18 +295,18 @@ impl Gpu {
 
     /// (free, total) bytes of device memory now: what cuzk may still allocate on the device —
     /// what the device has free plus what the pool holds unused (allocations take it first),
-    /// within the device's budget less what is allocated — capped by [`Gpu::limit_memory`].
+    /// within the device's budget less what is allocated — capped by [`Lane::limit_memory`].
     pub fn memory(&self) -> Result<(usize, usize), GpuError> {
-        let (free, total) = self.ctx.mem_get_info().call("cuMemGetInfo")?;
-        let (reserved, used) = self.pool.usage()?;
+        let (free, total) = self.device.ctx.mem_get_info().call("cuMemGetInfo")?;
+        let (reserved, used) = self.device.pool.usage()?;
         let available = free
             .saturating_add(reserved.saturating_sub(used))
-            .min(self.pool.limit().saturating_sub(used))
+            .min(self.device.pool.limit().saturating_sub(used))
             .min(self.memory_limit.load(Ordering::Relaxed));
         Ok((available, total))
     }
 
-    /// As [`Gpu::memory`], once the work queued on this handle's stream has run: buffers freed
+    /// As [`Lane::memory`], once the work queued on this lane's stream has run: buffers freed
     /// in stream order go back to the pool only as the stream reaches their free, so right after
     /// dropping some (H's vectors, a proof's earlier MSM) `memory` can count them as still held.
     /// For sizing work that follows on the same stream, which would wait for that work anyway.
@@ -307,28 +320,28 @@ impl Gpu {
     /// can hold, outside the budget), other processes. What a plan that fitted the budget may
     /// find missing.
     pub fn memory_outside_pool(&self) -> Result<usize, GpuError> {
-        let info = self.ctx.mem_get_info().call("cuMemGetInfo")?;
-        self.pool.outside_since_start(info)
+        let info = self.device.ctx.mem_get_info().call("cuMemGetInfo")?;
+        self.device.pool.outside_since_start(info)
     }
 
     /// Bytes cuzk may hold on this device (its buffers, outside the context): the budget it was
     /// opened with.
     pub fn budget(&self) -> usize {
-        self.pool.limit()
+        self.device.pool.limit()
     }
 
-    /// Whether the driver refuses allocations past [`Gpu::budget`] (pools of a maximum size);
+    /// Whether the driver refuses allocations past [`Lane::budget`] (pools of a maximum size);
     /// otherwise plans alone keep to it.
     pub fn budget_enforced(&self) -> bool {
-        self.pool.enforced()
+        self.device.pool.enforced()
     }
 
     /// (now, peak): bytes cuzk's buffers hold on this device, and the most they have held.
     pub fn held(&self) -> Result<(usize, usize), GpuError> {
-        Ok((self.pool.usage()?.0, self.pool.peak()?))
+        Ok((self.device.pool.usage()?.0, self.device.pool.peak()?))
     }
 
-    /// Pippenger passes run on this handle so far (see the field).
+    /// Pippenger passes run on this lane so far (see the field).
     pub fn msm_passes(&self) -> u64 {
         self.msm_passes.load(Ordering::Relaxed)
     }
@@ -337,8 +350,8 @@ impl Gpu {
         self.msm_passes.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Caps the free memory this handle's operations plan with (`None`: what the device has).
-    /// Operations that size themselves from [`Gpu::memory`] then split or refuse their work.
+    /// Caps the free memory this lane's operations plan with (`None`: what the device has).
+    /// Operations that size themselves from [`Lane::memory`] then split or refuse their work.
     pub fn limit_memory(&self, bytes: Option<usize>) {
         self.memory_limit
             .store(bytes.unwrap_or(usize::MAX), Ordering::Relaxed);
@@ -352,7 +365,7 @@ impl Gpu {
         Ok((out, timing.ms()?))
     }
 
-    /// As [`Gpu::time`], without waiting: the device time is read from the [`Timing`] later, so
+    /// As [`Lane::time`], without waiting: the device time is read from the [`Timing`] later, so
     /// the host can queue what comes next while the device works.
     pub fn timed<T>(
         &self,
@@ -378,17 +391,17 @@ impl Gpu {
 
     /// Where this device's memory is now, for an error's reader; None if the driver cannot say.
     pub fn memory_account(&self) -> Option<MemoryAccount> {
-        let (pooled, held) = self.pool.usage().ok()?;
+        let (pooled, held) = self.device.pool.usage().ok()?;
         Some(MemoryAccount {
             held,
-            budget: self.pool.limit(),
+            budget: self.device.pool.limit(),
             pooled,
             outside: self.memory_outside_pool().ok()?,
         })
     }
 }
 
-/// The device time of work queued between two events (see [`Gpu::timed`]).
+/// The device time of work queued between two events (see [`Lane::timed`]).
 #[derive(Debug)]
 pub struct Timing {
     start: CudaEvent,

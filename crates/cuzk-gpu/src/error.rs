@@ -69,7 +69,7 @@ pub struct MemoryAccount {
     /// Bytes the pool keeps from the device, in use or not.
     pub pooled: usize,
     /// Device bytes taken since the device was opened by anything but the pool (see
-    /// [`Gpu::memory_outside_pool`](crate::Gpu::memory_outside_pool)).
+    /// [`Lane::memory_outside_pool`](crate::Lane::memory_outside_pool)).
     pub outside: usize,
 }
 

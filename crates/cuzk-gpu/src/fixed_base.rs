@@ -10,7 +10,7 @@ use cudarc::driver::{CudaView, PushKernelArg};
 use crate::error::DriverContext;
 use crate::layout::{as_words, as_words_mut, DeviceWords, SCALAR_WORDS};
 use crate::msm::{grid, DeviceBases, MsmAffine};
-use crate::{Gpu, GpuError};
+use crate::{GpuError, Lane};
 
 /// An affine point type the fixed-base kernel makes.
 pub trait FixedBaseAffine: DeviceWords + Default {
@@ -33,7 +33,7 @@ const CHUNK: usize = 1 << 24;
 /// width `window_bits` as `cuzk_math::FixedBaseTable::entries` lays them out (`windows` windows
 /// of `2^(window_bits − 1)` entries).
 pub fn fixed_base_multiply<A: FixedBaseAffine>(
-    gpu: &Gpu,
+    gpu: &Lane,
     table: &[A],
     window_bits: u32,
     windows: u32,
@@ -62,7 +62,7 @@ pub fn fixed_base_multiply<A: FixedBaseAffine>(
 /// [`fixed_base_multiply`]'s points left on the device, as MSM bases: a proving key's queries
 /// made where they are used, never copied to the host.
 pub fn fixed_base_multiply_on_device<A: FixedBaseAffine + MsmAffine>(
-    gpu: &Gpu,
+    gpu: &Lane,
     table: &[A],
     window_bits: u32,
     windows: u32,
@@ -97,7 +97,7 @@ pub fn fixed_base_multiply_on_device<A: FixedBaseAffine + MsmAffine>(
 /// next chunk) to `take` with the index of its first scalar. Its check of free memory sees what
 /// the caller allocated before (an output on the device) as taken already.
 fn multiply_chunks<A: FixedBaseAffine>(
-    gpu: &Gpu,
+    gpu: &Lane,
     table: &[A],
     window_bits: u32,
     windows: u32,

@@ -2,8 +2,9 @@
 //! the kernels embedded in the binary, and typed launchers for them.
 //!
 //! - [`probe`]: which devices are usable, or why none is.
-//! - [`Gpu`]: one device with the kernel module loaded, and the memory budget cuzk keeps to on
-//!   it ([`MemoryBudget`]: a pool of our own, capped).
+//! - [`Lane`]: a stream of work on one device, which has the kernel module loaded and the memory
+//!   budget cuzk keeps to on it ([`MemoryBudget`]: a pool of our own, capped); lanes of one device
+//!   share both and run side by side.
 //! - [`layout`]: how blstrs values are laid out for the device (uploads are byte copies).
 //! - [`Pinned`]: page-locked host buffers, for copies that overlap kernels.
 //! - [`PackedScalars`]: scalars mostly 0 or 1 (a witness), packed on the host for a short upload.
@@ -31,7 +32,7 @@ pub mod rate;
 mod scalars;
 pub mod sparse;
 
-pub use device::{Gpu, Timing};
+pub use device::{Lane, Timing};
 pub use error::{GpuError, MemoryAccount};
 pub use memory::{MemoryBudget, CONTEXT_ALLOWANCE};
 pub use packed::{PackedLayout, PackedScalars};

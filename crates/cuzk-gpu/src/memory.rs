@@ -204,7 +204,7 @@ fn configure(pool: &Pool) -> Result<(), GpuError> {
     // The pool keeps what is freed instead of returning it at every synchronisation (its
     // default): a proof's MSMs allocate and free gigabytes each time, and mapping them afresh
     // costs host time on every proof (measured: docs/performance.md, "Why the code is as it is").
-    // `Gpu::memory` counts what the pool holds unused as free.
+    // `Lane::memory` counts what the pool holds unused as free.
     let mut keep = u64::MAX;
     // Lanes that run side by side (a proof's five MSMs) would otherwise wait for one another's
     // progress.

@@ -15,7 +15,7 @@ use ff::{Field, PrimeField};
 use crate::error::DriverContext;
 use crate::layout::{as_words, shoup_factor_words, SCALAR_WORDS};
 use crate::scalars::DeviceScalars;
-use crate::{Gpu, GpuError};
+use crate::{GpuError, Lane};
 
 /// Largest supported transform: 2^28 points (8 GiB of scalars).
 pub const MAX_LOG: u32 = 28;
@@ -219,14 +219,14 @@ fn powers(base: Scalar, first: Scalar, count: usize) -> Vec<Scalar> {
         .collect()
 }
 
-fn upload_scalars(gpu: &Gpu, values: &[Scalar]) -> Result<CudaSlice<u32>, GpuError> {
+fn upload_scalars(gpu: &Lane, values: &[Scalar]) -> Result<CudaSlice<u32>, GpuError> {
     gpu.stream()
         .clone_htod(as_words(values))
         .call("cuMemcpyHtoD (NTT tables)")
 }
 
 /// Fixed factors for the Shoup product (`mont::mul_shoup`), one per value.
-fn upload_factors(gpu: &Gpu, values: &[Scalar]) -> Result<CudaSlice<u32>, GpuError> {
+fn upload_factors(gpu: &Lane, values: &[Scalar]) -> Result<CudaSlice<u32>, GpuError> {
     let words: Vec<u32> = values.iter().flat_map(shoup_factor_words).collect();
     gpu.stream()
         .clone_htod(&words)
@@ -242,7 +242,7 @@ struct PowerTables {
 }
 
 impl PowerTables {
-    fn new(gpu: &Gpu, log_n: u32, base: Scalar, first: Scalar) -> Result<Self, GpuError> {
+    fn new(gpu: &Lane, log_n: u32, base: Scalar, first: Scalar) -> Result<Self, GpuError> {
         let split = split(log_n);
         let mut step = base;
         for _ in 0..split {
@@ -255,7 +255,7 @@ impl PowerTables {
     }
 
     /// `[first·base^e for e < count]` (count ≤ 2^log_n), one product each on the device.
-    fn expand(&self, gpu: &Gpu, log_n: u32, count: u32) -> Result<CudaSlice<u32>, GpuError> {
+    fn expand(&self, gpu: &Lane, log_n: u32, count: u32) -> Result<CudaSlice<u32>, GpuError> {
         let mut out = gpu
             .stream()
             .alloc_zeros::<u32>(count as usize * SCALAR_WORDS)
@@ -301,7 +301,7 @@ struct RootTables {
 }
 
 impl RootTables {
-    fn new(gpu: &Gpu, log_n: u32, inverse: bool, with_top: bool) -> Result<Self, GpuError> {
+    fn new(gpu: &Lane, log_n: u32, inverse: bool, with_top: bool) -> Result<Self, GpuError> {
         let top = powers(
             root_of_unity(MAX_PASS_BITS, inverse),
             Scalar::ONE,
@@ -375,7 +375,7 @@ pub struct NttTables {
 
 impl NttTables {
     /// The tables of transforms of 2^log_n points (log_n ≤ [`MAX_LOG`]).
-    pub fn new(gpu: &Gpu, log_n: u32) -> Result<Self, GpuError> {
+    pub fn new(gpu: &Lane, log_n: u32) -> Result<Self, GpuError> {
         if log_n > MAX_LOG {
             return Err(GpuError::InvalidInput {
                 what: "NTT size",
@@ -412,7 +412,7 @@ impl NttTables {
     }
 
     /// The tables for transforms of `len` points, a power of two up to 2^[`MAX_LOG`].
-    pub fn for_len(gpu: &Gpu, len: usize) -> Result<Self, GpuError> {
+    pub fn for_len(gpu: &Lane, len: usize) -> Result<Self, GpuError> {
         Self::new(gpu, log_of_len(len)?)
     }
 
@@ -435,7 +435,7 @@ impl NttTables {
 
 /// Transforms `data` in place; `data` must hold exactly the tables' size.
 pub fn ntt(
-    gpu: &Gpu,
+    gpu: &Lane,
     tables: &NttTables,
     data: &mut DeviceScalars,
     transform: Transform,
@@ -537,7 +537,7 @@ pub fn ntt(
 /// Transforms host values in place (upload, transform, download); `values` must hold exactly the
 /// tables' size.
 pub fn ntt_host(
-    gpu: &Gpu,
+    gpu: &Lane,
     tables: &NttTables,
     values: &mut [Scalar],
     transform: Transform,
@@ -548,7 +548,7 @@ pub fn ntt_host(
 }
 
 /// Permutes `data` (2^L scalars, L ≤ [`MAX_LOG`]) from natural to bit-reversed order, or back.
-pub fn bit_reverse(gpu: &Gpu, data: &mut DeviceScalars) -> Result<(), GpuError> {
+pub fn bit_reverse(gpu: &Lane, data: &mut DeviceScalars) -> Result<(), GpuError> {
     let log_n = log_of_len(data.len)?;
     if log_n == 0 {
         return Ok(());
@@ -575,7 +575,7 @@ pub fn bit_reverse(gpu: &Gpu, data: &mut DeviceScalars) -> Result<(), GpuError> 
 /// a ← (a∘b − c)·factor element-wise, for quotients by the vanishing polynomial on the coset g·H,
 /// where it is the constant Z = g^n − 1 (`factor` = Z⁻¹). a, b, c in any one common order.
 pub fn ab_minus_c(
-    gpu: &Gpu,
+    gpu: &Lane,
     a: &mut DeviceScalars,
     b: &DeviceScalars,
     c: &DeviceScalars,
@@ -586,13 +586,13 @@ pub fn ab_minus_c(
 
 /// a ← a∘b element-wise: [`ab_minus_c`]'s first half, for a device that holds two vectors of
 /// the domain's size at a time (c then takes b's place).
-pub fn mul_assign(gpu: &Gpu, a: &mut DeviceScalars, b: &DeviceScalars) -> Result<(), GpuError> {
+pub fn mul_assign(gpu: &Lane, a: &mut DeviceScalars, b: &DeviceScalars) -> Result<(), GpuError> {
     elementwise(gpu, "ntt_mul", "a∘b", a, &[b], None)
 }
 
 /// a ← (a − c)·factor element-wise: [`ab_minus_c`]'s second half, after [`mul_assign`].
 pub fn minus_scaled(
-    gpu: &Gpu,
+    gpu: &Lane,
     a: &mut DeviceScalars,
     c: &DeviceScalars,
     factor: Scalar,
@@ -610,7 +610,7 @@ pub fn minus_scaled(
 /// One element-wise kernel over `a` (read and written) and `others` (read), of equal lengths,
 /// with a scalar `factor` after them if given, then n: `kernel(a, others…, [factor,] n)`.
 fn elementwise(
-    gpu: &Gpu,
+    gpu: &Lane,
     kernel: &'static str,
     what: &'static str,
     a: &mut DeviceScalars,

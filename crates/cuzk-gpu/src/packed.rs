@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use crate::error::DriverContext;
 use crate::layout::{as_words, SCALAR_WORDS};
 use crate::msm::grid;
-use crate::{DeviceScalars, Gpu, GpuError, Pinned};
+use crate::{DeviceScalars, GpuError, Lane, Pinned};
 
 /// Scalars packed only when at most one in this many is neither 0 nor 1: past that the packed
 /// form saves too little of the upload to pay for the packing.
@@ -210,7 +210,7 @@ impl DeviceScalars {
     /// Scalars packed by [`PackedScalars`], written in `staging` from scalar `start` on: uploaded
     /// in their short form and unpacked on the device.
     pub fn upload_packed(
-        gpu: &Gpu,
+        gpu: &Lane,
         staging: &Pinned<Scalar>,
         start: usize,
         layout: PackedLayout,

@@ -12,7 +12,7 @@ use cudarc::driver::{CudaContext, PinnedHostSlice};
 
 use crate::error::DriverContext;
 use crate::layout::DeviceWords;
-use crate::{Gpu, GpuError};
+use crate::{GpuError, Lane};
 
 /// Page-locked bytes held by every [`Pinned`] buffer of the process: page-locked memory is
 /// taken from what the OS can page, so a daemon reports it beside its limit.
@@ -55,7 +55,7 @@ pub struct Pinned<T> {
 
 impl<T: DeviceWords> Pinned<T> {
     /// A page-locked copy of `values`.
-    pub fn from_slice(gpu: &Gpu, values: &[T]) -> Result<Self, GpuError> {
+    pub fn from_slice(gpu: &Lane, values: &[T]) -> Result<Self, GpuError> {
         let words = values.len() * T::WORDS;
         // Plain page-locked memory (not write-combined): the host reads results back from it too.
         // SAFETY: every word is written by the copy below before anything reads it.
@@ -74,7 +74,7 @@ impl<T: DeviceWords> Pinned<T> {
     }
 
     /// `len` zero values (a reusable staging buffer).
-    pub fn zeroed(gpu: &Gpu, len: usize) -> Result<Self, GpuError> {
+    pub fn zeroed(gpu: &Lane, len: usize) -> Result<Self, GpuError> {
         let words = len * T::WORDS;
         // Plain page-locked memory, as in `from_slice`.
         // SAFETY: every word is zeroed below before anything reads it.
@@ -168,7 +168,7 @@ pub struct HostLocked {
 
 impl HostLocked {
     /// Page-locks the memory of `values` in place.
-    pub fn new<T: DeviceWords>(gpu: &Gpu, values: &[T]) -> Result<Self, GpuError> {
+    pub fn new<T: DeviceWords>(gpu: &Lane, values: &[T]) -> Result<Self, GpuError> {
         let bytes = std::mem::size_of_val(values);
         if bytes == 0 {
             return Err(GpuError::InvalidInput {

@@ -10,7 +10,7 @@ use group::prime::PrimeCurveAffine;
 
 use crate::error::DriverContext;
 use crate::layout::{as_words, fp_from_words, shoup_factor_words, FP_WORDS, SCALAR_WORDS};
-use crate::{Gpu, GpuError};
+use crate::{GpuError, Lane};
 
 /// The products the kernels spend their time on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,7 +25,7 @@ pub enum ProductField {
 
 /// Field products per second on this device, timed with CUDA events after one warm-up launch;
 /// an error if the products disagree with the CPU's.
-pub fn product_rate(gpu: &Gpu, field: ProductField) -> Result<f64, GpuError> {
+pub fn product_rate(gpu: &Lane, field: ProductField) -> Result<f64, GpuError> {
     const BLOCK: u32 = 128;
     const ITERS: u32 = 1000;
     // Two full waves of the most threads an SM can hold, so occupancy is what the kernel allows.

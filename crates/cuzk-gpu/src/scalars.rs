@@ -6,7 +6,7 @@ use ff::Field;
 
 use crate::error::DriverContext;
 use crate::layout::{as_words, scalars_as_words_mut, SCALAR_WORDS};
-use crate::{Gpu, GpuError, Pinned, Timing};
+use crate::{GpuError, Lane, Pinned, Timing};
 
 /// Scalars in device memory, in the host's Montgomery layout.
 #[derive(Debug)]
@@ -17,7 +17,7 @@ pub struct DeviceScalars {
 
 /// Room for `len` scalars on the device (at least one word, so empty vectors have a buffer), after
 /// checking it fits.
-fn alloc(gpu: &Gpu, what: &'static str, len: usize) -> Result<CudaSlice<u32>, GpuError> {
+fn alloc(gpu: &Lane, what: &'static str, len: usize) -> Result<CudaSlice<u32>, GpuError> {
     gpu.ensure_fits(what, len * 4 * SCALAR_WORDS)?;
     gpu.stream()
         .alloc_zeros::<u32>(len.max(1) * SCALAR_WORDS)
@@ -37,14 +37,14 @@ fn check_range(what: &'static str, start: usize, end: usize, len: usize) -> Resu
 
 impl DeviceScalars {
     /// `len` zeros.
-    pub fn zeros(gpu: &Gpu, len: usize) -> Result<Self, GpuError> {
+    pub fn zeros(gpu: &Lane, len: usize) -> Result<Self, GpuError> {
         Ok(DeviceScalars {
             words: alloc(gpu, "scalars", len)?,
             len,
         })
     }
 
-    pub fn upload(gpu: &Gpu, values: &[Scalar]) -> Result<Self, GpuError> {
+    pub fn upload(gpu: &Lane, values: &[Scalar]) -> Result<Self, GpuError> {
         gpu.ensure_fits("scalars", std::mem::size_of_val(values))?;
         let words = gpu
             .stream()
@@ -57,7 +57,7 @@ impl DeviceScalars {
     }
 
     /// Uploads `parts` one after another into one device vector (no concatenation on the host).
-    pub fn upload_concat(gpu: &Gpu, parts: &[&[Scalar]]) -> Result<Self, GpuError> {
+    pub fn upload_concat(gpu: &Lane, parts: &[&[Scalar]]) -> Result<Self, GpuError> {
         let len: usize = parts.iter().map(|p| p.len()).sum();
         let mut words = alloc(gpu, "scalars", len)?;
         let stream = gpu.stream();
@@ -74,13 +74,13 @@ impl DeviceScalars {
 
     /// Uploads from page-locked memory: an asynchronous copy on the device's stream, ordered
     /// before the work enqueued after it.
-    pub fn upload_pinned(gpu: &Gpu, values: &Pinned<Scalar>) -> Result<Self, GpuError> {
+    pub fn upload_pinned(gpu: &Lane, values: &Pinned<Scalar>) -> Result<Self, GpuError> {
         Self::upload_pinned_range(gpu, values, 0, values.len())
     }
 
     /// Uploads values [start, end) of page-locked memory, asynchronously like `upload_pinned`.
     pub fn upload_pinned_range(
-        gpu: &Gpu,
+        gpu: &Lane,
         values: &Pinned<Scalar>,
         start: usize,
         end: usize,
@@ -100,7 +100,7 @@ impl DeviceScalars {
     /// As [`Self::upload_pinned_range`], the copy queued on the device's copy stream: it overlaps
     /// the kernels on the main stream until the main stream waits for its [`Arrival`].
     pub fn upload_pinned_range_ahead(
-        gpu: &Gpu,
+        gpu: &Lane,
         values: &Pinned<Scalar>,
         start: usize,
         end: usize,
@@ -118,7 +118,7 @@ impl DeviceScalars {
     /// once the work queued on the main stream so far (which may still read them) is done.
     pub fn refill_pinned_ahead(
         &mut self,
-        gpu: &Gpu,
+        gpu: &Lane,
         values: &Pinned<Scalar>,
         start: usize,
     ) -> Result<Arrival, GpuError> {
@@ -139,7 +139,7 @@ impl DeviceScalars {
 
     /// Copies the values into page-locked `out` of the same length, asynchronously: reading `out`
     /// ([`Pinned::as_slice`]) waits for the copy.
-    pub fn download_pinned(&self, gpu: &Gpu, out: &mut Pinned<Scalar>) -> Result<(), GpuError> {
+    pub fn download_pinned(&self, gpu: &Lane, out: &mut Pinned<Scalar>) -> Result<(), GpuError> {
         self.check_len("pinned scalar download", out.len())?;
         gpu.stream()
             .memcpy_dtoh(&self.values(), &mut out.words)
@@ -162,14 +162,14 @@ impl DeviceScalars {
     }
 
     /// Copies the values into `out`, which must have the same length; waits for the stream.
-    pub fn download(&self, gpu: &Gpu, out: &mut [Scalar]) -> Result<(), GpuError> {
+    pub fn download(&self, gpu: &Lane, out: &mut [Scalar]) -> Result<(), GpuError> {
         self.check_len("scalar download", out.len())?;
         gpu.stream()
             .memcpy_dtoh(&self.values(), scalars_as_words_mut(out))
             .call("cuMemcpyDtoH (scalars)")
     }
 
-    pub fn to_vec(&self, gpu: &Gpu) -> Result<Vec<Scalar>, GpuError> {
+    pub fn to_vec(&self, gpu: &Lane) -> Result<Vec<Scalar>, GpuError> {
         let mut out = vec![Scalar::ZERO; self.len];
         self.download(gpu, &mut out)?;
         Ok(out)
@@ -195,7 +195,7 @@ impl DeviceScalars {
 #[derive(Debug)]
 pub struct Arrival(Timing);
 
-/// Work timed on the main stream ([`Gpu::timed`]) as an arrival: waiting for it orders nothing
+/// Work timed on the main stream ([`Lane::timed`]) as an arrival: waiting for it orders nothing
 /// new, and gives its device time back, so callers treat values copied and values computed alike.
 impl From<Timing> for Arrival {
     fn from(timing: Timing) -> Self {
@@ -206,7 +206,7 @@ impl From<Timing> for Arrival {
 impl Arrival {
     /// Orders the work queued on `gpu`'s main stream from now on after the copy (the host does
     /// not wait); returns the copy's own device time.
-    pub fn wait(self, gpu: &Gpu) -> Result<Timing, GpuError> {
+    pub fn wait(self, gpu: &Lane) -> Result<Timing, GpuError> {
         gpu.stream()
             .wait(self.0.end())
             .call("cuStreamWaitEvent (scalars copied)")?;
@@ -224,7 +224,7 @@ pub struct DeviceIndex {
 }
 
 impl DeviceIndex {
-    pub fn upload(gpu: &Gpu, indices: &[u32]) -> Result<Self, GpuError> {
+    pub fn upload(gpu: &Lane, indices: &[u32]) -> Result<Self, GpuError> {
         if indices.len() > u32::MAX as usize {
             return Err(GpuError::InvalidInput {
                 what: "gather index",

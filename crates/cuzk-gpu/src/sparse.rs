@@ -14,7 +14,7 @@ use ff::Field;
 
 use crate::error::DriverContext;
 use crate::layout::SCALAR_WORDS;
-use crate::{DeviceScalars, Gpu, GpuError, HostLocked};
+use crate::{DeviceScalars, GpuError, HostLocked, Lane};
 
 /// One matrix in compressed sparse rows on the host: row r's entries are `starts[r]..starts[r +
 /// 1]`, each a column and an index into the coefficient table.
@@ -143,7 +143,7 @@ impl RowsLaunch<'_> {
     /// every coefficient below `table`'s; `out` holds at least `rows` scalars.
     unsafe fn launch(
         &self,
-        gpu: &Gpu,
+        gpu: &Lane,
         kernel: &CudaFunction,
         table: &DeviceScalars,
         z: &DeviceScalars,
@@ -180,7 +180,7 @@ impl RowsLaunch<'_> {
 impl DeviceSparse {
     /// Uploads `matrices` and their coefficient `table` after checking every entry.
     pub fn upload(
-        gpu: &Gpu,
+        gpu: &Lane,
         table: &[Scalar],
         matrices: &[SparseRows<'_>],
         columns: usize,
@@ -239,7 +239,7 @@ impl DeviceSparse {
     /// as they are (zero for a fresh vector, as the NTT's padding needs).
     pub fn multiply(
         &self,
-        gpu: &Gpu,
+        gpu: &Lane,
         m: usize,
         z: &DeviceScalars,
         out: &mut DeviceScalars,
@@ -369,7 +369,7 @@ pub struct StreamedSparse {
 
 /// Page-locks `matrices` where they are, for [`StreamedSparse`]'s copies; the caller drops the
 /// locks before the matrices.
-pub fn lock_in_host(gpu: &Gpu, matrices: &[SparseRows<'_>]) -> Result<Vec<HostLocked>, GpuError> {
+pub fn lock_in_host(gpu: &Lane, matrices: &[SparseRows<'_>]) -> Result<Vec<HostLocked>, GpuError> {
     let slices = matrices
         .iter()
         .flat_map(|rows| [rows.starts, rows.columns, rows.coeffs]);
@@ -391,7 +391,7 @@ impl StreamedSparse {
     /// their coefficient `table`. The caller keeps the matrices unchanged while this value lives
     /// and passes the same slices to [`StreamedSparse::multiply`].
     pub fn new(
-        gpu: &Gpu,
+        gpu: &Lane,
         table: &[Scalar],
         matrices: &[SparseRows<'_>],
         columns: usize,
@@ -430,7 +430,7 @@ impl StreamedSparse {
     /// on the device's stream.
     pub fn multiply(
         &self,
-        gpu: &Gpu,
+        gpu: &Lane,
         m: usize,
         rows: SparseRows<'_>,
         z: &DeviceScalars,

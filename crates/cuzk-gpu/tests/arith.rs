@@ -9,7 +9,7 @@ use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use cuzk_gpu::layout::{as_words, shoup_factor_words, XyzzPoint, FP_WORDS, SCALAR_WORDS};
 use cuzk_gpu::rate::{product_rate, ProductField};
-use cuzk_gpu::Gpu;
+use cuzk_gpu::Lane;
 use ff::{Field, PrimeField};
 use group::{Curve, Group};
 use rand_core::RngCore;
@@ -33,7 +33,7 @@ fn words_of<T: Copy>(values: &[T]) -> Vec<u32> {
 
 /// Runs `kernel(a, b, out, n)` and returns `out` (`out_words` u32 per element).
 fn launch(
-    gpu: &Gpu,
+    gpu: &Lane,
     kernel: &'static str,
     a: &[u32],
     b: &[u32],
@@ -90,7 +90,7 @@ fn small_stored<F: Field>(stored_bits: u64) -> Vec<F> {
 }
 
 fn check_field<F: Field>(
-    gpu: &Gpu,
+    gpu: &Lane,
     kernel: &'static str,
     words: usize,
     stored_bits: u64,
@@ -262,7 +262,7 @@ fn lazy_range_matches_blstrs() {
     }
 }
 
-fn check_curve<A, P>(gpu: &Gpu, kernel: &'static str, rng: &mut impl RngCore)
+fn check_curve<A, P>(gpu: &Lane, kernel: &'static str, rng: &mut impl RngCore)
 where
     A: cuzk_gpu::layout::DeviceWords + Into<P> + Copy,
     P: Group + Curve<AffineRepr = A> + XyzzPoint + std::fmt::Debug,

@@ -10,7 +10,7 @@ use cuzk_gpu::msm::{
     bitmap_sum, msm, msm_device, msm_device_with, msm_streamed, msm_streamed_with, DeviceBases,
     MsmAffine, MsmScalars, PointBuffers, SplitMsm, ZeroOneScalars,
 };
-use cuzk_gpu::{DeviceIndex, DeviceScalars, Gpu, HostLocked};
+use cuzk_gpu::{DeviceIndex, DeviceScalars, HostLocked, Lane};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
@@ -65,9 +65,9 @@ fn scalars(rng: &mut impl RngCore, kind: &str, n: usize) -> Vec<Scalar> {
 }
 
 /// How a test puts its bases on the device: plain, or with their window multiples.
-type Upload<A> = fn(&Gpu, &[A]) -> Result<DeviceBases<A>, cuzk_gpu::GpuError>;
+type Upload<A> = fn(&Lane, &[A]) -> Result<DeviceBases<A>, cuzk_gpu::GpuError>;
 
-fn check<A>(gpu: &Gpu, rng: &mut impl RngCore, points: &[A], sizes: &[usize], kinds: &[&str])
+fn check<A>(gpu: &Lane, rng: &mut impl RngCore, points: &[A], sizes: &[usize], kinds: &[&str])
 where
     A: MsmAffine + cuzk_math::msm::AffineCoordinates<Scalar = Scalar> + Send + Sync,
     A::Projective: PartialEq + std::fmt::Debug + From<A::Curve>,
@@ -76,7 +76,7 @@ where
 }
 
 fn check_uploaded<A>(
-    gpu: &Gpu,
+    gpu: &Lane,
     rng: &mut impl RngCore,
     points: &[A],
     sizes: &[usize],
@@ -98,7 +98,7 @@ fn check_uploaded<A>(
 }
 
 /// Bitmap sums at awkward lengths and densities, against cuzk-math's.
-fn check_bitmap_sums<A>(gpu: &Gpu, rng: &mut impl RngCore, points: &[A])
+fn check_bitmap_sums<A>(gpu: &Lane, rng: &mut impl RngCore, points: &[A])
 where
     A: MsmAffine + cuzk_math::msm::AffineCoordinates<Scalar = Scalar> + Send + Sync,
     A::Projective: PartialEq + std::fmt::Debug + From<A::Curve>,
@@ -166,7 +166,7 @@ fn g1_msm_matches_cpu() {
 /// Σ sᵢ·Pᵢ with Pᵢ = Q_(i mod m) equals Σⱼ (Σ_(i ≡ j) sᵢ)·Qⱼ: a check of one large MSM against a
 /// CPU MSM of only m = `distinct.len()` points. Repeated bases also put a point twice, or with
 /// its negation, into one bucket: the doubling and cancelling cases of every addition.
-fn check_repeated_bases<A>(gpu: &Gpu, rng: &mut impl RngCore, distinct: &[A], log: u32, kind: &str)
+fn check_repeated_bases<A>(gpu: &Lane, rng: &mut impl RngCore, distinct: &[A], log: u32, kind: &str)
 where
     A: MsmAffine + cuzk_math::msm::AffineCoordinates<Scalar = Scalar> + Send + Sync,
     A::Projective: PartialEq + std::fmt::Debug + From<A::Curve>,
@@ -175,12 +175,12 @@ where
 }
 
 fn check_repeated_uploaded<A>(
-    gpu: &Gpu,
+    gpu: &Lane,
     rng: &mut impl RngCore,
     distinct: &[A],
     log: u32,
     kind: &str,
-    upload: impl Fn(&Gpu, &[A]) -> Result<DeviceBases<A>, cuzk_gpu::GpuError>,
+    upload: impl Fn(&Lane, &[A]) -> Result<DeviceBases<A>, cuzk_gpu::GpuError>,
 ) where
     A: MsmAffine + cuzk_math::msm::AffineCoordinates<Scalar = Scalar> + Send + Sync,
     A::Projective: PartialEq + std::fmt::Debug + From<A::Curve>,
@@ -199,7 +199,7 @@ fn check_repeated_uploaded<A>(
 
 /// Window multiples of the width and the bucket sets an MSM of this many bases gets by default.
 fn default_multiples<A: MsmAffine>(
-    gpu: &Gpu,
+    gpu: &Lane,
     points: &[A],
 ) -> Result<DeviceBases<A>, cuzk_gpu::GpuError> {
     let bits = cuzk_gpu::msm::multiple_window_bits(points.len());
@@ -265,14 +265,14 @@ fn pair_rounds_short_of_memory_match_cpu() {
     let g2 = cuzk_testkit::distinct_points::<G2Projective>(&mut rng, 1 << 8);
     for limit in [1400usize, 1000, 700] {
         for kind in ["random", "bits_few_large"] {
-            let capped = |gpu: &Gpu, points: &[G1Affine]| {
+            let capped = |gpu: &Lane, points: &[G1Affine]| {
                 let bases = DeviceBases::upload(gpu, points)?;
                 gpu.limit_memory(Some(limit << 20));
                 Ok(bases)
             };
             check_repeated_uploaded(&gpu, &mut rng, &g1, 20, kind, capped);
             gpu.limit_memory(None);
-            let capped = |gpu: &Gpu, points: &[G2Affine]| {
+            let capped = |gpu: &Lane, points: &[G2Affine]| {
                 let bases = DeviceBases::upload(gpu, points)?;
                 gpu.limit_memory(Some(limit << 20));
                 Ok(bases)
@@ -382,7 +382,7 @@ fn split_streamed_msm_matches_cpu() {
 /// As [`check_repeated_uploaded`], the points streamed from host memory with free memory capped
 /// at `limit` while the MSM runs.
 fn check_split_streamed<A>(
-    gpu: &Gpu,
+    gpu: &Lane,
     rng: &mut impl RngCore,
     distinct: &[A],
     log: u32,
@@ -449,8 +449,8 @@ fn split_msm_in_steps_matches_cpu() {
 /// One classification of `kind` scalars, split over G1 and (shared) over G2 points, both streamed
 /// through `buffers` on `side` and finished on `gpu`.
 fn check_split_in_steps(
-    gpu: &Gpu,
-    side: &Gpu,
+    gpu: &Lane,
+    side: &Lane,
     buffers: &mut PointBuffers,
     rng: &mut impl RngCore,
     (g1, g2): (&[G1Affine], &[G2Affine]),
@@ -559,7 +559,7 @@ where
 
 /// The stored window multiples are 2^(c·w)·P for every window w, word for word as blst lays out
 /// the affine points (the identity included).
-fn check_window_multiples<P>(gpu: &Gpu, rng: &mut impl RngCore, n: usize, bits: u32)
+fn check_window_multiples<P>(gpu: &Lane, rng: &mut impl RngCore, n: usize, bits: u32)
 where
     P: Group + Curve + Send + Sync + From<P::AffineRepr>,
     P::AffineRepr: MsmAffine + PrimeCurveAffine + Send + Copy,
@@ -602,7 +602,7 @@ fn window_multiples_match_cpu() {
 /// An upload with BITS-bit window multiples whose MSMs share SETS sets of buckets (0: the default
 /// for their size, one at these sizes).
 fn multiples<A: MsmAffine, const BITS: u32, const SETS: u32>(
-    gpu: &Gpu,
+    gpu: &Lane,
     points: &[A],
 ) -> Result<DeviceBases<A>, cuzk_gpu::GpuError> {
     Ok(

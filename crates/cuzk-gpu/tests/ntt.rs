@@ -11,7 +11,7 @@ use cuzk_gpu::ntt::{
     ab_minus_c, bit_reverse, minus_scaled, mul_assign, ntt, ntt_host, Coset, Direction, NttOrder,
     NttTables, Transform,
 };
-use cuzk_gpu::{DeviceScalars, Gpu, GpuError, Pinned};
+use cuzk_gpu::{DeviceScalars, GpuError, Lane, Pinned};
 use cuzk_math::EvaluationDomain;
 use ff::{Field, PrimeField};
 use rand_core::RngCore;
@@ -72,7 +72,7 @@ fn assert_same(got: &[Scalar], want: &[Scalar], what: &str) {
 /// Runs `transform` on the device on natural-order `values` (bit-reversed first if the order
 /// takes them so) and compares with the CPU's natural-order result `want` in the output order.
 fn check(
-    gpu: &Gpu,
+    gpu: &Lane,
     tables: &NttTables,
     values: &[Scalar],
     want: &[Scalar],
@@ -396,7 +396,7 @@ fn largest_ntt_matches_the_cpu() {
 /// A forward NTT (natural → bit-reversed) and a coset inverse one (back) of fresh random values
 /// against the CPU.
 fn check_forward_and_coset_inverse(
-    gpu: &Gpu,
+    gpu: &Lane,
     tables: &NttTables,
     rng: &mut impl RngCore,
     what: &str,

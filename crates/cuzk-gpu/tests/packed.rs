@@ -14,7 +14,11 @@ use rand_core::RngCore;
 
 /// Packs `values` (split in two parts at `split`, as inputs ++ aux), writes the packed form into
 /// a staging buffer between other values, unpacks it on the device and reads it back.
-fn round_trip(gpu: &cuzk_gpu::Gpu, values: &[Scalar], split: usize) -> (PackedLayout, Vec<Scalar>) {
+fn round_trip(
+    gpu: &cuzk_gpu::Lane,
+    values: &[Scalar],
+    split: usize,
+) -> (PackedLayout, Vec<Scalar>) {
     let (inputs, aux) = values.split_at(split);
     let packed = PackedScalars::of(&[inputs, aux]).expect("mostly 0 and 1: packs");
     let layout = packed.layout();

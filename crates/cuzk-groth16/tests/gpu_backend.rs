@@ -25,7 +25,7 @@ use cuzk_synth::{CompiledR1cs, ProvingAssignment};
 
 /// A backend on the first device, or `None` after printing why the test is skipped.
 fn gpu_backend(test: &str) -> Option<GpuBackend> {
-    match cuzk_gpu::Gpu::first() {
+    match cuzk_gpu::Lane::first() {
         Ok(gpu) => Some(GpuBackend::with_gpu(gpu)),
         Err(why) => {
             // Past libtest's capture, so CI logs show the skip.
@@ -150,7 +150,7 @@ fn gpu_proofs_match_cpu_proofs() {
 /// some, those stay and the rest stream.
 #[test]
 fn streams_the_proving_key_when_memory_is_short() {
-    let Ok(device) = cuzk_gpu::Gpu::first() else {
+    let Ok(device) = cuzk_gpu::Lane::first() else {
         let _ = writeln!(
             std::io::stderr(),
             "streams_the_proving_key_when_memory_is_short: SKIPPED (no GPU)"
@@ -478,7 +478,7 @@ fn resident_bytes_count_window_multiples() {
 /// ready to stream too, and proofs that leave a, b and c to the device prepare nothing.
 #[test]
 fn preload_streams_when_memory_is_short() {
-    let Ok(device) = cuzk_gpu::Gpu::first() else {
+    let Ok(device) = cuzk_gpu::Lane::first() else {
         let _ = writeln!(
             std::io::stderr(),
             "preload_streams_when_memory_is_short: SKIPPED (no GPU)"

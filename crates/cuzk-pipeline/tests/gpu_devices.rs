@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use cuzk_gpu::Gpu;
+use cuzk_gpu::Lane;
 use cuzk_groth16::backend::{Faults, FaultyBackend, GpuBackend};
 use cuzk_groth16::setup::generate_random_parameters;
 use cuzk_groth16::{verify_proof, Parameters, PreparedVerifyingKey, ProverBackend};
@@ -29,7 +29,7 @@ fn circuit() -> SyntheticCircuit {
 
 /// Two or more devices: one per GPU, or two on the only one. `None` after saying why the test
 /// is skipped (to stderr, past libtest's capture).
-fn gpus(test: &str) -> Option<Vec<Arc<Gpu>>> {
+fn gpus(test: &str) -> Option<Vec<Arc<Lane>>> {
     let found = match cuzk_gpu::probe() {
         Ok(found) => found,
         Err(why) => {
@@ -41,7 +41,12 @@ fn gpus(test: &str) -> Option<Vec<Arc<Gpu>>> {
     if ordinals.len() == 1 {
         ordinals.push(ordinals[0]);
     }
-    Some(ordinals.into_iter().map(|o| Gpu::new(o).unwrap()).collect())
+    Some(
+        ordinals
+            .into_iter()
+            .map(|o| Lane::new(o).unwrap())
+            .collect(),
+    )
 }
 
 /// Runs `JOBS` jobs of `PARTITIONS` partitions on `backends`, checks every proof, and returns
@@ -78,7 +83,7 @@ async fn prove_on(backends: Vec<Arc<dyn ProverBackend>>) -> Vec<DeviceActivity> 
     engine.devices()
 }
 
-fn backend(gpu: &Arc<Gpu>) -> Arc<dyn ProverBackend> {
+fn backend(gpu: &Arc<Lane>) -> Arc<dyn ProverBackend> {
     Arc::new(GpuBackend::with_gpu(Arc::clone(gpu)))
 }
 
@@ -103,7 +108,7 @@ async fn a_device_out_of_memory_loses_no_job() {
     let Some(gpus) = gpus("a_device_out_of_memory_loses_no_job") else {
         return;
     };
-    let starved = Gpu::new(gpus[gpus.len() - 1].ordinal()).unwrap();
+    let starved = Lane::new(gpus[gpus.len() - 1].ordinal()).unwrap();
     starved.limit_memory(Some(1 << 20));
     let mut backends: Vec<_> = gpus[..gpus.len() - 1].iter().map(backend).collect();
     backends.push(backend(&starved));

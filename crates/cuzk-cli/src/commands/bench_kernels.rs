@@ -24,7 +24,7 @@ use cuzk_gpu::msm::{
 };
 use cuzk_gpu::ntt::{ntt, NttOrder, NttTables, Transform};
 use cuzk_gpu::rate::{product_rate, ProductField};
-use cuzk_gpu::{DeviceScalars, Gpu, HostLocked, Pinned};
+use cuzk_gpu::{DeviceScalars, HostLocked, Lane, Pinned};
 use cuzk_math::{G1Projective, G2Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
@@ -42,7 +42,7 @@ fn median_ms(mut runs: Vec<f64>) -> f64 {
 
 /// What every row of the table shares: the device, the runs per figure, the ceilings, the rows.
 struct Table<'a> {
-    gpu: &'a Gpu,
+    gpu: &'a Lane,
     runs: usize,
     json: bool,
     /// Products by a fixed factor: the NTT's ceiling.
@@ -78,7 +78,7 @@ struct ZeroOneTimes {
 }
 
 fn time_msm<A: MsmAffine>(
-    gpu: &Gpu,
+    gpu: &Lane,
     bases: &DeviceBases<A>,
     host: &[A],
     log: u32,
@@ -110,7 +110,7 @@ fn time_msm<A: MsmAffine>(
 /// Median wall-clock ms of MSMs over `host` points streamed from page-locked memory (scalars on
 /// the device), after a warm-up.
 fn time_streamed<A: MsmAffine>(
-    gpu: &Gpu,
+    gpu: &Lane,
     host: &[A],
     scalars: &DeviceScalars,
     runs: usize,
@@ -125,7 +125,7 @@ fn time_streamed<A: MsmAffine>(
 
 /// Median ms of resident MSMs over `bases` (CUDA events), after a warm-up.
 fn time_resident<A: MsmAffine>(
-    gpu: &Gpu,
+    gpu: &Lane,
     bases: &DeviceBases<A>,
     scalars: &DeviceScalars,
     runs: usize,

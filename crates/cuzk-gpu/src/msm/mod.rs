@@ -11,7 +11,7 @@ use group::Group;
 
 use crate::error::DriverContext;
 use crate::layout::{as_words, DeviceWords, XyzzPoint, SCALAR_WORDS};
-use crate::{DeviceScalars, Gpu, GpuError, MEMORY_MARGIN};
+use crate::{DeviceScalars, GpuError, Lane, MEMORY_MARGIN};
 use pair_rounds::PairPlan;
 pub use source::MsmScalars;
 pub use split::SplitMsm;
@@ -294,7 +294,7 @@ impl<A: MsmAffine> DeviceBases<A> {
         }
     }
 
-    pub fn upload(gpu: &Gpu, points: &[A]) -> Result<Self, GpuError> {
+    pub fn upload(gpu: &Lane, points: &[A]) -> Result<Self, GpuError> {
         gpu.ensure_fits("MSM bases", points.len() * A::WORDS * 4)?;
         let words = gpu
             .stream()
@@ -308,7 +308,7 @@ impl<A: MsmAffine> DeviceBases<A> {
     /// w < ⌈255/c⌉, computed on the device: ⌈255/c⌉ times the memory, for MSMs whose windows share
     /// buckets (see [`multiple_bucket_sets`]).
     pub fn upload_with_window_multiples(
-        gpu: &Gpu,
+        gpu: &Lane,
         points: &[A],
         window_bits: u32,
     ) -> Result<Self, GpuError> {
@@ -423,7 +423,7 @@ pub(crate) fn grid(threads: usize, block: u32) -> LaunchConfig {
 /// Exclusive prefix sum of `values` in place; `values` has one extra slot that receives the total.
 /// Blocks of 1024 are scanned, then their totals (in one block, or by this scan again when there
 /// are more than 1024 of them: a shared set of 2^21 buckets has 2049), then added back.
-fn exclusive_scan(gpu: &Gpu, values: &mut CudaSlice<u32>) -> Result<(), GpuError> {
+fn exclusive_scan(gpu: &Lane, values: &mut CudaSlice<u32>) -> Result<(), GpuError> {
     const BLOCK: usize = 1024;
     let n = values.len();
     let Ok(n32) = u32::try_from(n) else {
@@ -484,7 +484,7 @@ fn exclusive_scan(gpu: &Gpu, values: &mut CudaSlice<u32>) -> Result<(), GpuError
 /// counts[b] = ⌈(offsets[b + 1] − offsets[b]) / chunk⌉ for b < buckets (the chunks each bucket is
 /// cut into), counts[buckets] = 0 (the slot a scan turns into the total).
 fn chunk_counts(
-    gpu: &Gpu,
+    gpu: &Lane,
     offsets: &CudaView<'_, u32>,
     buckets: u32,
     chunk: u32,
@@ -513,7 +513,7 @@ const LEVEL_CHUNK: u32 = 32;
 
 /// Σ scalars[i]·bases[i] over the first `scalars.len()` bases, scalars from the host.
 pub fn msm<A: MsmAffine>(
-    gpu: &Gpu,
+    gpu: &Lane,
     bases: &DeviceBases<A>,
     scalars: &[Scalar],
 ) -> Result<A::Projective, GpuError> {
@@ -529,7 +529,7 @@ pub fn msm<A: MsmAffine>(
 /// consecutive passes over slices of the points, summed on the host; scalars mostly 0 or 1 as
 /// [`ZeroOneScalars::Auto`] decides.
 pub fn msm_device<'s, A: MsmAffine>(
-    gpu: &Gpu,
+    gpu: &Lane,
     bases: &DeviceBases<A>,
     scalars: impl Into<MsmScalars<'s>>,
 ) -> Result<A::Projective, GpuError> {
@@ -554,7 +554,7 @@ pub enum ZeroOneScalars {
 /// [`msm_device`] with the way scalars mostly 0 or 1 are summed chosen: for benchmarks and tests
 /// of each.
 pub fn msm_device_with<'s, A: MsmAffine>(
-    gpu: &Gpu,
+    gpu: &Lane,
     bases: &DeviceBases<A>,
     scalars: impl Into<MsmScalars<'s>>,
     zero_one: ZeroOneScalars,
@@ -609,7 +609,7 @@ fn full_pass_fits<A: MsmAffine>(
 /// the bases have their window multiples and the pass fits the free memory in one piece (else it
 /// runs over the plain bases, split as memory requires).
 pub fn shared_bucket_sets<A: MsmAffine>(
-    gpu: &Gpu,
+    gpu: &Lane,
     bases: &DeviceBases<A>,
     n: usize,
 ) -> Result<Option<u32>, GpuError> {
@@ -628,7 +628,7 @@ pub fn shared_bucket_sets<A: MsmAffine>(
 /// Scalars mostly 0 or 1 are split ([`ZeroOneScalars::Auto`] is [`ZeroOneScalars::Split`] here):
 /// the copies bound a streamed MSM, and the split needs no bucket memory for the ones.
 pub fn msm_streamed<'s, A: MsmAffine>(
-    gpu: &Gpu,
+    gpu: &Lane,
     points: &[A],
     scalars: impl Into<MsmScalars<'s>>,
 ) -> Result<A::Projective, GpuError> {
@@ -638,7 +638,7 @@ pub fn msm_streamed<'s, A: MsmAffine>(
 /// [`msm_streamed`] with the way scalars mostly 0 or 1 are summed chosen: for benchmarks and
 /// tests of each.
 pub fn msm_streamed_with<'s, A: MsmAffine>(
-    gpu: &Gpu,
+    gpu: &Lane,
     points: &[A],
     scalars: impl Into<MsmScalars<'s>>,
     zero_one: ZeroOneScalars,
@@ -698,7 +698,7 @@ pub struct PointBuffers {
 impl PointBuffers {
     /// Two buffers of `bytes` each (rounded down to words) on `gpu`'s stream, which the streams
     /// that use them must follow (they are free there at once).
-    pub fn new(gpu: &Gpu, bytes: usize) -> Result<Self, GpuError> {
+    pub fn new(gpu: &Lane, bytes: usize) -> Result<Self, GpuError> {
         let words = (bytes / 4).max(1);
         gpu.ensure_fits("MSM point buffers", 2 * 4 * words)?;
         let alloc = || {
@@ -742,7 +742,7 @@ impl std::fmt::Debug for PointBuffers {
 /// range's index, bounds and points (and, when traced, how long the stream waited for their
 /// copy). A buffer is copied into again only once the work queued on it has run.
 fn stream_points<A: MsmAffine>(
-    gpu: &Gpu,
+    gpu: &Lane,
     points: &[A],
     ranges: &[(usize, usize)],
     buffers: &mut PointBuffers,
@@ -828,7 +828,7 @@ const SPLIT_CHUNK_BYTES: usize = 512 << 20;
 /// Σ scalars[i]·bases[i] over i < n, both on the device, in Pippenger passes as large as fit
 /// the memory free now.
 pub(super) fn resident_passes<A: MsmAffine>(
-    gpu: &Gpu,
+    gpu: &Lane,
     bases: &CudaView<'_, u32>,
     scalars: &MsmScalars<'_>,
     n: usize,
@@ -1052,7 +1052,7 @@ fn magnitude_bound(buckets: u32, passes: u32, k: u32) -> u32 {
 /// One Pippenger pass with params `p` over `scalars` (Montgomery words, p.n of them) and `bases`
 /// (affine words: as many points, or with p.shared_stride the stored window multiples).
 fn pippenger<A: MsmAffine>(
-    gpu: &Gpu,
+    gpu: &Lane,
     bases: &CudaView<'_, u32>,
     scalars: &CudaView<'_, u32>,
     pass: &Pass,
@@ -1256,7 +1256,7 @@ fn pippenger<A: MsmAffine>(
 /// Σ bases[i] over the set bits i < n of a bitmap given as little-endian u64 words (the layout of
 /// `cuzk_math::Bitmap::words`): the plain sum for scalars equal to 1.
 pub fn bitmap_sum<A: MsmAffine>(
-    gpu: &Gpu,
+    gpu: &Lane,
     bases: &DeviceBases<A>,
     bits: &[u64],
     n: usize,
@@ -1282,7 +1282,7 @@ pub fn bitmap_sum<A: MsmAffine>(
 /// The XYZZ words of Σ partial[w·count + i] over i < `count`, for each of the `windows` windows,
 /// copied to the host: the window-sum kernel's tree, one block per window.
 fn tree_sums<A: MsmAffine>(
-    gpu: &Gpu,
+    gpu: &Lane,
     partial: &CudaSlice<u32>,
     windows: u32,
     count: u32,

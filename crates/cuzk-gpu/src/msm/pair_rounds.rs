@@ -8,7 +8,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, CudaView, LaunchArgs, 
 
 use super::{chunk_counts, exclusive_scan, grid, MsmAffine, MsmParams};
 use crate::error::DriverContext;
-use crate::{Gpu, GpuError, NULL};
+use crate::{GpuError, Lane, NULL};
 
 /// Output slots per prefix/sums thread, and per warp of them (as in the kernels).
 const PAIRS_PER_THREAD: usize = 16;
@@ -194,7 +194,7 @@ impl GroupBuffers {
     /// Buffers for groups of `group_buckets` buckets over `inputs` points at most, allocated on
     /// `lane`'s stream (the one that uses them).
     fn new<A: MsmAffine>(
-        lane: &Gpu,
+        lane: &Lane,
         inputs: usize,
         group_buckets: usize,
     ) -> Result<Self, GpuError> {
@@ -213,7 +213,7 @@ impl GroupBuffers {
 }
 
 /// A buffer of `len` words on `lane`'s stream, not initialised.
-fn uninitialised(lane: &Gpu, len: usize) -> Result<CudaSlice<u32>, GpuError> {
+fn uninitialised(lane: &Lane, len: usize) -> Result<CudaSlice<u32>, GpuError> {
     // SAFETY: every element a kernel of the rounds reads was written first by an earlier kernel on
     // the same lane: round outputs and left points below their round's scanned total, offsets by
     // the round's count and scan, prefix products and totals by the prefix kernel of the same
@@ -238,7 +238,7 @@ struct RoundKernels {
 /// sums (measured: docs/performance.md, "Why the code is as it is"). Only the last round of
 /// a group waits for the group before it (its points go after that group's in `left`).
 pub(super) fn run<A: MsmAffine>(
-    gpu: &Gpu,
+    gpu: &Lane,
     plan: &PairPlan,
     p: &MsmParams,
     bases: &CudaView<'_, u32>,
@@ -267,7 +267,7 @@ pub(super) fn run<A: MsmAffine>(
         lanes.push(side);
     }
     let mut buffers: Vec<Option<GroupBuffers>> = lanes.iter().map(|_| None).collect();
-    let mut previous: Option<&Gpu> = None;
+    let mut previous: Option<&Lane> = None;
     for (k, &(start, end)) in groups.iter().enumerate() {
         let lane = lanes[k % lanes.len()];
         let group = match &mut buffers[k % lanes.len()] {
@@ -297,7 +297,7 @@ pub(super) fn run<A: MsmAffine>(
 /// the lane of the group before (`previous`), whose last kernel wrote where this group's go.
 #[allow(clippy::too_many_arguments)]
 fn run_group<A: MsmAffine>(
-    (lane, previous): (&Gpu, Option<&Gpu>),
+    (lane, previous): (&Lane, Option<&Lane>),
     kernels: &RoundKernels,
     plan: &PairPlan,
     p: &MsmParams,

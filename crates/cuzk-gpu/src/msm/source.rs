@@ -5,7 +5,7 @@ use cudarc::driver::{CudaSlice, CudaView};
 
 use crate::error::DriverContext;
 use crate::layout::SCALAR_WORDS;
-use crate::{DeviceIndex, DeviceScalars, Gpu, GpuError};
+use crate::{DeviceIndex, DeviceScalars, GpuError, Lane};
 
 /// The scalars of an MSM on the device: `values[skip..]`, or `values[index[i]]` for each i. A
 /// query over some of a witness's variables reads them in place: no gathered copy of the witness
@@ -98,7 +98,7 @@ impl<'a> MsmScalars<'a> {
     /// gathered through the positions into a buffer of the range's size.
     pub(super) fn range(
         &self,
-        gpu: &Gpu,
+        gpu: &Lane,
         start: usize,
         end: usize,
     ) -> Result<RangeWords<'a>, GpuError> {

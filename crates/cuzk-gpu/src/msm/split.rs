@@ -16,7 +16,7 @@ use super::{
 };
 use crate::error::DriverContext;
 use crate::layout::{XyzzPoint, SCALAR_WORDS};
-use crate::{DeviceScalars, Gpu, GpuError};
+use crate::{DeviceScalars, GpuError, Lane};
 
 /// Scalars per block of the classifying kernels: the others' offsets are kept per block, so
 /// ranges of points split at multiples of it.
@@ -68,7 +68,7 @@ impl<A: MsmAffine> std::fmt::Debug for SplitMsm<A> {
 impl<A: MsmAffine> SplitMsm<A> {
     /// The split MSM of `scalars`, when they are many and mostly 0 or 1; None for an MSM that
     /// Pippenger should take whole.
-    pub fn of(gpu: &Gpu, scalars: &MsmScalars<'_>) -> Result<Option<Self>, GpuError> {
+    pub fn of(gpu: &Lane, scalars: &MsmScalars<'_>) -> Result<Option<Self>, GpuError> {
         let Some(split) = Split::of(gpu, scalars)? else {
             return Ok(None);
         };
@@ -83,12 +83,12 @@ impl<A: MsmAffine> SplitMsm<A> {
 
     /// The MSM of the same scalars over points of another group (B's in G1 and in G2), sharing
     /// their classification and gathered scalars: made with none of its points taken.
-    pub fn over<B: MsmAffine>(&self, gpu: &Gpu) -> Result<SplitMsm<B>, GpuError> {
+    pub fn over<B: MsmAffine>(&self, gpu: &Lane) -> Result<SplitMsm<B>, GpuError> {
         SplitMsm::of_classified(gpu, Arc::clone(&self.classified))
     }
 
     /// An MSM over `classified`'s scalars with room for its others' points.
-    fn of_classified(gpu: &Gpu, classified: Arc<Classified>) -> Result<Self, GpuError> {
+    fn of_classified(gpu: &Lane, classified: Arc<Classified>) -> Result<Self, GpuError> {
         let gathered_words = classified.split.others().max(1) * A::WORDS;
         gpu.ensure_fits("gathered points", 4 * gathered_words)?;
         let gathered = gpu
@@ -107,7 +107,7 @@ impl<A: MsmAffine> SplitMsm<A> {
     /// `start` a multiple of [`SPLIT_BLOCK`].
     pub(super) fn add(
         &mut self,
-        gpu: &Gpu,
+        gpu: &Lane,
         points: &CudaView<'_, u32>,
         (start, end): (usize, usize),
     ) -> Result<(), GpuError> {
@@ -128,7 +128,7 @@ impl<A: MsmAffine> SplitMsm<A> {
     /// copied on `gpu`'s copy stream through `buffers` in ranges as large as they hold.
     pub fn stream(
         &mut self,
-        gpu: &Gpu,
+        gpu: &Lane,
         points: &[A],
         buffers: &mut PointBuffers,
     ) -> Result<(), GpuError> {
@@ -156,7 +156,7 @@ impl<A: MsmAffine> SplitMsm<A> {
 
     /// The sum: the ones' and, in Pippenger passes as large as fit the memory free now, the
     /// others'. Refused before every point was taken.
-    pub fn finish(self, gpu: &Gpu) -> Result<A::Projective, GpuError> {
+    pub fn finish(self, gpu: &Lane) -> Result<A::Projective, GpuError> {
         let SplitMsm {
             classified,
             gathered,
@@ -207,7 +207,7 @@ struct Split {
 impl Split {
     /// The split of `scalars`, when they are many and mostly 0 or 1; None for an MSM that
     /// Pippenger should take whole.
-    fn of(gpu: &Gpu, scalars: &MsmScalars<'_>) -> Result<Option<Split>, GpuError> {
+    fn of(gpu: &Lane, scalars: &MsmScalars<'_>) -> Result<Option<Split>, GpuError> {
         let n = scalars.len();
         if n < SPLIT_MIN {
             return Ok(None);
@@ -296,7 +296,7 @@ impl Split {
     /// words of A); `start` a multiple of [`SPLIT_BLOCK`].
     fn sum_ones<A: MsmAffine>(
         &self,
-        gpu: &Gpu,
+        gpu: &Lane,
         points: &CudaView<'_, u32>,
         (start, end): (usize, usize),
     ) -> Result<A::Projective, GpuError> {
@@ -309,7 +309,7 @@ impl Split {
     /// their places in `gathered` (one per other, in order).
     fn gather_others<A: MsmAffine>(
         &self,
-        gpu: &Gpu,
+        gpu: &Lane,
         points: &CudaView<'_, u32>,
         (start, end): (usize, usize),
         gathered: &mut CudaSlice<u32>,
@@ -336,7 +336,7 @@ impl Split {
     /// their positions when they have them.
     fn gather_scalars(
         &self,
-        gpu: &Gpu,
+        gpu: &Lane,
         scalars: &MsmScalars<'_>,
     ) -> Result<CudaSlice<u32>, GpuError> {
         let count = self.others();
@@ -384,7 +384,7 @@ impl Split {
 /// on the device: each thread of `batch_add` sums the points of [`WORDS_PER_THREAD`] words, then
 /// one tree sums the threads'.
 pub(super) fn sum_bits<A: MsmAffine>(
-    gpu: &Gpu,
+    gpu: &Lane,
     points: &CudaView<'_, u32>,
     bits: &CudaView<'_, u32>,
     len: usize,
@@ -469,7 +469,7 @@ fn check_range(
 /// out[k] = src[index[k] − base] for each k, items of `words` words; every index − base is
 /// below the items `src` holds (the callers' ranges).
 pub(super) fn gather_words(
-    gpu: &Gpu,
+    gpu: &Lane,
     src: &CudaView<'_, u32>,
     index: &CudaView<'_, u32>,
     base: usize,

@@ -12,7 +12,7 @@ use cudarc::driver::{CudaEvent, CudaSlice};
 
 use super::MsmParams;
 use crate::error::DriverContext;
-use crate::{Gpu, GpuError};
+use crate::{GpuError, Lane};
 
 /// The variable that turns the trace on (any value but empty or `0`).
 pub const MSM_TRACE_ENV: &str = "CUZK_MSM_TRACE";
@@ -39,7 +39,7 @@ pub(super) fn copy_wait_ms(copied: &CudaEvent) -> Result<Option<f64>, GpuError> 
 
 /// The stages of one traced pass so far.
 pub(super) struct PassTrace<'a> {
-    gpu: &'a Gpu,
+    gpu: &'a Lane,
     last: Instant,
     line: String,
 }
@@ -48,7 +48,7 @@ impl<'a> PassTrace<'a> {
     /// A trace of a pass with params `p`, when tracing is on; `copy_wait_ms`: what a streamed pass
     /// waited for its points' copy before it began.
     pub(super) fn start(
-        gpu: &'a Gpu,
+        gpu: &'a Lane,
         p: &MsmParams,
         copy_wait_ms: Option<f64>,
     ) -> Result<Option<Self>, GpuError> {

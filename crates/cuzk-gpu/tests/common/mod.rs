@@ -5,11 +5,11 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use cuzk_gpu::Gpu;
+use cuzk_gpu::Lane;
 
 /// The first device, or `None` after printing why the test is skipped.
-pub fn gpu(test: &str) -> Option<Arc<Gpu>> {
-    match Gpu::first() {
+pub fn gpu(test: &str) -> Option<Arc<Lane>> {
+    match Lane::first() {
         Ok(gpu) => Some(gpu),
         Err(why) => {
             // Straight to the stderr handle, past libtest's capture, so CI logs show the skip.
@@ -24,7 +24,7 @@ pub use cuzk_testkit::rng;
 
 /// `work`'s result with the free memory `gpu` plans with capped at `limit` (`None`: what the
 /// device has), the cap lifted after, whatever `work` returned.
-pub fn with_memory_limit<T>(gpu: &Gpu, limit: Option<usize>, work: impl FnOnce() -> T) -> T {
+pub fn with_memory_limit<T>(gpu: &Lane, limit: Option<usize>, work: impl FnOnce() -> T) -> T {
     gpu.limit_memory(limit);
     let result = work();
     gpu.limit_memory(None);

@@ -138,7 +138,7 @@ fn open_shared(
         Some(bytes) => MemoryBudget::Bytes(usize::try_from(bytes).unwrap_or(usize::MAX)),
         None => MemoryBudget::FreeAtStart,
     };
-    let gpu = cuzk_gpu::Gpu::open(ordinal, budget)?;
+    let gpu = cuzk_gpu::Lane::open(ordinal, budget)?;
     if sharing > 1 {
         gpu.limit_memory(Some(gpu.budget() / sharing));
     }

@@ -11,9 +11,9 @@ pub use cuzk_testkit::rng;
 
 /// The first device, or `None` after printing why the test is skipped (straight to stderr, past
 /// libtest's capture, so CI logs show the skip).
-pub fn gpu(test: &str) -> Option<std::sync::Arc<cuzk_gpu::Gpu>> {
+pub fn gpu(test: &str) -> Option<std::sync::Arc<cuzk_gpu::Lane>> {
     use std::io::Write;
-    match cuzk_gpu::Gpu::first() {
+    match cuzk_gpu::Lane::first() {
         Ok(gpu) => Some(gpu),
         Err(why) => {
             let _ = writeln!(std::io::stderr(), "{test}: SKIPPED (no GPU: {why})");

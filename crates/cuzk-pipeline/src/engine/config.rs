@@ -34,7 +34,7 @@ pub struct EngineConfig {
 /// The default of [`EngineConfig::synthesis_nice`]: off. Niced by 10 (a thread then weighs ~1/10
 /// of one at 0 in Linux's scheduler), synthesis gave shorter device regions but fewer proofs a
 /// second (measured: docs/performance.md, "Why the code is as it is"): the GPU's threads
-/// spun while they waited, and took the cores at once. They sleep now (`cuzk_gpu::Gpu::new`);
+/// spun while they waited, and took the cores at once. They sleep now (`cuzk_gpu::Lane::new`);
 /// until that is measured, synthesis keeps the process's priority.
 pub const SYNTHESIS_NICE: i32 = 0;
 

@@ -9,7 +9,7 @@
 //! another in `docs/perf-notes.md` (issue 36).
 
 use cuzk_gpu::msm::{MsmAffine, MsmScalars, PointBuffers, SplitMsm};
-use cuzk_gpu::{Gpu, GpuError};
+use cuzk_gpu::{GpuError, Lane};
 use cuzk_math::{G1Affine, G2Affine};
 
 use super::program::{msm_counted, Stages, WitnessScalars};
@@ -47,8 +47,8 @@ impl Beside {
     /// splits, or when they would leave less than `h_needs` bytes for H's MSM once `freed` bytes
     /// (the witness, if it goes) are given back.
     pub(super) fn of(
-        gpu: &Gpu,
-        side: &Gpu,
+        gpu: &Lane,
+        side: &Lane,
         srs: &DeviceSrs,
         s: WitnessScalars<'_>,
         h_needs: usize,
@@ -89,7 +89,7 @@ impl Beside {
 
     /// Streams every query's points on `side` (which follows their classification, see
     /// [`Beside::of`]), summing the ones' and gathering the others'.
-    pub(super) fn stream(&mut self, side: &Gpu, params: &Parameters) -> Result<(), GpuError> {
+    pub(super) fn stream(&mut self, side: &Lane, params: &Parameters) -> Result<(), GpuError> {
         let (q, buffers) = (&mut self.queries, &mut self.buffers);
         // The largest first: its copies take longest, and H's passes are longest at its start.
         stream_one(side, &mut q.b_g2, &params.b_g2, buffers)?;
@@ -107,7 +107,7 @@ impl Beside {
 impl BesideQueries {
     /// The split MSMs of `srs`'s streamed queries over `s`, made on `gpu`; B's in G1 and in G2
     /// share one classification of its scalars.
-    fn of(gpu: &Gpu, srs: &DeviceSrs, s: WitnessScalars<'_>) -> Result<Self, GpuError> {
+    fn of(gpu: &Lane, srs: &DeviceSrs, s: WitnessScalars<'_>) -> Result<Self, GpuError> {
         let b_g1 = split(gpu, &srs.b_g1, s.b)?;
         let b_g2 = match (&srs.b_g2, &srs.b_g1, &b_g1) {
             (Bases::Resident(_), ..) => None,
@@ -139,7 +139,7 @@ impl<A: MsmAffine> Streamed<A> {
 
 /// The split MSM of a streamed query over `scalars`, when they are mostly 0 or 1.
 fn split<A: MsmAffine>(
-    gpu: &Gpu,
+    gpu: &Lane,
     bases: &Bases<A>,
     scalars: MsmScalars<'_>,
 ) -> Result<Option<Streamed<A>>, GpuError> {
@@ -151,7 +151,7 @@ fn split<A: MsmAffine>(
 
 /// Streams one query's points if it is beside H, recording its device time.
 fn stream_one<A: MsmAffine>(
-    side: &Gpu,
+    side: &Lane,
     query: &mut Option<Streamed<A>>,
     points: &[A],
     buffers: &mut PointBuffers,
@@ -165,8 +165,8 @@ fn stream_one<A: MsmAffine>(
 /// What the queries read after H's MSM: the main lane, the side lane where the ones beside H
 /// streamed, and the witness's scalars when the witness is on the device.
 pub(super) struct After<'a> {
-    pub(super) gpu: &'a Gpu,
-    pub(super) side: &'a Gpu,
+    pub(super) gpu: &'a Lane,
+    pub(super) side: &'a Lane,
     pub(super) s: Option<WitnessScalars<'a>>,
 }
 

@@ -3,7 +3,7 @@
 
 use cuzk_gpu::ntt::NttTables;
 use cuzk_gpu::sparse::{self, ChunkLimit, DeviceSparse, SparseRows, StreamedSparse};
-use cuzk_gpu::{DeviceIndex, DeviceScalars, Gpu, GpuError};
+use cuzk_gpu::{DeviceIndex, DeviceScalars, GpuError, Lane};
 use cuzk_math::Bitmap;
 use cuzk_synth::CompiledR1cs;
 use std::sync::{Arc, PoisonError};
@@ -192,7 +192,7 @@ impl Matrices {
     /// `out[..rows] = M·z` for matrix `m` (0, 1, 2: A, B, C) on `gpu`'s stream.
     pub(super) fn multiply(
         &self,
-        gpu: &Gpu,
+        gpu: &Lane,
         m: usize,
         z: &DeviceScalars,
         out: &mut DeviceScalars,
@@ -215,7 +215,7 @@ impl Matrices {
 }
 
 /// `compiled`'s A, B and C on the device, for products with witnesses (inputs then aux).
-pub fn upload_matrices(gpu: &Gpu, compiled: &CompiledR1cs) -> Result<DeviceSparse, GpuError> {
+pub fn upload_matrices(gpu: &Lane, compiled: &CompiledR1cs) -> Result<DeviceSparse, GpuError> {
     let columns = compiled.num_inputs() + compiled.num_aux();
     DeviceSparse::upload(gpu, compiled.coeffs(), &sparse_rows(compiled), columns)
 }

@@ -53,7 +53,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use cuzk_gpu::ntt::NttTables;
 use cuzk_gpu::sparse::{ChunkLimit, DeviceSparse, StreamedSparse};
-use cuzk_gpu::{Gpu, GpuError, Pinned};
+use cuzk_gpu::{GpuError, Lane, Pinned};
 use cuzk_math::Scalar;
 use cuzk_synth::{CompiledR1cs, ProvingAssignment};
 
@@ -72,7 +72,7 @@ use staging::*;
 /// Proves on one device.
 #[derive(Debug)]
 pub struct GpuBackend {
-    gpu: Arc<Gpu>,
+    gpu: Arc<Lane>,
     name: String,
     /// The proving keys placed for proving, several at a time.
     srs: Mutex<SrsCache>,
@@ -96,13 +96,13 @@ pub struct GpuBackend {
     /// (measured: docs/performance.md, "Why the code is as it is").
     copies: Option<rayon::ThreadPool>,
     /// Streams of this device for MSMs side by side: H's (scheduled first) and the other four.
-    lanes: Mutex<Option<[Arc<Gpu>; 5]>>,
+    lanes: Mutex<Option<[Arc<Lane>; 5]>>,
     /// The streams of a proof run beside the region in progress (see
     /// [`DeviceLock::acquire_beside`]), all scheduled first; held through such a proof, so that
     /// there is one at a time.
     beside: Mutex<Option<Streams>>,
     /// Bytes the device's memory pool was made to hold for MSMs side by side (see
-    /// [`Gpu::reserve_pool`]).
+    /// [`Lane::reserve_pool`]).
     pool_reserved: AtomicUsize,
     /// Parameter sets whose longest query has this many points or more go to the device with their
     /// window multiples when those fit.
@@ -120,11 +120,11 @@ const MULTIPLES_FROM: usize = 1 << 20;
 impl GpuBackend {
     /// The backend of device `ordinal`.
     pub fn new(ordinal: usize) -> Result<Self, GpuError> {
-        Ok(Self::with_gpu(Gpu::new(ordinal)?))
+        Ok(Self::with_gpu(Lane::new(ordinal)?))
     }
 
     /// A backend on an opened device (whose memory limit, if any, it plans with).
-    pub fn with_gpu(gpu: Arc<Gpu>) -> Self {
+    pub fn with_gpu(gpu: Arc<Lane>) -> Self {
         let name = format!("cuda:{} ({})", gpu.ordinal(), gpu.name());
         GpuBackend {
             gpu,
@@ -347,7 +347,7 @@ impl GpuBackend {
 
     /// Five lanes of this backend's device, made on first use: H's chain (scheduled first) and
     /// the four MSMs that run beside it.
-    fn lanes(&self) -> Result<[Arc<Gpu>; 5], GpuError> {
+    fn lanes(&self) -> Result<[Arc<Lane>; 5], GpuError> {
         let mut lanes = self.lanes.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(made) = lanes.as_ref() {
             return Ok(made.clone());

@@ -2,7 +2,7 @@
 
 use cuzk_gpu::msm::MsmScalars;
 use cuzk_gpu::ntt::{ab_minus_c, minus_scaled, mul_assign, ntt, NttOrder, NttTables, Transform};
-use cuzk_gpu::{DeviceScalars, Gpu, GpuError, Timing};
+use cuzk_gpu::{DeviceScalars, GpuError, Lane, Timing};
 use cuzk_math::{G1Projective, G2Projective, Scalar};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -27,8 +27,8 @@ pub(super) struct Placed {
 /// first.
 #[derive(Debug)]
 pub(super) struct Streams {
-    pub(super) main: Arc<Gpu>,
-    pub(super) lanes: [Arc<Gpu>; 5],
+    pub(super) main: Arc<Lane>,
+    pub(super) lanes: [Arc<Lane>; 5],
 }
 
 impl Streams {
@@ -58,7 +58,7 @@ impl Stages {
     /// waiting for the work.
     pub(super) fn time<T>(
         &mut self,
-        gpu: &Gpu,
+        gpu: &Lane,
         key: &'static str,
         f: impl FnOnce() -> Result<T, GpuError>,
     ) -> Result<T, GpuError> {
@@ -103,7 +103,7 @@ impl GpuBackend {
     /// One proof's device work on `streams`: the witness and its four MSMs first, H beside them
     /// when every query is resident and their work buffers fit together, else one step at a time
     /// ([`Self::one_at_a_time`]). `reserve`: grow the memory pool for the MSMs side by side first
-    /// (see [`Gpu::reserve_pool`]).
+    /// (see [`Lane::reserve_pool`]).
     pub(super) fn run(
         &self,
         streams: &Streams,
@@ -150,7 +150,7 @@ impl GpuBackend {
         let side_by_side = resident && together + cuzk_gpu::MEMORY_MARGIN <= free;
         stages.push("msm_side_by_side", if side_by_side { 1.0 } else { 0.0 });
         if reserve && side_by_side && together > self.pool_reserved.load(Ordering::Relaxed) {
-            // Once per size: the five lanes never reuse one another's freed memory (see `Gpu`), so
+            // Once per size: the five lanes never reuse one another's freed memory (see `Lane`), so
             // the pool must hold all their buffers at once, with room for how they interleave;
             // grown in the middle of proofs instead, it slows the first proofs. Best effort:
             // `free` counts what the pool holds unused, which it cannot hand out as one block with
@@ -195,7 +195,7 @@ impl GpuBackend {
     /// H's n − 1 coefficients on the device: a, b and c uploaded from the staging buffer, or the
     /// matrices' products with the witness already there (`products`), then transformed.
     pub(super) fn h_coefficients(
-        gpu: &Gpu,
+        gpu: &Lane,
         tables: &NttTables,
         p: &Prepared,
         products: Option<(&Matrices, &DeviceScalars)>,
@@ -224,7 +224,7 @@ impl GpuBackend {
     /// made on the device, b's product runs on the side lane beside a's transforms (streamed
     /// matrices' copies bound it).
     fn h_from_two_vectors(
-        gpu: &Gpu,
+        gpu: &Lane,
         tables: &NttTables,
         p: &Prepared,
         products: Option<(&Matrices, &DeviceScalars)>,
@@ -306,7 +306,7 @@ impl GpuBackend {
     /// otherwise nothing overlaps but each streamed MSM's copies and sums (and streamed
     /// matrices' copies and products).
     fn one_at_a_time(
-        gpu: &Gpu,
+        gpu: &Lane,
         placed: &Placed,
         params: &Parameters,
         p: &mut Prepared,
@@ -465,7 +465,7 @@ pub(super) fn query_sums(
 /// Pippenger passes it took and the device memory free as it started (an MSM short of memory
 /// splits into many small passes, each dearer per point).
 pub(super) fn msm_counted<T>(
-    gpu: &Gpu,
+    gpu: &Lane,
     stages: &mut Stages,
     [passes, room]: [&'static str; 2],
     msm: impl FnOnce() -> Result<T, GpuError>,
@@ -518,7 +518,7 @@ fn vectors_key(products: Option<(&Matrices, &DeviceScalars)>) -> &'static str {
 /// Vector `m` of a, b, c (n values): from the staging buffer, or the product of matrix `m` with
 /// the witness on the device (zero past the rows: the NTTs' padding).
 fn h_vector(
-    gpu: &Gpu,
+    gpu: &Lane,
     p: &Prepared,
     products: Option<(&Matrices, &DeviceScalars)>,
     m: usize,
@@ -535,7 +535,7 @@ fn h_vector(
 }
 
 /// Values of a polynomial (natural order) → its evaluations on the coset (natural order).
-fn to_coset(gpu: &Gpu, tables: &NttTables, values: &mut DeviceScalars) -> Result<(), GpuError> {
+fn to_coset(gpu: &Lane, tables: &NttTables, values: &mut DeviceScalars) -> Result<(), GpuError> {
     ntt(
         gpu,
         tables,
@@ -552,7 +552,7 @@ fn to_coset(gpu: &Gpu, tables: &NttTables, values: &mut DeviceScalars) -> Result
 
 /// The quotient's evaluations on the coset → H's n − 1 coefficients (the top one is zero).
 fn from_coset(
-    gpu: &Gpu,
+    gpu: &Lane,
     tables: &NttTables,
     mut h: DeviceScalars,
 ) -> Result<DeviceScalars, GpuError> {

@@ -5,7 +5,7 @@ use cuzk_gpu::msm::{
     least_working_memory, msm_device, msm_streamed, multiple_window_bits, DeviceBases, MsmAffine,
     MsmScalars,
 };
-use cuzk_gpu::{Gpu, GpuError, HostLocked};
+use cuzk_gpu::{GpuError, HostLocked, Lane};
 use cuzk_math::{FixedBaseTable, G1Affine, G2Affine, Scalar};
 use group::prime::PrimeCurve;
 use std::sync::{Arc, MutexGuard, PoisonError};
@@ -24,7 +24,7 @@ pub(super) enum Bases<A> {
 }
 
 impl<A: MsmAffine> Bases<A> {
-    pub(super) fn place(gpu: &Gpu, points: &[A], placement: Placement) -> Result<Self, GpuError> {
+    pub(super) fn place(gpu: &Lane, points: &[A], placement: Placement) -> Result<Self, GpuError> {
         Ok(match placement {
             Placement::Multiples(bits) => Bases::Resident(
                 DeviceBases::upload_with_window_multiples(gpu, points, bits)?,
@@ -36,7 +36,7 @@ impl<A: MsmAffine> Bases<A> {
 
     /// `scalars[i] · G` on the device, for `table`'s generator G.
     pub(super) fn multiplied<G>(
-        gpu: &Gpu,
+        gpu: &Lane,
         table: &FixedBaseTable<G>,
         scalars: &[Scalar],
     ) -> Result<Self, GpuError>
@@ -71,7 +71,7 @@ impl<A: MsmAffine> Bases<A> {
     /// Σ scalars[i]·points[i]; `host` is the query's vector, read when the points are streamed.
     pub(super) fn msm<'s>(
         &self,
-        gpu: &Gpu,
+        gpu: &Lane,
         scalars: impl Into<MsmScalars<'s>>,
         host: &[A],
     ) -> Result<A::Projective, GpuError> {
@@ -336,7 +336,7 @@ impl GpuBackend {
 /// they are locked; if the driver refuses (e.g. small vectors sharing pages with other locked
 /// memory), they stream from pageable memory, correctly but slower. The locks live as the
 /// parameters' attachment, released before their vectors are freed.
-fn lock_in_host(params: &Parameters, gpu: &Gpu) -> bool {
+fn lock_in_host(params: &Parameters, gpu: &Lane) -> bool {
     let locks = params.attachment(|| -> Option<Vec<HostLocked>> {
         let mut locks = Vec::new();
         for query in [&params.h, &params.l, &params.a, &params.b_g1] {

@@ -5,7 +5,7 @@
 use std::sync::{Arc, PoisonError};
 
 use cuzk_gpu::fixed_base::{fixed_base_multiply, FixedBaseAffine};
-use cuzk_gpu::{Gpu, GpuError};
+use cuzk_gpu::{GpuError, Lane};
 use cuzk_math::msm::AffineCoordinates;
 use cuzk_math::{FixedBaseTable, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_synth::CompiledR1cs;
@@ -19,14 +19,14 @@ use super::*;
 
 impl Multiplier {
     /// Points multiplied out on `gpu`: the same as the CPU's, brought back to the host.
-    pub fn gpu(gpu: Arc<Gpu>) -> Self {
+    pub fn gpu(gpu: Arc<Lane>) -> Self {
         Multiplier::Device(Arc::new(OnGpu(gpu)))
     }
 }
 
 /// Fixed-base multiplications on one device.
 #[derive(Debug)]
-struct OnGpu(Arc<Gpu>);
+struct OnGpu(Arc<Lane>);
 
 impl DeviceMultiplier for OnGpu {
     fn g1(
@@ -47,7 +47,7 @@ impl DeviceMultiplier for OnGpu {
 }
 
 fn multiply<G>(
-    gpu: &Gpu,
+    gpu: &Lane,
     table: &FixedBaseTable<G>,
     scalars: &[Scalar],
 ) -> Result<Vec<G::Affine>, SetupError>

@@ -1,6 +1,6 @@
 //! The host side of a proof: its witness staged in page-locked memory before the device is taken.
 
-use cuzk_gpu::{DeviceScalars, Gpu, GpuError, PackedLayout, PackedScalars, Pinned};
+use cuzk_gpu::{DeviceScalars, GpuError, Lane, PackedLayout, PackedScalars, Pinned};
 use cuzk_math::Scalar;
 use cuzk_synth::{CompiledR1cs, ProvingAssignment};
 use ff::{Field, PrimeField};
@@ -64,7 +64,7 @@ impl Prepared {
     }
 
     /// The witness on the device: uploaded whole, or packed and unpacked there.
-    pub(super) fn upload_witness(&self, gpu: &Gpu) -> Result<DeviceScalars, GpuError> {
+    pub(super) fn upload_witness(&self, gpu: &Lane) -> Result<DeviceScalars, GpuError> {
         let offset = self.witness_offset();
         match self.packed {
             Some(layout) => DeviceScalars::upload_packed(gpu, &self.staging, offset, layout),
