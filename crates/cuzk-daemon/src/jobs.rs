@@ -14,8 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use cuzk_groth16::ProverBackend;
-use cuzk_pipeline::{Engine, JobError, Priority};
+use cuzk_pipeline::{Devices, Engine, JobError, Priority};
 use rand::RngCore;
 use tokio::sync::{watch, Notify};
 
@@ -230,7 +229,8 @@ pub struct Parts {
     pub engine: Engine,
     pub circuits: Arc<dyn Circuits>,
     pub srs: SrsManager,
-    pub devices: Vec<Arc<dyn ProverBackend>>,
+    /// The engine's devices, lent.
+    pub devices: Devices,
     pub metrics: Arc<Metrics>,
     /// Partitions and GPU workers now, from the engine's records.
     pub live: Arc<Live>,
@@ -718,7 +718,7 @@ impl Daemon {
         let gpus = self
             .parts
             .devices
-            .iter()
+            .backends()
             .enumerate()
             .filter_map(|(index, backend)| {
                 let device = match backend.device() {

@@ -149,18 +149,18 @@ pub fn build(
         log: timeline(&config.timeline)?,
     });
     let gpu_workers = devices.len() * config.gpu_workers_per_device;
-    let engine = Engine::start(engine_config, devices.clone(), sink)
+    let engine = Engine::start(engine_config, devices, sink)
         .map_err(|e| ServeError::Setup(format!("the engine: {e}")))?;
+    let devices = engine.lend_devices();
     let srs = SrsManager::new(
         Arc::clone(&circuits),
         devices.clone(),
-        Some(engine.health()),
         memory.clone(),
         config.eviction_min_idle,
         Arc::clone(&metrics),
     );
     tracing::info!(
-        devices = ?devices.iter().map(|d| d.name().to_owned()).collect::<Vec<_>>(),
+        devices = ?devices.backends().map(|d| d.name().to_owned()).collect::<Vec<_>>(),
         engine_budget,
         srs_budget,
         host_memory = %memory.total,

@@ -15,8 +15,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use cuzk_groth16::ProverBackend;
-use cuzk_pipeline::DeviceHealth;
+use cuzk_pipeline::Devices;
 use tokio::sync::{watch, Notify};
 
 use crate::circuits::{Circuits, ParamSet};
@@ -67,9 +66,8 @@ struct Entry {
 
 struct Inner {
     circuits: Arc<dyn Circuits>,
-    devices: Vec<Arc<dyn ProverBackend>>,
-    /// Which devices the engine still proves on (`None`: all): sets go to those only.
-    health: Option<DeviceHealth>,
+    /// The engine's, of which sets go to those in service only.
+    devices: Devices,
     /// Host bytes the warm sets may hold together.
     budget: u64,
     /// The host's memory, for the plan a set is checked against before it loads.
@@ -158,22 +156,13 @@ impl Inner {
             .sum()
     }
 
-    /// The devices in service.
-    fn in_service(&self) -> impl Iterator<Item = &Arc<dyn ProverBackend>> {
-        let serving = |index: &usize| self.health.as_ref().is_none_or(|h| h.in_service(*index));
-        let devices = self.devices.iter().enumerate();
-        devices
-            .filter(move |(index, _)| serving(index))
-            .map(|(_, d)| d)
-    }
-
     /// Places a warm set on every device in service; its tier is then hot. A device that fails
     /// it is passed over (the set goes to it at its first proof, if it is still in service then):
     /// only when every device fails is the set unusable.
     fn place(&self, set: &ParamSet) -> Result<(), String> {
         let mut failures = Vec::new();
         let mut placed = false;
-        for device in self.in_service() {
+        for device in self.devices.in_service() {
             match device.preload(&set.params, set.compiled.as_ref()) {
                 Ok(_) => placed = true,
                 Err(e) => {
@@ -190,13 +179,15 @@ impl Inner {
 
     /// Each device in service's plan for the set, where it is placed.
     fn plans(&self, set: &ParamSet) -> Vec<String> {
-        self.in_service()
+        self.devices
+            .in_service()
             .filter_map(|d| Some(format!("{}: {}", d.name(), d.plan(&set.params)?)))
             .collect()
     }
 
     fn tier(&self, set: &ParamSet) -> Tier {
         if self
+            .devices
             .in_service()
             .all(|d| d.resident(&set.params).is_some() || matches!(d.device(), Ok(None)))
         {
@@ -241,7 +232,7 @@ impl Inner {
     }
 
     fn evict_entry(&self, set: &ParamSet) -> u64 {
-        let device: u64 = self.devices.iter().map(|d| d.evict(&set.params)).sum();
+        let device: u64 = self.devices.backends().map(|d| d.evict(&set.params)).sum();
         device + set.bytes
     }
 }
@@ -255,12 +246,11 @@ enum Room {
 }
 
 impl SrsManager {
-    /// Over `devices`, the engine's backends; `health` says which the engine still proves on;
-    /// warm sets hold at most `memory.sets`.
+    /// Over `devices`, the engine's (lent, so that sets go only where it still proves); warm
+    /// sets hold at most `memory.sets`.
     pub fn new(
         circuits: Arc<dyn Circuits>,
-        devices: Vec<Arc<dyn ProverBackend>>,
-        health: Option<DeviceHealth>,
+        devices: Devices,
         memory: HostBudgets,
         min_idle: Duration,
         metrics: Arc<Metrics>,
@@ -269,7 +259,6 @@ impl SrsManager {
             inner: Arc::new(Inner {
                 circuits,
                 devices,
-                health,
                 budget: memory.sets,
                 memory,
                 min_idle,
@@ -670,8 +659,7 @@ mod tests {
         };
         SrsManager::new(
             Arc::clone(fake) as Arc<dyn Circuits>,
-            vec![Arc::new(cuzk_groth16::backend::CpuBackend)],
-            None,
+            Devices::unmanaged(vec![Arc::new(cuzk_groth16::backend::CpuBackend)]),
             memory,
             min_idle,
             Arc::new(Metrics::new().unwrap()),

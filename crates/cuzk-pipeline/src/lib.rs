@@ -23,6 +23,6 @@ pub mod sink;
 pub mod timeline;
 
 pub use engine::{
-    unpanicked, DeviceActivity, DeviceHealth, Engine, EngineConfig, JobError, JobHandle, JobOutput,
+    unpanicked, DeviceActivity, Devices, Engine, EngineConfig, JobError, JobHandle, JobOutput,
     JobProgress, JobRequest, JobTimings, Partition, Priority, FAULTS_IN_A_ROW, SYNTHESIS_NICE,
 };

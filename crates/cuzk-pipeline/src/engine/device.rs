@@ -36,19 +36,49 @@ pub struct DeviceActivity {
     pub out_of_service: Option<String>,
 }
 
-/// Which of an engine's devices are in service, for those that use the devices beside the engine
-/// (a parameter manager placing sets skips the others).
+/// An engine's devices as it lends them to what uses them beside it (a parameter manager placing
+/// sets, the daemon's status): each one's backend in the engine's order, which `device=` in the
+/// TIMELINE and every per-device figure follow, and whether it is still in service. One list, so
+/// that no user keeps an order of its own.
 #[derive(Clone, Debug)]
-pub struct DeviceHealth(Vec<Arc<Device>>);
+pub struct Devices(Vec<Arc<Device>>);
 
-impl DeviceHealth {
+impl Devices {
     pub(super) fn of(devices: &[Arc<Device>]) -> Self {
-        DeviceHealth(devices.to_vec())
+        Devices(devices.to_vec())
     }
 
-    /// Whether device `index` (its place in the engine's backend list) is in service.
-    pub fn in_service(&self, index: usize) -> bool {
-        self.0.get(index).is_some_and(|d| d.in_service())
+    /// Devices no engine proves on, all in service: for parts used without an engine (tests of
+    /// a parameter manager).
+    pub fn unmanaged(backends: Vec<Arc<dyn ProverBackend>>) -> Self {
+        let devices = backends.into_iter().enumerate();
+        Devices(devices.map(|(i, b)| Arc::new(Device::new(i, b))).collect())
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Every device's backend, in the engine's order.
+    pub fn backends(&self) -> impl Iterator<Item = &Arc<dyn ProverBackend>> {
+        self.0.iter().map(|d| d.backend())
+    }
+
+    /// The backends of the devices still in service.
+    pub fn in_service(&self) -> impl Iterator<Item = &Arc<dyn ProverBackend>> {
+        self.0
+            .iter()
+            .filter(|d| d.in_service())
+            .map(|d| d.backend())
+    }
+
+    /// What each device is doing, in the engine's order.
+    pub fn activity(&self) -> Vec<DeviceActivity> {
+        self.0.iter().map(|d| d.activity()).collect()
     }
 }
 

@@ -33,7 +33,7 @@ use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 
 pub use config::{ConfigError, EngineConfig, SYNTHESIS_NICE};
-pub use device::{DeviceActivity, DeviceHealth, FAULTS_IN_A_ROW};
+pub use device::{DeviceActivity, Devices, FAULTS_IN_A_ROW};
 pub use job::{
     JobError, JobOutput, JobProgress, JobRequest, JobResult, JobTimings, Partition,
     PartitionMemory, PartitionedCircuit, Priority,
@@ -171,12 +171,13 @@ impl Engine {
 
     /// What each device is doing, in backend-list order.
     pub fn devices(&self) -> Vec<DeviceActivity> {
-        self.shared.devices.iter().map(|d| d.activity()).collect()
+        self.lend_devices().activity()
     }
 
-    /// Which devices are in service, readable apart from the engine.
-    pub fn health(&self) -> DeviceHealth {
-        DeviceHealth::of(&self.shared.devices)
+    /// The devices, for what uses them beside the engine: their backends in its order, and
+    /// which are in service.
+    pub fn lend_devices(&self) -> Devices {
+        Devices::of(&self.shared.devices)
     }
 
     /// The memory budget, for its in-use and peak figures.
