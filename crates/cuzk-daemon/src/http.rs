@@ -57,6 +57,11 @@ async fn health(State(daemon): State<Arc<Daemon>>) -> impl IntoResponse {
 }
 
 async fn status(State(daemon): State<Arc<Daemon>>) -> Json<Value> {
+    Json(status_value(&daemon))
+}
+
+/// What `GET /status` returns: `GetStatus`'s reply beside Curio's daemon's fields.
+pub fn status_value(daemon: &Daemon) -> Value {
     let report = daemon.status();
     let sets = report.sets.clone();
     let mut json = status_json(&status_reply(report));
@@ -65,7 +70,7 @@ async fn status(State(daemon): State<Arc<Daemon>>) -> Json<Value> {
     {
         ours.extend(curios);
     }
-    Json(json)
+    json
 }
 
 /// Milliseconds as whole numbers, as Curio's daemon gives them.
@@ -86,12 +91,19 @@ pub fn activity_json(activity: &ActivityReport, sets: &[SetStatus]) -> Value {
         .by_kind
         .iter()
         .fold((0, 0), |(c, f), (_, done, bad)| (c + done, f + bad));
+    let total = activity.partitions_bytes + activity.sets_bytes;
+    let used = activity.partitions_used + activity.sets_used;
     json!({
         "uptime_secs": activity.uptime.as_secs_f64(),
         "memory": {
-            "total_bytes": activity.memory_bytes,
-            "used_bytes": activity.memory_used,
-            "available_bytes": activity.memory_bytes.saturating_sub(activity.memory_used),
+            "total_bytes": total,
+            "used_bytes": used,
+            "available_bytes": total.saturating_sub(used),
+            // Ours: what holds it.
+            "partitions_bytes": activity.partitions_bytes,
+            "partitions_used_bytes": activity.partitions_used,
+            "srs_bytes": activity.sets_bytes,
+            "srs_used_bytes": activity.sets_used,
         },
         "synthesis": {
             "max_concurrent": activity.synthesis_limit,
@@ -148,23 +160,28 @@ pub fn activity_json(activity: &ActivityReport, sets: &[SetStatus]) -> Value {
     })
 }
 
+/// One GPU of the status reply as JSON.
+pub fn gpu_json(gpu: &proto::GpuStatus) -> Value {
+    json!({
+        "ordinal": gpu.ordinal,
+        "name": gpu.name,
+        "vram_total_bytes": gpu.vram_total_bytes,
+        "vram_free_bytes": gpu.vram_free_bytes,
+        "current_job_id": gpu.current_job_id,
+        "current_proof_kind": gpu.current_proof_kind,
+        "out_of_service": gpu.out_of_service,
+        "out_of_service_reason": gpu.out_of_service_reason,
+        "device_faults": gpu.device_faults,
+        "partitions_proven": gpu.partitions_proven,
+        "memory_budget_bytes": gpu.memory_budget_bytes,
+        "memory_peak_bytes": gpu.memory_peak_bytes,
+    })
+}
+
 /// The status reply as JSON, in the API's field names (tiers by name).
 pub fn status_json(status: &proto::GetStatusResponse) -> Value {
     json!({
-        "gpus": status.gpus.iter().map(|gpu| json!({
-            "ordinal": gpu.ordinal,
-            "name": gpu.name,
-            "vram_total_bytes": gpu.vram_total_bytes,
-            "vram_free_bytes": gpu.vram_free_bytes,
-            "current_job_id": gpu.current_job_id,
-            "current_proof_kind": gpu.current_proof_kind,
-            "out_of_service": gpu.out_of_service,
-            "out_of_service_reason": gpu.out_of_service_reason,
-            "device_faults": gpu.device_faults,
-            "partitions_proven": gpu.partitions_proven,
-            "memory_budget_bytes": gpu.memory_budget_bytes,
-            "memory_peak_bytes": gpu.memory_peak_bytes,
-        })).collect::<Vec<_>>(),
+        "gpus": status.gpus.iter().map(gpu_json).collect::<Vec<_>>(),
         "loaded_srs": status.loaded_srs.iter().map(|set| json!({
             "circuit_id": set.circuit_id,
             "tier": set.tier().as_str_name(),
