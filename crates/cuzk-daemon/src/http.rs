@@ -1,7 +1,8 @@
 //! The read-only status port: `GET /metrics` (the Prometheus text `GetMetrics` returns),
 //! `GET /status` (what `GetStatus` returns, as JSON, beside the fields of Curio's daemon's
 //! `/status` that its monitoring UI reads) and `GET /healthz` (503 while the daemon drains, so a
-//! health check stops sending it work). Nothing here changes the daemon's state.
+//! health check stops sending it work), and the live page ([`crate::page`]: `GET /`,
+//! `GET /timeline`). Nothing here changes the daemon's state.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -27,6 +28,7 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
         .route("/metrics", get(metrics))
         .route("/status", get(status))
         .route("/healthz", get(health))
+        .merge(crate::page::routes())
         .with_state(daemon)
 }
 

@@ -25,6 +25,7 @@ use crate::ids::{Content, Decision, Standing};
 use crate::kinds::{priority_from_wire, Kind, KINDS};
 use crate::live::{Live, PartitionView, WorkerView};
 use crate::metrics::{Gauges, Metrics};
+use crate::page::Feed;
 use crate::proto::SubmitProofRequest;
 use crate::srs::{SetStatus, SrsManager};
 use crate::DaemonError;
@@ -269,6 +270,8 @@ pub struct Parts {
     pub metrics: Arc<Metrics>,
     /// Partitions and GPU workers now, from the engine's records.
     pub live: Arc<Live>,
+    /// What the live page follows: the same records, and jobs' ends.
+    pub feed: Arc<Feed>,
     /// How long a finished job's result stays retrievable.
     pub retention: Duration,
     /// GPU workers the engine runs (for the metrics).
@@ -368,6 +371,10 @@ impl Daemon {
         &self.parts.metrics
     }
 
+    pub fn feed(&self) -> &Feed {
+        &self.parts.feed
+    }
+
     /// Checks and registers a request, or joins the job registered under its id.
     pub async fn submit(
         self: &Arc<Self>,
@@ -465,6 +472,7 @@ impl Daemon {
             jobs.insert(id, Arc::clone(&job));
             (job, decision, previous)
         };
+        self.parts.feed.started(&job);
         if let (Decision::Supersede { running: true }, Some(old)) = (decision, &previous) {
             self.cancel_job(
                 old,
@@ -652,6 +660,7 @@ impl Daemon {
             }
             Status::Cancelled => self.parts.metrics.cancelled(job.kind),
         }
+        self.parts.feed.ended(&job, &ended);
         tracing::info!(job = %job.id, status = ?ended.status, total_ms = ended.timings.total_ms, "job ended");
         job.state.send_replace(State::Done {
             ended: Arc::new(ended),
