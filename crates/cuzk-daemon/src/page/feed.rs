@@ -18,7 +18,7 @@ use crate::kinds::{priority_name, Kind};
 
 /// TIMELINE records the ring keeps. A partition leaves about four the page draws (its
 /// synthesis and its device region, start and end of each), so this is the last ~2,500
-/// partitions: tens of minutes of 32 GiB PoRep (a 1.4 s device region each), about two minutes
+/// partitions: an hour of 32 GiB PoRep on one GPU (a 1.4 s device region each), a minute or two
 /// of 2 KiB proofs at their fastest; a few MB however long the daemon runs.
 pub const EVENTS_KEPT: usize = 10_000;
 

@@ -308,8 +308,9 @@ async fn chromium_renders_the_page_and_follows_a_daemon_restart() {
     ] {
         assert!(drawn.contains(shown), "the page lacks {shown:?}:\n{drawn}");
     }
-    // Bars in PoRep's colour, and the failed job's outlined.
+    // Bars in PoRep's colour, the faulted attempt's hatched, and the failed job's outlined.
     assert!(drawn.contains("fill=\"var(--porep)\""), "{drawn}");
+    assert!(drawn.contains("fill=\"url(#hatch)\""), "{drawn}");
     assert!(drawn.contains("stroke=\"var(--bad)\""), "{drawn}");
 
     let png = screenshot_path("live-page.png");
