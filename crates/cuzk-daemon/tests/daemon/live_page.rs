@@ -177,9 +177,13 @@ fn screenshot_path(name: &str) -> std::path::PathBuf {
     tmp.parent().unwrap_or(tmp).join(name)
 }
 
-/// Jobs left in flight while the page is looked at: one synthesizing for seconds, three waiting
-/// behind it (one of them HIGH).
+/// Jobs left in flight while the page is looked at: one synthesizing for [`SLOW_MS`], three
+/// waiting behind it (one of them HIGH).
 const IN_FLIGHT: [&str; 4] = ["slow-0", "waiting-1", "waiting-2", "urgent-3"];
+
+/// Long enough for the page to be read and photographed on a loaded CI machine while the queue
+/// stands still. The cancelled synthesis still sleeps it out: the test ends no sooner.
+const SLOW_MS: u64 = 20_000;
 
 /// A daemon with two devices, the second failing its first proof (a transient fault: that
 /// partition is retried on the first), that proved sealed ones, failed one, and has
@@ -221,7 +225,7 @@ async fn busy_daemon() -> (Running, AwaitProofResponse) {
     let mut client = daemon.client().await;
     for (n, id) in IN_FLIGHT.into_iter().enumerate() {
         let spec = SyntheticRequest {
-            synthesis_delay_ms: if n == 0 { 6_000 } else { 0 },
+            synthesis_delay_ms: if n == 0 { SLOW_MS } else { 0 },
             ..SyntheticRequest::new(256)
         };
         let mut request = synthetic(id, &spec);
