@@ -1,7 +1,8 @@
 //! The read-only status port: `GET /metrics` (the Prometheus text `GetMetrics` returns),
 //! `GET /status` (what `GetStatus` returns, as JSON, beside the fields of Curio's daemon's
 //! `/status` that its monitoring UI reads) and `GET /healthz` (503 while the daemon drains, so a
-//! health check stops sending it work). Nothing here changes the daemon's state.
+//! health check stops sending it work), and the live page ([`crate::page`]: `GET /`,
+//! `GET /timeline`). Nothing here changes the daemon's state.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -27,6 +28,7 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
         .route("/metrics", get(metrics))
         .route("/status", get(status))
         .route("/healthz", get(health))
+        .merge(crate::page::routes())
         .with_state(daemon)
 }
 
@@ -57,6 +59,11 @@ async fn health(State(daemon): State<Arc<Daemon>>) -> impl IntoResponse {
 }
 
 async fn status(State(daemon): State<Arc<Daemon>>) -> Json<Value> {
+    Json(status_value(&daemon))
+}
+
+/// What `GET /status` returns: `GetStatus`'s reply beside Curio's daemon's fields.
+pub fn status_value(daemon: &Daemon) -> Value {
     let report = daemon.status();
     let sets = report.sets.clone();
     let mut json = status_json(&status_reply(report));
@@ -65,7 +72,7 @@ async fn status(State(daemon): State<Arc<Daemon>>) -> Json<Value> {
     {
         ours.extend(curios);
     }
-    Json(json)
+    json
 }
 
 /// Milliseconds as whole numbers, as Curio's daemon gives them.
@@ -86,12 +93,19 @@ pub fn activity_json(activity: &ActivityReport, sets: &[SetStatus]) -> Value {
         .by_kind
         .iter()
         .fold((0, 0), |(c, f), (_, done, bad)| (c + done, f + bad));
+    let total = activity.partitions_bytes + activity.sets_bytes;
+    let used = activity.partitions_used + activity.sets_used;
     json!({
         "uptime_secs": activity.uptime.as_secs_f64(),
         "memory": {
-            "total_bytes": activity.memory_bytes,
-            "used_bytes": activity.memory_used,
-            "available_bytes": activity.memory_bytes.saturating_sub(activity.memory_used),
+            "total_bytes": total,
+            "used_bytes": used,
+            "available_bytes": total.saturating_sub(used),
+            // Ours: what holds it.
+            "partitions_bytes": activity.partitions_bytes,
+            "partitions_used_bytes": activity.partitions_used,
+            "srs_bytes": activity.sets_bytes,
+            "srs_used_bytes": activity.sets_used,
         },
         "synthesis": {
             "max_concurrent": activity.synthesis_limit,
@@ -148,23 +162,28 @@ pub fn activity_json(activity: &ActivityReport, sets: &[SetStatus]) -> Value {
     })
 }
 
+/// One GPU of the status reply as JSON.
+pub fn gpu_json(gpu: &proto::GpuStatus) -> Value {
+    json!({
+        "ordinal": gpu.ordinal,
+        "name": gpu.name,
+        "vram_total_bytes": gpu.vram_total_bytes,
+        "vram_free_bytes": gpu.vram_free_bytes,
+        "current_job_id": gpu.current_job_id,
+        "current_proof_kind": gpu.current_proof_kind,
+        "out_of_service": gpu.out_of_service,
+        "out_of_service_reason": gpu.out_of_service_reason,
+        "device_faults": gpu.device_faults,
+        "partitions_proven": gpu.partitions_proven,
+        "memory_budget_bytes": gpu.memory_budget_bytes,
+        "memory_peak_bytes": gpu.memory_peak_bytes,
+    })
+}
+
 /// The status reply as JSON, in the API's field names (tiers by name).
 pub fn status_json(status: &proto::GetStatusResponse) -> Value {
     json!({
-        "gpus": status.gpus.iter().map(|gpu| json!({
-            "ordinal": gpu.ordinal,
-            "name": gpu.name,
-            "vram_total_bytes": gpu.vram_total_bytes,
-            "vram_free_bytes": gpu.vram_free_bytes,
-            "current_job_id": gpu.current_job_id,
-            "current_proof_kind": gpu.current_proof_kind,
-            "out_of_service": gpu.out_of_service,
-            "out_of_service_reason": gpu.out_of_service_reason,
-            "device_faults": gpu.device_faults,
-            "partitions_proven": gpu.partitions_proven,
-            "memory_budget_bytes": gpu.memory_budget_bytes,
-            "memory_peak_bytes": gpu.memory_peak_bytes,
-        })).collect::<Vec<_>>(),
+        "gpus": status.gpus.iter().map(gpu_json).collect::<Vec<_>>(),
         "loaded_srs": status.loaded_srs.iter().map(|set| json!({
             "circuit_id": set.circuit_id,
             "tier": set.tier().as_str_name(),

@@ -9,11 +9,13 @@
 //! So it goes on when the client that asked for it disconnects, and its result waits for an
 //! `AwaitProof` or a retry for the retention time.
 
-use std::collections::{HashMap, HashSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
+use cuzk_groth16::ProverBackend;
 use cuzk_pipeline::{Devices, Engine, JobError, Priority};
 use rand::RngCore;
 use tokio::sync::{watch, Notify};
@@ -23,6 +25,7 @@ use crate::ids::{Content, Decision, Standing};
 use crate::kinds::{priority_from_wire, Kind, KINDS};
 use crate::live::{Live, PartitionView, WorkerView};
 use crate::metrics::{Gauges, Metrics};
+use crate::page::Feed;
 use crate::proto::SubmitProofRequest;
 use crate::srs::{SetStatus, SrsManager};
 use crate::DaemonError;
@@ -35,8 +38,18 @@ pub enum Status {
     Cancelled,
 }
 
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+        }
+    }
+}
+
 /// Milliseconds spent in each stage of a job, as `AwaitProofResponse` reports them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Timings {
     /// From submission until its first partition's synthesis started.
     pub queue_wait_ms: u64,
@@ -167,7 +180,18 @@ pub struct GpuReport {
     pub out_of_service: Option<String>,
 }
 
-/// One proof kind's queue.
+/// One of the engine's devices, as the live page lists them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceReport {
+    /// The engine's index (TIMELINE's `device=`).
+    pub index: usize,
+    /// The backend's name (`cpu`, `cuda:0 (…)`).
+    pub name: String,
+    /// What the driver says; `None` for a backend without a device (the CPU's).
+    pub gpu: Option<GpuReport>,
+}
+
+/// One proof kind's queue (at one priority, where split by priority).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueueReport {
     pub kind: Kind,
@@ -176,6 +200,16 @@ pub struct QueueReport {
     /// Jobs preparing (parameters, circuits) or with a partition in synthesis, on a GPU or
     /// finalizing.
     pub in_progress: u32,
+}
+
+impl QueueReport {
+    fn empty(kind: Kind) -> Self {
+        QueueReport {
+            kind,
+            pending: 0,
+            in_progress: 0,
+        }
+    }
 }
 
 /// Everything `GetStatus` and `/status` report.
@@ -206,9 +240,12 @@ pub struct PipelineReport {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ActivityReport {
     pub uptime: Duration,
-    /// Host bytes for partitions and parameter sets, and what they hold now.
-    pub memory_bytes: u64,
-    pub memory_used: u64,
+    /// Host bytes partitions in flight may hold (the engine's budget), and hold now.
+    pub partitions_bytes: u64,
+    pub partitions_used: u64,
+    /// Host bytes parameter sets may hold, and hold now.
+    pub sets_bytes: u64,
+    pub sets_used: u64,
     pub synthesis_limit: usize,
     pub synthesizing: usize,
     pub pipelines: Vec<PipelineReport>,
@@ -234,6 +271,8 @@ pub struct Parts {
     pub metrics: Arc<Metrics>,
     /// Partitions and GPU workers now, from the engine's records.
     pub live: Arc<Live>,
+    /// What the live page follows: the same records, and jobs' ends.
+    pub feed: Arc<Feed>,
     /// How long a finished job's result stays retrievable.
     pub retention: Duration,
     /// GPU workers the engine runs (for the metrics).
@@ -333,6 +372,10 @@ impl Daemon {
         &self.parts.metrics
     }
 
+    pub fn feed(&self) -> &Feed {
+        &self.parts.feed
+    }
+
     /// Checks and registers a request, or joins the job registered under its id.
     pub async fn submit(
         self: &Arc<Self>,
@@ -430,6 +473,7 @@ impl Daemon {
             jobs.insert(id, Arc::clone(&job));
             (job, decision, previous)
         };
+        self.parts.feed.started(&job);
         if let (Decision::Supersede { running: true }, Some(old)) = (decision, &previous) {
             self.cancel_job(
                 old,
@@ -617,6 +661,7 @@ impl Daemon {
             }
             Status::Cancelled => self.parts.metrics.cancelled(job.kind),
         }
+        self.parts.feed.ended(&job, &ended);
         tracing::info!(job = %job.id, status = ?ended.status, total_ms = ended.timings.total_ms, "job ended");
         job.state.send_replace(State::Done {
             ended: Arc::new(ended),
@@ -713,43 +758,10 @@ impl Daemon {
     /// What `GetStatus` reports.
     pub fn status(&self) -> StatusReport {
         let jobs: Vec<Arc<Job>> = self.jobs().values().cloned().collect();
-        let kind_of = |id: &str| jobs.iter().find(|j| j.id == id).map(|j| j.kind);
-        let activity = self.parts.engine.devices();
         let gpus = self
-            .parts
-            .devices
-            .backends()
-            .enumerate()
-            .filter_map(|(index, backend)| {
-                let device = match backend.device() {
-                    Ok(device) => device?,
-                    // Still listed, saying why its figures are missing.
-                    Err(e) => cuzk_groth16::DeviceStatus {
-                        ordinal: index,
-                        name: format!("{} (status unavailable: {e})", backend.name()),
-                        total_bytes: 0,
-                        free_bytes: 0,
-                        budget_bytes: 0,
-                        peak_bytes: 0,
-                    },
-                };
-                let engine = activity.iter().find(|a| a.index == index);
-                let job = engine
-                    .and_then(|a| a.job.clone())
-                    .and_then(|id| kind_of(&id).map(|kind| (id, kind)));
-                Some(GpuReport {
-                    ordinal: u32::try_from(device.ordinal).unwrap_or(u32::MAX),
-                    name: device.name,
-                    total_bytes: device.total_bytes,
-                    free_bytes: device.free_bytes,
-                    budget_bytes: device.budget_bytes,
-                    peak_bytes: device.peak_bytes,
-                    job,
-                    partitions: engine.map_or(0, |a| a.partitions),
-                    faults: engine.map_or(0, |a| a.faults),
-                    out_of_service: engine.and_then(|a| a.out_of_service.clone()),
-                })
-            })
+            .device_reports(&jobs)
+            .into_iter()
+            .filter_map(|device| device.gpu)
             .collect();
         let queues = self.queues(&jobs);
         let (completed, failed) = self.parts.metrics.totals();
@@ -765,9 +777,61 @@ impl Daemon {
         }
     }
 
-    /// Each kind's unfinished jobs: in progress (preparing, or with a partition in synthesis, on
-    /// a GPU or finalizing) or pending. The engine's progress is read once, under one lock.
-    fn queues(&self, jobs: &[Arc<Job>]) -> Vec<QueueReport> {
+    /// Every device of the engine, the driver's figures for those that have any.
+    pub fn devices(&self) -> Vec<DeviceReport> {
+        let jobs: Vec<Arc<Job>> = self.jobs().values().cloned().collect();
+        self.device_reports(&jobs)
+    }
+
+    fn device_reports(&self, jobs: &[Arc<Job>]) -> Vec<DeviceReport> {
+        let kind_of = |id: &str| jobs.iter().find(|j| j.id == id).map(|j| j.kind);
+        let activity = self.parts.devices.activity();
+        let gpu = |index: usize, backend: &dyn ProverBackend| {
+            let device = match backend.device() {
+                Ok(device) => device?,
+                // Still listed, saying why its figures are missing.
+                Err(e) => cuzk_groth16::DeviceStatus {
+                    ordinal: index,
+                    name: format!("{} (status unavailable: {e})", backend.name()),
+                    total_bytes: 0,
+                    free_bytes: 0,
+                    budget_bytes: 0,
+                    peak_bytes: 0,
+                },
+            };
+            let engine = activity.iter().find(|a| a.index == index);
+            let job = engine
+                .and_then(|a| a.job.clone())
+                .and_then(|id| kind_of(&id).map(|kind| (id, kind)));
+            Some(GpuReport {
+                ordinal: u32::try_from(device.ordinal).unwrap_or(u32::MAX),
+                name: device.name,
+                total_bytes: device.total_bytes,
+                free_bytes: device.free_bytes,
+                budget_bytes: device.budget_bytes,
+                peak_bytes: device.peak_bytes,
+                job,
+                partitions: engine.map_or(0, |a| a.partitions),
+                faults: engine.map_or(0, |a| a.faults),
+                out_of_service: engine.and_then(|a| a.out_of_service.clone()),
+            })
+        };
+        self.parts
+            .devices
+            .backends()
+            .enumerate()
+            .map(|(index, backend)| DeviceReport {
+                index,
+                name: backend.name().to_owned(),
+                gpu: gpu(index, backend.as_ref()),
+            })
+            .collect()
+    }
+
+    /// Unfinished jobs by kind and priority (most urgent first within a kind), those with any:
+    /// in progress (preparing, or with a partition in synthesis, on a GPU or finalizing) or
+    /// pending. The engine's progress is read once, under one lock.
+    fn queue_counts(&self, jobs: &[Arc<Job>]) -> BTreeMap<(Kind, Reverse<Priority>), QueueReport> {
         let running: HashSet<String> = self
             .parts
             .engine
@@ -776,24 +840,44 @@ impl Daemon {
             .filter(|(_, progress)| progress.running())
             .map(|(id, _)| id)
             .collect();
+        let mut counts = BTreeMap::new();
+        for job in jobs.iter().filter(|j| !j.done()) {
+            let queue = counts
+                .entry((job.kind, Reverse(job.priority)))
+                .or_insert_with(|| QueueReport::empty(job.kind));
+            let preparing = matches!(*job.state.borrow(), State::Preparing);
+            if preparing || running.contains(&job.id) {
+                queue.in_progress += 1;
+            } else {
+                queue.pending += 1;
+            }
+        }
+        counts
+    }
+
+    /// Each kind's unfinished jobs, every kind listed.
+    fn queues(&self, jobs: &[Arc<Job>]) -> Vec<QueueReport> {
+        let counts = self.queue_counts(jobs);
         KINDS
             .into_iter()
             .map(|kind| {
-                let mut queue = QueueReport {
-                    kind,
-                    pending: 0,
-                    in_progress: 0,
-                };
-                for job in jobs.iter().filter(|j| j.kind == kind && !j.done()) {
-                    let preparing = matches!(*job.state.borrow(), State::Preparing);
-                    if preparing || running.contains(&job.id) {
-                        queue.in_progress += 1;
-                    } else {
-                        queue.pending += 1;
-                    }
+                let mut queue = QueueReport::empty(kind);
+                for at in counts.values().filter(|q| q.kind == kind) {
+                    queue.pending += at.pending;
+                    queue.in_progress += at.in_progress;
                 }
                 queue
             })
+            .collect()
+    }
+
+    /// Each kind's unfinished jobs at each priority, those with any, most urgent first within
+    /// a kind.
+    pub fn queues_by_priority(&self) -> Vec<(Priority, QueueReport)> {
+        let jobs: Vec<Arc<Job>> = self.jobs().values().cloned().collect();
+        self.queue_counts(&jobs)
+            .into_iter()
+            .map(|((_, Reverse(priority)), queue)| (priority, queue))
             .collect()
     }
 
@@ -830,8 +914,10 @@ impl Daemon {
         let queues = self.queues(&jobs);
         ActivityReport {
             uptime: self.started.elapsed(),
-            memory_bytes: budget.bytes() + self.parts.srs_budget,
-            memory_used: budget.in_use() + self.parts.srs.warm_bytes(),
+            partitions_bytes: budget.bytes(),
+            partitions_used: budget.in_use(),
+            sets_bytes: self.parts.srs_budget,
+            sets_used: self.parts.srs.warm_bytes(),
             synthesis_limit: self.parts.partition_workers,
             synthesizing: sum(|p| p.synthesizing),
             pipelines,

@@ -73,6 +73,16 @@ impl Kind {
     }
 }
 
+/// A priority as the API names it.
+pub fn priority_name(priority: Priority) -> &'static str {
+    match priority {
+        Priority::Low => "LOW",
+        Priority::Normal => "NORMAL",
+        Priority::High => "HIGH",
+        Priority::Critical => "CRITICAL",
+    }
+}
+
 /// A request's `priority` field: `None` when unspecified (the kind's default applies), an error
 /// for numbers the API does not define.
 pub fn priority_from_wire(value: i32) -> Result<Option<Priority>, i32> {

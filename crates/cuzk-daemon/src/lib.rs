@@ -13,7 +13,8 @@
 //! - [`jobs`]: the daemon's core: attempts, job lifecycle, await, cancel, status.
 //! - [`metrics`]: the Prometheus registry, fed by the engine's TIMELINE records; [`live`]: each
 //!   partition and GPU worker now, fed by the same records.
-//! - [`service`]: the thin gRPC adapter; [`http`]: the read-only status port.
+//! - [`service`]: the thin gRPC adapter; [`http`]: the read-only status port; [`page`]: the live
+//!   pipeline page it serves at `/`, fed by the same records.
 //! - [`transport`]: unix and TCP listeners, bearer tokens, TLS; [`server`]: assembly, drain, exit.
 //! - [`client`]: connecting as Curio does and forming its requests (`cuzk client`, tests).
 //!
@@ -32,6 +33,7 @@ pub mod kinds;
 pub mod live;
 pub mod memory;
 pub mod metrics;
+pub mod page;
 pub mod server;
 pub mod service;
 pub mod srs;

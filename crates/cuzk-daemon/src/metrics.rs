@@ -21,6 +21,7 @@ use prometheus::{
 
 use crate::kinds::Kind;
 use crate::live::Live;
+use crate::page::Feed;
 
 /// The window over which the GPU busy fraction is measured.
 const BUSY_WINDOW: Duration = Duration::from_secs(60);
@@ -340,11 +341,12 @@ impl Metrics {
     }
 }
 
-/// Passes the engine's records on to the TIMELINE log (if any), into the metrics and into the
-/// live view of partitions and workers.
+/// Passes the engine's records on to the TIMELINE log (if any), into the metrics, into the
+/// live view of partitions and workers and into the live page's feed.
 pub struct RecordSink {
     pub metrics: Arc<Metrics>,
     pub live: Arc<Live>,
+    pub feed: Arc<Feed>,
     pub log: Option<Arc<dyn TimelineSink>>,
 }
 
@@ -360,6 +362,7 @@ impl TimelineSink for RecordSink {
     fn emit(&self, record: &Record) {
         self.metrics.record(record);
         self.live.record(record);
+        self.feed.record(record);
         if let Some(log) = &self.log {
             log.emit(record);
         }

@@ -26,6 +26,7 @@ use crate::jobs::{Daemon, Parts};
 use crate::live::Live;
 use crate::memory::HostBudgets;
 use crate::metrics::{Metrics, RecordSink};
+use crate::page::Feed;
 use crate::service::Service;
 use crate::srs::SrsManager;
 use crate::transport::{bind_tcp, bind_unix, tls_config, TokenCheck, TransportError};
@@ -143,9 +144,11 @@ pub fn build(
     engine_config.group_by_circuit = config.group_by_circuit;
     let metrics = Arc::new(Metrics::new().map_err(|e| ServeError::Setup(format!("metrics: {e}")))?);
     let live = Arc::new(Live::new(devices.len(), config.gpu_workers_per_device));
+    let feed = Arc::new(Feed::new());
     let sink = Arc::new(RecordSink {
         metrics: Arc::clone(&metrics),
         live: Arc::clone(&live),
+        feed: Arc::clone(&feed),
         log: timeline(&config.timeline)?,
     });
     let gpu_workers = devices.len() * config.gpu_workers_per_device;
@@ -173,6 +176,7 @@ pub fn build(
         devices,
         metrics,
         live,
+        feed,
         retention: config.result_retention,
         gpu_workers,
         partition_workers: workers,

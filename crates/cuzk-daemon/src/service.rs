@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tonic::{Request, Response, Status};
 
-use crate::jobs::{Awaited, Daemon, Ended, StatusReport};
+use crate::jobs::{Awaited, Daemon, Ended, GpuReport, StatusReport};
 use crate::proto::{self, await_proof_response, proving_engine_server::ProvingEngine};
 use crate::srs::Tier;
 use crate::DaemonError;
@@ -68,33 +68,32 @@ fn ended_reply(job_id: String, ended: &Ended) -> proto::AwaitProofResponse {
     }
 }
 
+/// One GPU in the API's message.
+pub fn gpu_status(gpu: GpuReport) -> proto::GpuStatus {
+    let (job, kind) = gpu
+        .job
+        .map(|(id, kind)| (id, kind.queue_name().to_owned()))
+        .unwrap_or_default();
+    proto::GpuStatus {
+        ordinal: gpu.ordinal,
+        name: gpu.name,
+        vram_total_bytes: gpu.total_bytes,
+        vram_free_bytes: gpu.free_bytes,
+        current_job_id: job,
+        current_proof_kind: kind,
+        out_of_service: gpu.out_of_service.is_some(),
+        out_of_service_reason: gpu.out_of_service.unwrap_or_default(),
+        device_faults: gpu.faults,
+        partitions_proven: gpu.partitions,
+        memory_budget_bytes: gpu.budget_bytes,
+        memory_peak_bytes: gpu.peak_bytes,
+    }
+}
+
 /// The status in the API's messages.
 pub fn status_reply(report: StatusReport) -> proto::GetStatusResponse {
     proto::GetStatusResponse {
-        gpus: report
-            .gpus
-            .into_iter()
-            .map(|gpu| {
-                let (job, kind) = gpu
-                    .job
-                    .map(|(id, kind)| (id, kind.queue_name().to_owned()))
-                    .unwrap_or_default();
-                proto::GpuStatus {
-                    ordinal: gpu.ordinal,
-                    name: gpu.name,
-                    vram_total_bytes: gpu.total_bytes,
-                    vram_free_bytes: gpu.free_bytes,
-                    current_job_id: job,
-                    current_proof_kind: kind,
-                    out_of_service: gpu.out_of_service.is_some(),
-                    out_of_service_reason: gpu.out_of_service.unwrap_or_default(),
-                    device_faults: gpu.faults,
-                    partitions_proven: gpu.partitions,
-                    memory_budget_bytes: gpu.budget_bytes,
-                    memory_peak_bytes: gpu.peak_bytes,
-                }
-            })
-            .collect(),
+        gpus: report.gpus.into_iter().map(gpu_status).collect(),
         loaded_srs: report
             .sets
             .into_iter()

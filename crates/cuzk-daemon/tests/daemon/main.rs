@@ -4,6 +4,7 @@
 //! ([`filecoin::params_dir`]): filecoin-proofs reads its directory once per process.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod browser;
 mod common;
 #[path = "../../../cuzk-filecoin/tests/filecoin/common/mod.rs"]
 #[allow(dead_code)]
@@ -12,6 +13,7 @@ mod fuzz_requests;
 #[path = "../../../cuzk-filecoin/tests/filecoin/fuzzing/mod.rs"]
 mod fuzzing;
 mod grafana;
+mod live_page;
 mod memory_requests;
 mod porep_requests;
 mod post_requests;

@@ -35,7 +35,8 @@ impl Running {
             .with_test_writer()
             .try_init();
         let dir = tempfile::tempdir().unwrap();
-        let listen = if extra.contains("listen =") {
+        let sets = |key: &str| extra.lines().any(|line| line.trim_start().starts_with(key));
+        let listen = if sets("listen =") {
             String::new()
         } else {
             format!(
@@ -43,8 +44,13 @@ impl Running {
                 dir.path().join("cuzk.sock").display()
             )
         };
+        let status = if sets("status_listen =") {
+            ""
+        } else {
+            "status_listen = \"127.0.0.1:0\"\n"
+        };
         let text = format!(
-            "[daemon]\ncircuits = \"synthetic\"\nstatus_listen = \"127.0.0.1:0\"\n{listen}{extra}\n\
+            "[daemon]\ncircuits = \"synthetic\"\n{status}{listen}{extra}\n\
              [gpus]\nbackend = \"cpu\"\n[memory]\ntotal_budget = \"4GiB\"\n[synthesis]\npartition_workers = 1\n"
         );
         let text = merge_sections(&text);
@@ -193,7 +199,7 @@ async fn evict(
 }
 
 /// One `Prove` per request, all at once, each on a clone of `client`.
-fn prove_all(
+pub(crate) fn prove_all(
     client: &Client,
     requests: Vec<SubmitProofRequest>,
 ) -> Vec<tokio::task::JoinHandle<proto::AwaitProofResponse>> {
