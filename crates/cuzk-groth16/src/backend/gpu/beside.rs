@@ -12,8 +12,9 @@ use cuzk_gpu::msm::{MsmAffine, MsmScalars, PointBuffers, SplitMsm};
 use cuzk_gpu::{GpuError, Lane};
 use cuzk_math::{G1Affine, G2Affine};
 
-use super::program::{msm_counted, Stages, WitnessScalars};
+use super::circuit::WitnessScalars;
 use super::residency::{Bases, DeviceSrs};
+use super::stages::{msm_counted, Stages};
 use crate::Parameters;
 
 /// Bytes of each of the two buffers the queries beside H stream through: copies of ~5 ms on a

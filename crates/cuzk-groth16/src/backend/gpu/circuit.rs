@@ -1,6 +1,7 @@
 //! What a circuit leaves on the device for its proofs: the query positions and the matrices (or
 //! what streams them from host memory).
 
+use cuzk_gpu::msm::MsmScalars;
 use cuzk_gpu::ntt::NttTables;
 use cuzk_gpu::sparse::{self, ChunkLimit, DeviceSparse, SparseRows, StreamedSparse};
 use cuzk_gpu::{DeviceIndex, DeviceScalars, GpuError, Lane};
@@ -21,6 +22,29 @@ pub(super) struct QueryIndex {
     pub(super) densities: Densities,
     pub(super) a: DeviceIndex,
     pub(super) b: DeviceIndex,
+}
+
+/// The scalars the witness gives four of a proof's MSMs, read from it in place: L's after the
+/// public inputs, A's and B's (both groups) through their variables' positions.
+#[derive(Clone, Copy)]
+pub(super) struct WitnessScalars<'w> {
+    pub(super) l: MsmScalars<'w>,
+    pub(super) a: MsmScalars<'w>,
+    pub(super) b: MsmScalars<'w>,
+}
+
+impl<'w> WitnessScalars<'w> {
+    pub(super) fn of(
+        witness: &'w DeviceScalars,
+        index: &'w QueryIndex,
+        inputs: usize,
+    ) -> Result<Self, GpuError> {
+        Ok(WitnessScalars {
+            l: MsmScalars::after(witness, inputs)?,
+            a: MsmScalars::indexed(witness, &index.a)?,
+            b: MsmScalars::indexed(witness, &index.b)?,
+        })
+    }
 }
 
 #[derive(Debug, PartialEq)]

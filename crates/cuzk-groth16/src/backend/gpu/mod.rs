@@ -45,6 +45,7 @@ mod program;
 mod residency;
 mod reuse;
 mod setup;
+mod stages;
 mod staging;
 
 use std::collections::HashMap;
@@ -67,6 +68,7 @@ use plan::{MatrixBytes, Placement, Plan, Products, Program, Shape};
 use program::*;
 use residency::*;
 use reuse::Reusable;
+use stages::Stages;
 use staging::*;
 
 /// Proves on one device.

@@ -1,16 +1,15 @@
 //! The device work of one proof.
 
-use cuzk_gpu::msm::MsmScalars;
 use cuzk_gpu::ntt::{ab_minus_c, minus_scaled, mul_assign, ntt, NttOrder, NttTables, Transform};
-use cuzk_gpu::{DeviceScalars, GpuError, Lane, Timing};
+use cuzk_gpu::{DeviceScalars, GpuError, Lane};
 use cuzk_math::{G1Projective, G2Projective, Scalar};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::prover::StageMetric;
 use crate::QuerySums;
 
 use super::beside::{After, Beside};
+use super::stages::{msm_counted, Stages};
 use super::*;
 
 /// What a proof's device work reads besides its own data: made once per circuit (or parameter
@@ -36,66 +35,6 @@ impl Streams {
         std::iter::once(&self.main)
             .chain(&self.lanes)
             .try_for_each(|gpu| gpu.synchronize())
-    }
-}
-
-/// Collects stage timings: host times as they happen, device times once the region is over.
-#[derive(Default)]
-pub(super) struct Stages {
-    pub(super) metrics: Vec<StageMetric>,
-    /// Device stages whose events are read at the end: waiting for each stage's end before the
-    /// next was queued left H's lane idle while its thread woke behind syntheses
-    /// (measured: docs/performance.md, "Why the code is as it is").
-    pub(super) pending: Vec<(&'static str, Timing)>,
-}
-
-impl Stages {
-    pub(super) fn push(&mut self, key: &'static str, value: f64) {
-        self.metrics.push(StageMetric { key, value });
-    }
-
-    /// Runs `f` (device work on the GPU's stream) and keeps its device time for `key`, without
-    /// waiting for the work.
-    pub(super) fn time<T>(
-        &mut self,
-        gpu: &Lane,
-        key: &'static str,
-        f: impl FnOnce() -> Result<T, GpuError>,
-    ) -> Result<T, GpuError> {
-        let (out, timing) = gpu.timed(f)?;
-        self.pending.push((key, timing));
-        Ok(out)
-    }
-
-    /// The value of a timed device call, its device time recorded under `key`.
-    pub(super) fn record<T>(
-        &mut self,
-        key: &'static str,
-        timed: Result<(T, f32), GpuError>,
-    ) -> Result<T, GpuError> {
-        let (out, ms) = timed?;
-        self.push(key, f64::from(ms));
-        Ok(out)
-    }
-
-    /// Adds `other`'s metrics and pending device stages after these.
-    pub(super) fn extend(&mut self, other: Stages) {
-        self.metrics.extend(other.metrics);
-        self.pending.extend(other.pending);
-    }
-
-    /// Every metric, the device stages' read now (the device is idle; a stage whose events cannot
-    /// be read, after a failure on the device, is left out). A key timed more than once (each
-    /// gather, each of H's vectors) gets the sum.
-    pub(super) fn settle(mut self) -> Vec<StageMetric> {
-        for (key, timing) in std::mem::take(&mut self.pending) {
-            let Ok(ms) = timing.ms() else { continue };
-            match self.metrics.iter_mut().find(|m| m.key == key) {
-                Some(metric) => metric.value += f64::from(ms),
-                None => self.push(key, f64::from(ms)),
-            }
-        }
-        self.metrics
     }
 }
 
@@ -459,45 +398,6 @@ pub(super) fn query_sums(
         b_g1: stages.record("msm_b_g1_ms", b_g1)?,
         b_g2: stages.record("msm_b_g2_ms", b_g2)?,
     })
-}
-
-/// An MSM run alone on `gpu`, with its device time; recorded under `[passes, room]`: the
-/// Pippenger passes it took and the device memory free as it started (an MSM short of memory
-/// splits into many small passes, each dearer per point).
-pub(super) fn msm_counted<T>(
-    gpu: &Lane,
-    stages: &mut Stages,
-    [passes, room]: [&'static str; 2],
-    msm: impl FnOnce() -> Result<T, GpuError>,
-) -> Result<(T, f32), GpuError> {
-    let before = gpu.msm_passes();
-    stages.push(room, gpu.settled_memory()?.0 as f64);
-    let timed = gpu.time(msm);
-    stages.push(passes, (gpu.msm_passes() - before) as f64);
-    timed
-}
-
-/// The scalars the witness gives four of a proof's MSMs, read from it in place: L's after the
-/// public inputs, A's and B's (both groups) through their variables' positions.
-#[derive(Clone, Copy)]
-pub(super) struct WitnessScalars<'w> {
-    pub(super) l: MsmScalars<'w>,
-    pub(super) a: MsmScalars<'w>,
-    pub(super) b: MsmScalars<'w>,
-}
-
-impl<'w> WitnessScalars<'w> {
-    pub(super) fn of(
-        witness: &'w DeviceScalars,
-        index: &'w QueryIndex,
-        inputs: usize,
-    ) -> Result<Self, GpuError> {
-        Ok(WitnessScalars {
-            l: MsmScalars::after(witness, inputs)?,
-            a: MsmScalars::indexed(witness, &index.a)?,
-            b: MsmScalars::indexed(witness, &index.b)?,
-        })
-    }
 }
 
 /// A scoped thread's result; its panic goes on in the joining thread.
