@@ -4,8 +4,10 @@
 
 use std::collections::HashMap;
 
-use super::partitions::PartitionKey;
 use crate::timeline::{Event, EventName, Record, Timeline};
+
+/// A partition of a job, as TIMELINE records name it.
+pub(super) type PartitionKey<'a> = (&'a str, Option<u32>);
 
 /// One partition's time in a stage: on the GPU (GPU_START, or GPU_PICKUP when the log has no
 /// GPU_START, to GPU_END) or in synthesis (SYNTH_START to SYNTH_END).

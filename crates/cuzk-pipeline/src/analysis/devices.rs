@@ -3,8 +3,9 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use super::busy::PartitionKey;
 use super::busy::{busy_over_extent, starved_fraction, IdleWindow, Span};
-use super::partitions::{regions, PartitionKey};
+use super::regions::regions;
 use super::stats::Spread;
 use super::steady_state::GpuSummary;
 use crate::timeline::{Event, EventName, Timeline};

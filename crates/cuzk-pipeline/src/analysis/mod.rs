@@ -8,12 +8,14 @@
 //! - `busy`: intervals from their records, busy stretches and idle windows, starvation,
 //!   syntheses in flight, job-to-job transitions.
 //! - `steady_state`: the whole run's [`GpuSummary`] and its [`SteadyState`] after a warm-up.
-//! - `partitions`: device regions, SRS placements, stage and synthesis figures per partition.
+//! - `regions`: each partition's device region, and the partitions that placed a parameter set.
+//! - `partitions`: stage and synthesis figures per partition.
 //! - `devices`: the same per device.
 
 mod busy;
 mod devices;
 mod partitions;
+mod regions;
 mod stats;
 mod steady_state;
 
@@ -22,9 +24,8 @@ pub use busy::{
     synth_intervals, transitions, IdleWindow, JobBalance, Span, Transition,
 };
 pub use devices::{per_device, DeviceSummary};
-pub use partitions::{
-    partition_figures, synth_stats_by_path, PartitionFigures, SrsPlacement, STAGE_KEYS,
-};
+pub use partitions::{partition_figures, synth_stats_by_path, PartitionFigures, STAGE_KEYS};
+pub use regions::SrsPlacement;
 pub use stats::{percentiles, Spread};
 pub use steady_state::{summarize, GpuSummary, SteadyState, DEFAULT_WARMUP_JOBS};
 

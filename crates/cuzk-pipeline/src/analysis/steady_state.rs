@@ -2,10 +2,11 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::busy::PartitionKey;
 use super::busy::{
     busy_over_extent, fraction, gpu_intervals, merge, starved_fraction, IdleWindow, Span,
 };
-use super::partitions::{regions, srs_placements, PartitionKey, SrsPlacement};
+use super::regions::{regions, srs_placements, SrsPlacement};
 use crate::timeline::Timeline;
 
 /// Jobs left out of the steady state unless told otherwise: the first to finish, whose time holds
