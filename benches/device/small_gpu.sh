@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # A 32 GiB PoRep bench on the H200 as smaller cards see it: another process holds all but N GiB of
 # the device's memory (hold_gpu_memory.py, driver API), then `cuzk bench` runs with parameters
-# read from the `.params` file that `porep32_h200.sh PACK setup` wrote to /tmp/p32.
-# Usage: benches/device/small_gpu_h200.sh PACK "N..." [BENCH FLAGS ...]
+# read from the `.params` file that `porep_sector.sh PACK setup` wrote to /tmp/p32.
+# Usage: benches/device/small_gpu.sh PACK "N..." [BENCH FLAGS ...]
 #   N: free GiB to leave (e.g. "16 24 max"; max = no holder). Default flags: -j 3 -c 1.
 # Per N: summary JSON, bench output and TIMELINE under $OUT; a table last (device region
 # median and p90, s/sector, GPU busy, most device memory cuzk held, peak RSS, the plan).
 set -uo pipefail
-PACK=${1:?usage: small_gpu_h200.sh PACK "N..." [FLAGS]}
-SIZES=${2:?usage: small_gpu_h200.sh PACK "N..." [FLAGS]}
+PACK=${1:?usage: small_gpu.sh PACK "N..." [FLAGS]}
+SIZES=${2:?usage: small_gpu.sh PACK "N..." [FLAGS]}
 shift 2
 FLAGS=("$@")
 [ ${#FLAGS[@]} -eq 0 ] && FLAGS=(-j 3 -c 1)

@@ -5,7 +5,7 @@
 # 2 KiB PoRep: N requests from C clients over TCP, the proof checked by verify_seal, the
 # TIMELINE analyzed, Curio's /status fields and metric names read back.
 # Run from the repository root with BIN_DIR holding `cuzk` built with kernels. Logs under $OUT.
-# Usage: curio_config_h200.sh BIN_DIR [REQUESTS] [CLIENTS]
+# Usage: curio_config.sh BIN_DIR [REQUESTS] [CLIENTS]
 set -euo pipefail
 bin=$(realpath "$1"); n=${2:-48}; c=${3:-12}
 out=${OUT:-/tmp/out}; mkdir -p "$out"

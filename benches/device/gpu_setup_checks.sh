@@ -3,11 +3,11 @@
 # and on the CPU from one toxic seed, byte for byte; the 2 KiB sample sector proven with the
 # GPU-made ones and accepted by verify_seal; 32 and 64 GiB sample sectors made; GPU setup time at
 # 2^22 constraints. (The GPU kernels behind them are tested by gpu_tests.sh.)
-# Usage: benches/device/setup_checks_h200.sh PACK
+# Usage: benches/device/gpu_setup_checks.sh PACK
 #   PACK: a .tar.xz holding this head's `cuzk` (`cargo xtask gpu-bundle --pack`). Setup JSON
 #   under $OUT; a table last.
 set -uo pipefail
-PACK=${1:?usage: setup_checks_h200.sh PACK}
+PACK=${1:?usage: gpu_setup_checks.sh PACK}
 OUT=${OUT:-/tmp/setup-checks-out}
 BIN=/tmp/setup-checks-bin
 WORK=/tmp/setup-checks

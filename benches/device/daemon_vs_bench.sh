@@ -4,7 +4,7 @@
 # settings as the bench; then the parameter tiers on the GPU (evict, prove, preload).
 # Run from a directory holding `cuzk` (built with kernels) and, optionally, `gpu_backend`
 # (cuzk-groth16's GPU test binary). Writes logs under $OUT.
-# Usage: daemon_h200.sh BIN_DIR [REQUESTS] [CLIENTS ...]   (one bench/daemon pair per CLIENTS)
+# Usage: daemon_vs_bench.sh BIN_DIR [REQUESTS] [CLIENTS ...]   (one bench/daemon pair per CLIENTS)
 set -euo pipefail
 bin=$1; n=${2:-48}; shift 2 || true
 clients=("${@:-12}")

@@ -5,9 +5,9 @@
 #   2. the streamed G1 MSM of `bench-kernels` at 2^24 and 2^25 with the whole device, under
 #      budgets that shrink its passes, and beside the CPU load;
 #   3. the synthetic proof whose every attempt ran out of device memory (2^22, 90% boolean, 8G).
-# Usage: benches/device/streaming_h200.sh PACK   (PACK: `cargo xtask gpu-bundle --pack …`)
+# Usage: benches/device/streamed_msm.sh PACK   (PACK: `cargo xtask gpu-bundle --pack …`)
 set -uo pipefail
-PACK=${1:?usage: streaming_h200.sh PACK}
+PACK=${1:?usage: streamed_msm.sh PACK}
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/streaming-out}
 BIN=/tmp/streaming-bin

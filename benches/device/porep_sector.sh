@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A 32 GiB (or 64 GiB) PoRep C2 bench on one H200, from a sample sector and test parameters.
-# Usage: benches/device/porep32_h200.sh PACK STEP [BENCH FLAGS ...]
+# Usage: benches/device/porep_sector.sh PACK STEP [BENCH FLAGS ...]
 #   PACK: a .tar.xz holding this head's `cuzk` (built here, stripped).
 #   STEP setup: sample sector and parameters written to /tmp/p32 (about 6 min; the machine keeps
 #               them while warm: start the next call within its idle window).
@@ -15,8 +15,8 @@
 #               of the proof with one byte flipped (must be rejected).
 # SIZE=64GiB for the 64 GiB sector (SIZE=2KiB BACKEND=cpu tries the script on a machine without a GPU); BENCH_TIMEOUT=SECONDS stops a bench that would outrun the call. Summary, analysis and samples under $OUT; a table last.
 set -uo pipefail
-PACK=${1:?usage: porep32_h200.sh PACK STEP [BENCH FLAGS ...]}
-STEP=${2:?usage: porep32_h200.sh PACK STEP [BENCH FLAGS ...]}
+PACK=${1:?usage: porep_sector.sh PACK STEP [BENCH FLAGS ...]}
+STEP=${2:?usage: porep_sector.sh PACK STEP [BENCH FLAGS ...]}
 shift 2
 FLAGS=("$@")
 [ ${#FLAGS[@]} -eq 0 ] && FLAGS=(-j 3 -c 1)

@@ -6,16 +6,16 @@
 # C2, one job at a time (-c 1: a job's wall time is its latency); a table last. With PROBE set
 # (bench flags of a PoRep load, e.g. "-j 160 -c 16 --synthesis-concurrency 16"), the WinningPoSt
 # again as a CRITICAL probe while that load keeps the GPU busy.
-# Usage: benches/device/post_h200.sh PACK [JOBS]
+# Usage: benches/device/post_beside_porep.sh PACK [JOBS]
 #   PACK: a .tar.xz holding `cuzk`, built here and stripped. SIZE=8MiB for another sector size;
 #   KINDS="winning-post porep" for fewer kinds; BACKEND=cpu tries it without a GPU; HOLD=16 runs
 #   everything with 16 GiB of device memory free (hold.sh); SECTOR and PARAMS: directories to
-#   reuse (e.g. porep32_h200.sh's /tmp/sector-32GiB and /tmp/p32, whose PoRep set a PROBE needs).
+#   reuse (e.g. porep_sector.sh's /tmp/sector-32GiB and /tmp/p32, whose PoRep set a PROBE needs).
 #   ONGPU=1: no setup and no proof through files; each bench makes random test parameters on the
 #   GPU (--test-params-on-gpu: a 32 GiB set needs no disk but its R1CS cache), WARMUP=N jobs left
 #   out of its steady state (default 1).
 set -uo pipefail
-PACK=${1:?usage: post_h200.sh PACK [JOBS]}
+PACK=${1:?usage: post_beside_porep.sh PACK [JOBS]}
 JOBS=${2:-30}
 BACKEND=${BACKEND:-gpu}
 OUT=${OUT:-/tmp/post-out}

@@ -3,10 +3,10 @@
 # once, with the synthesis threads niced (--synthesis-nice 10) and not (0), and with a
 # previous build's `cuzk-old` when the pack has one, ROUNDS times in turn; a table of the device
 # region (median, p90, p90/median), staging and throughput last.
-# Usage: [VARIANTS="name binary flags;…"] benches/device/region_tail_h200.sh PACK [ROUNDS]
+# Usage: [VARIANTS="name binary flags;…"] benches/device/region_tail.sh PACK [ROUNDS]
 #   PACK: a .tar.xz holding `cuzk` (and optionally `cuzk-old`), built here and stripped.
 set -uo pipefail
-PACK=${1:?usage: region_tail_h200.sh PACK [ROUNDS]}
+PACK=${1:?usage: region_tail.sh PACK [ROUNDS]}
 ROUNDS=${2:-2}
 OUT=${OUT:-/tmp/region-tail-out}
 BIN=/tmp/region-tail-bin

@@ -5,15 +5,15 @@
 # proof verified by filecoin-proofs; a table last. Exit 1 when a kind failed or did not prove on
 # the GPU. One GPU (CUDA_VISIBLE_DEVICES, default 0): bellperson would otherwise spread its
 # multiexps over every GPU it sees.
-# Usage: benches/device/anchor_h200.sh PACK REQUEST_DIR PARAMS_DIR [RUNS]
+# Usage: benches/device/bellperson_anchor.sh PACK REQUEST_DIR PARAMS_DIR [RUNS]
 #   PACK: a .tar.xz holding `bellperson-anchor` (anchors/bellperson/build.sh makes it);
 #   REQUEST_DIR: `cuzk seal-test-sector --out` (winning-post.json, window-post.json);
 #   PARAMS_DIR: `cuzk setup --winning-post SIZE --window-post SIZE --out`. KINDS=winning-post for
 #   one kind. Logs, JSON and proofs go to OUT (default /tmp/anchor-out).
 set -uo pipefail
-PACK=${1:?usage: anchor_h200.sh PACK REQUEST_DIR PARAMS_DIR [RUNS]}
-REQUESTS=${2:?usage: anchor_h200.sh PACK REQUEST_DIR PARAMS_DIR [RUNS]}
-PARAMS=${3:?usage: anchor_h200.sh PACK REQUEST_DIR PARAMS_DIR [RUNS]}
+PACK=${1:?usage: bellperson_anchor.sh PACK REQUEST_DIR PARAMS_DIR [RUNS]}
+REQUESTS=${2:?usage: bellperson_anchor.sh PACK REQUEST_DIR PARAMS_DIR [RUNS]}
+PARAMS=${3:?usage: bellperson_anchor.sh PACK REQUEST_DIR PARAMS_DIR [RUNS]}
 RUNS=${4:-10}
 KINDS=${KINDS:-winning-post window-post}
 OUT=${OUT:-/tmp/anchor-out}
