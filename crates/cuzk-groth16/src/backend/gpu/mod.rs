@@ -64,7 +64,7 @@ use crate::{Parameters, ProveError, ProverBackend, QuerySums};
 pub use circuit::upload_matrices;
 
 use circuit::*;
-use plan::{MatrixBytes, Placement, Plan, Products, Program, Shape};
+use plan::{MatrixBytes, Placement, Plan, Products, Program, ProofSizes};
 use program::*;
 use residency::*;
 use reuse::Reusable;
@@ -223,8 +223,8 @@ impl GpuBackend {
         // Before the SRS is placed, so that its placement sees the memory they hold (4 GiB at
         // 2^27 with the top pass's direct tables).
         let tables = self.ntt_tables(p.log_n)?;
-        let shape = shape(params, p.log_n, p.witness, p.products.as_deref());
-        let srs = self.srs(params, &shape, stages)?;
+        let sizes = proof_sizes(params, p.log_n, p.witness, p.products.as_deref());
+        let srs = self.srs(params, &sizes, stages)?;
         // After the SRS, whose plan counts them. Deferred by the host, they are made on the device
         // even if memory has shrunk since: streamed, which takes least.
         let matrices = match &p.products {
@@ -285,8 +285,8 @@ impl GpuBackend {
             None => Products::Host,
         };
         let free = self.gpu.memory().ok()?.0;
-        let shape = shape(params, p.log_n, p.witness, p.products.as_deref());
-        let side_by_side = Plan::of(&shape, srs.queries, Program::SideBySide, products);
+        let sizes = proof_sizes(params, p.log_n, p.witness, p.products.as_deref());
+        let side_by_side = Plan::of(&sizes, srs.queries, Program::SideBySide, products);
         let fits = side_by_side.working_bytes + cuzk_gpu::MEMORY_MARGIN <= free;
         (srs.all_resident() && fits).then(|| Placed {
             tables,
@@ -311,7 +311,7 @@ impl GpuBackend {
         if let Some(cached) = self.cached_matrices(compiled) {
             return Some(cached.products());
         }
-        let shape = shape(params, log_n, witness, Some(compiled));
+        let sizes = proof_sizes(params, log_n, witness, Some(compiled));
         let capacity = self.gpu.budget().saturating_sub(cuzk_gpu::MEMORY_MARGIN);
         let cached = match self.placed_here(params) {
             Ok(Some(queries)) => Some(queries.srs.queries),
@@ -325,7 +325,7 @@ impl GpuBackend {
             Some(queries) => queries,
             None => {
                 Plan::new(
-                    &shape,
+                    &sizes,
                     capacity,
                     self.multiples_for(params),
                     self.resident_cap,
@@ -335,7 +335,7 @@ impl GpuBackend {
             }
         };
         let fits = |program, products| {
-            let plan = Plan::of(&shape, queries, program, products);
+            let plan = Plan::of(&sizes, queries, program, products);
             plan.peak_bytes <= capacity && plan.kept_bytes() <= self.resident_cap
         };
         let all_resident = !queries.contains(&Placement::Streamed);
@@ -502,7 +502,7 @@ impl ProverBackend for GpuBackend {
         self.ntt_tables(log_n)?;
         let srs = self.srs(
             params,
-            &shape(params, log_n, witness, compiled.map(|c| &**c)),
+            &proof_sizes(params, log_n, witness, compiled.map(|c| &**c)),
             &mut Stages::default(),
         )?;
         if let Some(compiled) = compiled {
@@ -572,13 +572,13 @@ impl ProverBackend for GpuBackend {
 
 /// What a proof of `params` over 2^`log_n` rows and `witness` variables is planned from;
 /// `compiled`: the matrices the device would compute a, b and c with.
-fn shape(
+fn proof_sizes(
     params: &Parameters,
     log_n: u32,
     witness: usize,
     compiled: Option<&CompiledR1cs>,
-) -> Shape {
-    Shape {
+) -> ProofSizes {
+    ProofSizes {
         log_n,
         witness,
         inputs: params.vk.ic.len(),

@@ -1,5 +1,5 @@
-//! What of a proof stays on the device and what streams, decided from sizes alone: per circuit
-//! shape and the device memory there is room for, so that a plan can be printed, reported and
+//! What of a proof stays on the device and what streams, decided from sizes alone: per proof's
+//! sizes and the device memory there is room for, so that a plan can be printed, reported and
 //! tested without a device.
 //!
 //! In order of preference:
@@ -39,7 +39,7 @@ const SCALAR: usize = std::mem::size_of::<Scalar>();
 
 /// What a plan is made for: one proof's sizes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Shape {
+pub struct ProofSizes {
     pub log_n: u32,
     /// Variables: the public inputs, then aux.
     pub witness: usize,
@@ -126,7 +126,7 @@ impl Plan {
     /// matrices take at most `resident_cap`; `multiples`: the window width to store multiples with, if the set
     /// may have them.
     pub fn new(
-        shape: &Shape,
+        sizes: &ProofSizes,
         room: usize,
         multiples: Option<u32>,
         resident_cap: usize,
@@ -135,7 +135,7 @@ impl Plan {
         let all = |placement| [placement; 5];
         // In order of preference: matrices streamed cost a copy per product, the host's products
         // a third of synthesis and 12.9 GB more staged per 32 GiB partition.
-        let products: &[Products] = match shape.matrices {
+        let products: &[Products] = match sizes.matrices {
             Some(_) => &[
                 Products::ResidentMatrices,
                 Products::StreamedMatrices,
@@ -147,13 +147,13 @@ impl Plan {
             .map(|bits| all(Placement::Multiples(bits)))
             .into_iter()
             .chain([all(Placement::Resident)])
-            .map(|queries| Plan::of(shape, queries, Program::SideBySide, products[0]));
+            .map(|queries| Plan::of(sizes, queries, Program::SideBySide, products[0]));
         if let Some(plan) = side_by_side.into_iter().find(fits) {
             return Ok(plan);
         }
         let one_at_a_time = products.iter().find_map(|&products| {
             let mut plan = Plan::of(
-                shape,
+                sizes,
                 all(Placement::Streamed),
                 Program::OneAtATime,
                 products,
@@ -164,7 +164,7 @@ impl Plan {
             for q in RESIDENT_FIRST {
                 let mut queries = plan.queries;
                 queries[q] = Placement::Resident;
-                let candidate = Plan::of(shape, queries, Program::OneAtATime, products);
+                let candidate = Plan::of(sizes, queries, Program::OneAtATime, products);
                 if fits(&candidate) {
                     plan = candidate;
                 }
@@ -173,7 +173,7 @@ impl Plan {
         });
         one_at_a_time.ok_or(Refused {
             needed: Plan::of(
-                shape,
+                sizes,
                 all(Placement::Streamed),
                 Program::OneAtATime,
                 Products::Host,
@@ -184,18 +184,18 @@ impl Plan {
     }
 
     /// The plan of queries placed so, run as `program`, a, b and c made as `products` (from the
-    /// host where the shape has no matrices).
+    /// host where the sizes have no matrices).
     pub fn of(
-        shape: &Shape,
+        sizes: &ProofSizes,
         queries: [Placement; 5],
         program: Program,
         products: Products,
     ) -> Plan {
-        let products = match shape.matrices {
+        let products = match sizes.matrices {
             Some(_) => products,
             None => Products::Host,
         };
-        let lengths = shape.lengths;
+        let lengths = sizes.lengths;
         let points = [lengths.h, lengths.l, lengths.a, lengths.b_g1, lengths.b_g2];
         let resident_bytes = (0..5)
             .map(|q| stored_points(q, points[q], queries[q]))
@@ -203,14 +203,14 @@ impl Plan {
         // Side by side, each MSM takes the passes it would alone, at once; one at a time, each
         // sizes its passes to what is free then, and needs only its least.
         let working = |q: usize| msm_working(q, points[q], queries[q], program);
-        let n = 1usize << shape.log_n;
-        let matrices = match (products, shape.matrices) {
+        let n = 1usize << sizes.log_n;
+        let matrices = match (products, sizes.matrices) {
             (Products::ResidentMatrices, Some(bytes)) => bytes.resident,
             (Products::StreamedMatrices, Some(bytes)) => bytes.streamed,
             _ => 0,
         };
         // The witness, which the MSMs read in place (A and B through their positions).
-        let (w, a, b) = (shape.witness, lengths.a, lengths.b_g1);
+        let (w, a, b) = (sizes.witness, lengths.a, lengths.b_g1);
         let steps = match program {
             Program::SideBySide => SCALAR * (3 * n + w) + (0..5).map(working).sum::<usize>(),
             Program::OneAtATime => {
@@ -333,13 +333,13 @@ mod tests {
     const GB: usize = 1_000_000_000;
     const GIB: usize = 1 << 30;
 
-    /// A PoRep partition's shape at a sector size's domain: the witness about the domain's size,
+    /// A PoRep partition's sizes at a sector size's domain: the witness about the domain's size,
     /// A over most variables, B over half (the proportions of filecoin's PoRep circuit).
-    fn porep(log_n: u32, matrices: bool) -> Shape {
+    fn porep(log_n: u32, matrices: bool) -> ProofSizes {
         let n = 1usize << log_n;
         let witness = n - n / 32;
         let inputs = 20;
-        Shape {
+        ProofSizes {
             log_n,
             witness,
             inputs,
@@ -380,11 +380,11 @@ mod tests {
 
     #[test]
     fn small_devices_stream_what_does_not_fit_and_keep_the_cheap_queries() {
-        let shape = porep(27, true);
+        let sizes = porep(27, true);
         let mut previous = None;
         for gib in [12, 16, 24, 32, 48] {
             let room = gib * GIB;
-            let plan = Plan::new(&shape, room, Some(20), usize::MAX).unwrap();
+            let plan = Plan::new(&sizes, room, Some(20), usize::MAX).unwrap();
             assert_eq!(plan.program, Program::OneAtATime, "{gib} GiB");
             assert!(plan.peak_bytes <= room, "{gib} GiB: {}", plan.summary());
             // Resident queries only ever join as memory grows.
@@ -402,7 +402,7 @@ mod tests {
             }
         }
         let products = |gib| {
-            let plan = Plan::new(&shape, gib * GIB, Some(20), usize::MAX).unwrap();
+            let plan = Plan::new(&sizes, gib * GIB, Some(20), usize::MAX).unwrap();
             (plan.products, plan)
         };
         // 12 GiB holds not even the witness beside H's two vectors, nor any query.
@@ -429,13 +429,13 @@ mod tests {
 
     #[test]
     fn too_little_memory_is_refused_with_what_is_needed() {
-        let shape = porep(27, true);
-        let refused = Plan::new(&shape, 6 * GIB, Some(20), usize::MAX).unwrap_err();
+        let sizes = porep(27, true);
+        let refused = Plan::new(&sizes, 6 * GIB, Some(20), usize::MAX).unwrap_err();
         assert_eq!(refused.room, 6 * GIB);
         // The smallest plan: two vectors of the domain (8.6 GB) or the witness with A's gather.
         assert!(refused.needed > 8 * GB, "{refused}");
-        assert!(Plan::new(&shape, refused.needed, None, usize::MAX).is_ok());
-        assert!(Plan::new(&shape, refused.needed - 1, None, usize::MAX).is_err());
+        assert!(Plan::new(&sizes, refused.needed, None, usize::MAX).is_ok());
+        assert!(Plan::new(&sizes, refused.needed - 1, None, usize::MAX).is_err());
         assert!(refused.to_string().contains("device memory"));
     }
 
@@ -444,8 +444,8 @@ mod tests {
         // 2 KiB … 32 GiB: domains 2^10 … 2^27.
         for log_n in [10, 13, 17, 20, 23, 24, 26, 27] {
             for matrices in [true, false] {
-                let shape = porep(log_n, matrices);
-                let plan = Plan::new(&shape, 12 * GIB, Some(20), usize::MAX);
+                let sizes = porep(log_n, matrices);
+                let plan = Plan::new(&sizes, 12 * GIB, Some(20), usize::MAX);
                 assert!(plan.is_ok(), "2^{log_n}: {plan:?}");
             }
         }
@@ -453,8 +453,8 @@ mod tests {
 
     #[test]
     fn a_resident_cap_streams_the_rest() {
-        let shape = porep(20, true);
-        let none = Plan::new(&shape, 139 * GB, Some(19), 0).unwrap();
+        let sizes = porep(20, true);
+        let none = Plan::new(&sizes, 139 * GB, Some(19), 0).unwrap();
         assert_eq!(none.queries, [Placement::Streamed; 5]);
         assert_eq!(
             (none.program, none.resident_bytes),
@@ -463,9 +463,9 @@ mod tests {
         // No matrices either: they stream.
         assert_eq!(none.products, Products::StreamedMatrices);
         // Room for the matrices and L: the matrices stay first, then L.
-        let matrices = shape.matrices.map_or(0, |bytes| bytes.resident);
-        let l_bytes = shape.lengths.l * std::mem::size_of::<G1Affine>();
-        let some = Plan::new(&shape, 139 * GB, Some(19), matrices + l_bytes).unwrap();
+        let matrices = sizes.matrices.map_or(0, |bytes| bytes.resident);
+        let l_bytes = sizes.lengths.l * std::mem::size_of::<G1Affine>();
+        let some = Plan::new(&sizes, 139 * GB, Some(19), matrices + l_bytes).unwrap();
         assert_eq!(some.queries[L], Placement::Resident, "{}", some.summary());
         assert_eq!(some.resident_bytes, l_bytes);
         assert_eq!(some.products, Products::ResidentMatrices);
@@ -474,14 +474,14 @@ mod tests {
     #[test]
     fn the_gathers_positions_count_towards_the_peak() {
         // 0.65 GB at 2^27 (A over most variables, B over half): kept with the circuit.
-        let shape = porep(27, false);
+        let sizes = porep(27, false);
         let plan = Plan::of(
-            &shape,
+            &sizes,
             [Placement::Streamed; 5],
             Program::OneAtATime,
             Products::Host,
         );
-        let positions = 4 * (shape.lengths.a + shape.lengths.b_g1);
+        let positions = 4 * (sizes.lengths.a + sizes.lengths.b_g1);
         assert_eq!(
             plan.peak_bytes,
             plan.resident_bytes + positions + plan.working_bytes

@@ -260,12 +260,12 @@ impl GpuBackend {
     }
 
     /// The parameter set's points on this device, placing them on first use as the most
-    /// preferred [`Plan`] for `shape` that fits what is free and what the least recently used
+    /// preferred [`Plan`] for `sizes` that fits what is free and what the least recently used
     /// sets no proof holds would release (evicted if it needs them). The caller holds `region`.
     pub(super) fn srs(
         &self,
         params: &Parameters,
-        shape: &Shape,
+        sizes: &ProofSizes,
         stages: &mut Stages,
     ) -> Result<Arc<DeviceSrs>, GpuError> {
         if let Some(queries) = self.placed_here(params)? {
@@ -278,7 +278,7 @@ impl GpuBackend {
         let (free, _) = self.gpu.memory()?;
         let room = (free + self.cache().evictable_bytes()).saturating_sub(cuzk_gpu::MEMORY_MARGIN);
         let multiples = self.multiples_for(params);
-        let plan = Plan::new(shape, room, multiples, self.resident_cap).map_err(|refused| {
+        let plan = Plan::new(sizes, room, multiples, self.resident_cap).map_err(|refused| {
             GpuError::OutOfMemory {
                 what: "a proof of this circuit (its smallest plan)",
                 needed: refused.needed,
