@@ -17,6 +17,7 @@ use ff::Field;
 use group::Curve;
 use rand_core::RngCore;
 
+use crate::keys::QueryLengths;
 use crate::{Parameters, Proof, ProveError, VerifyingKey};
 
 /// The query sums: everything of a proof that depends on the witness but not on r and s.
@@ -113,6 +114,19 @@ pub trait ProverBackend: Send + Sync {
     /// the order of the work), once a proof or preload has placed them; `None` otherwise and on
     /// the CPU.
     fn plan(&self, _params: &Parameters) -> Option<String> {
+        None
+    }
+
+    /// How proofs of a set with `inputs` public inputs and `lengths` would use the device were
+    /// it placed now, from its sizes alone (a parameter file's header, before the set is read):
+    /// the plan in one line, or why none fits; `None` on the CPU. `r1cs_bytes`: the size of the
+    /// compiled R1CS file, when the device may make a, b and c from its matrices.
+    fn plan_ahead(
+        &self,
+        _inputs: usize,
+        _lengths: QueryLengths,
+        _r1cs_bytes: Option<u64>,
+    ) -> Option<Result<String, String>> {
         None
     }
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use cuzk_synth::{CompiledR1cs, ProvingAssignment};
 
+use crate::keys::QueryLengths;
 use crate::prover::{DeviceLock, DeviceStatus, Started};
 use crate::{Parameters, ProveError, ProverBackend};
 
@@ -113,6 +114,15 @@ impl ProverBackend for FaultyBackend {
 
     fn plan(&self, params: &Parameters) -> Option<String> {
         self.inner.plan(params)
+    }
+
+    fn plan_ahead(
+        &self,
+        inputs: usize,
+        lengths: QueryLengths,
+        r1cs_bytes: Option<u64>,
+    ) -> Option<Result<String, String>> {
+        self.inner.plan_ahead(inputs, lengths, r1cs_bytes)
     }
 
     fn computes_products(&self, params: &Parameters, compiled: &Arc<CompiledR1cs>) -> bool {

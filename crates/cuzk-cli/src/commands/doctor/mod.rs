@@ -126,13 +126,18 @@ fn checks(args: &DoctorArgs) -> Vec<Check> {
     let mut checks = vec![Check::ok("config", source.to_string())];
     checks.extend(config.warnings.iter().map(|w| Check::warn("config", w)));
     let gpus = system::gpus(&config);
-    let uses_gpu = gpus.uses_gpu;
+    let uses_gpu = !gpus.backends.is_empty();
     checks.extend(gpus.checks);
     let budgets = HostBudgets::from_config(&config);
     checks.push(system::host_memory(&budgets));
     let budgets = budgets.ok();
     checks.push(system::memlock(budgets.as_ref(), uses_gpu));
-    checks.extend(params::circuits(&config, args, budgets.as_ref()));
+    checks.extend(params::circuits(
+        &config,
+        args,
+        budgets.as_ref(),
+        &gpus.backends,
+    ));
     checks.push(socket::listen(&config));
     checks
 }

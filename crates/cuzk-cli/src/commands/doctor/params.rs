@@ -1,8 +1,10 @@
 //! Each configured circuit (`--circuit`, `[srs] preload`, else those with files on disk): its
-//! parameter files judged against filecoin-proofs' manifest, and whether a set and one partition
-//! fit the daemon's host memory, by the check the daemon makes before a set loads.
+//! parameter files judged against filecoin-proofs' manifest, whether a set and one partition
+//! fit the daemon's host memory, by the check the daemon makes before a set loads, and what each
+//! GPU would keep and stream, as it plans when the set loads.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use cuzk_daemon::circuits::filecoin::{circuit_name, circuit_of, served};
 use cuzk_daemon::circuits::SetFiles;
@@ -11,6 +13,7 @@ use cuzk_daemon::memory::HostBudgets;
 use cuzk_filecoin::manifest::{Digests, FileFault, Inspection, Manifest, Origin};
 use cuzk_filecoin::{parameter_dir, CircuitId, ParamFiles};
 use cuzk_groth16::params_file::ParamsHeader;
+use cuzk_groth16::ProverBackend;
 use cuzk_pipeline::engine::memory::gib;
 use cuzk_pipeline::engine::HostPlan;
 
@@ -20,8 +23,13 @@ use crate::args::DoctorArgs;
 /// `.params` files up to this size are digested without `--digests`: seconds at most.
 const DIGEST_BY_DEFAULT: u64 = 1 << 30;
 
-/// The parameter and memory-plan lines of every configured circuit.
-pub fn circuits(config: &Config, args: &DoctorArgs, budgets: Option<&HostBudgets>) -> Vec<Check> {
+/// The parameter and memory-plan lines of every configured circuit, the device plans on `gpus`.
+pub fn circuits(
+    config: &Config,
+    args: &DoctorArgs,
+    budgets: Option<&HostBudgets>,
+    gpus: &[Arc<dyn ProverBackend>],
+) -> Vec<Check> {
     if config.circuits == CircuitSet::Synthetic {
         return vec![Check::ok(
             "params",
@@ -95,19 +103,21 @@ pub fn circuits(config: &Config, args: &DoctorArgs, budgets: Option<&HostBudgets
         false => Digests::UpTo(DIGEST_BY_DEFAULT),
     };
     for id in ids {
-        checks.extend(circuit(config, &dir, id, &manifest, digests, budgets));
+        let inspected = (&manifest, digests);
+        checks.extend(circuit(config, &dir, id, inspected, budgets, gpus));
     }
     checks
 }
 
-/// One circuit's lines: its files, then its memory plan when the files read.
+/// One circuit's lines: its files, then its memory plans (the host's, each GPU's) when the files
+/// read.
 fn circuit(
     config: &Config,
     dir: &Path,
     id: CircuitId,
-    manifest: &Manifest,
-    digests: Digests,
+    (manifest, digests): (&Manifest, Digests),
     budgets: Option<&HostBudgets>,
+    gpus: &[Arc<dyn ProverBackend>],
 ) -> Vec<Check> {
     let name = circuit_name(id);
     let files = match ParamFiles::new(dir, id) {
@@ -122,10 +132,43 @@ fn circuit(
     };
     let inspection = files.inspect(manifest, digests);
     let mut checks = vec![files_check(&name, id, &files, &inspection, dir)];
-    if let (Some(header), Some(budgets)) = (inspection.header, budgets) {
-        checks.push(plan_check(&name, config, &files, header, budgets));
+    let Some(header) = inspection.header else {
+        return checks;
+    };
+    let r1cs_bytes = config
+        .compiled_synthesis
+        .then(|| files.r1cs_file_bytes().unwrap_or(0));
+    if let Some(budgets) = budgets {
+        checks.push(plan_check(&name, &header, r1cs_bytes, budgets));
     }
+    checks.extend(
+        gpus.iter()
+            .filter_map(|gpu| device_plan(&name, &header, r1cs_bytes, gpu)),
+    );
     checks
+}
+
+/// What proofs of the circuit would keep on `gpu` and stream, as it would plan them when the set
+/// loads; `None` for a backend with no device.
+fn device_plan(
+    name: &str,
+    header: &ParamsHeader,
+    r1cs_bytes: Option<u64>,
+    gpu: &Arc<dyn ProverBackend>,
+) -> Option<Check> {
+    // An R1CS not recorded yet: a, b and c from the host until it is.
+    let recorded = r1cs_bytes.filter(|&bytes| bytes > 0);
+    let planned = gpu.plan_ahead(header.inputs, header.lengths, recorded)?;
+    let check = format!("plan {name} on {}", gpu.name());
+    Some(match planned {
+        Ok(plan) => Check::ok(check, plan),
+        Err(why) => Check::fail(
+            check,
+            format!("cannot run: {why}"),
+            "give cuzk more of this GPU (gpus.memory_limit, or free it from other processes), \
+             or prove this circuit on a GPU with more memory",
+        ),
+    })
 }
 
 /// The verdict on a circuit's files.
@@ -199,17 +242,14 @@ fn files_check(
 /// a set loads.
 fn plan_check(
     name: &str,
-    config: &Config,
-    files: &ParamFiles,
-    header: ParamsHeader,
+    header: &ParamsHeader,
+    r1cs_bytes: Option<u64>,
     budgets: &HostBudgets,
 ) -> Check {
     let check = format!("plan {name}");
     let set = SetFiles {
-        header,
-        r1cs_bytes: config
-            .compiled_synthesis
-            .then(|| files.r1cs_file_bytes().unwrap_or(0)),
+        header: *header,
+        r1cs_bytes,
     };
     if let Err(e) = budgets.check(&set) {
         return Check::fail(
@@ -232,9 +272,7 @@ fn plan_check(
     Check::ok(
         check,
         format!(
-            "fits host memory: {}, one partition in flight {} of the partitions' {}{recorded}; \
-             what stays on a GPU and what streams is planned when the set loads (`cuzk client \
-             status`)",
+            "fits host memory: {}, one partition in flight {} of the partitions' {}{recorded}",
             parts.join(", "),
             gib(plan.partition),
             gib(budgets.partitions)

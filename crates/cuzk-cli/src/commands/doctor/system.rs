@@ -2,22 +2,24 @@
 //! kernels miss fails here as it would there), host memory and the limit the process runs
 //! under, and the page-lock limit the GPU backends' staging needs.
 
+use std::sync::Arc;
+
 use cuzk_daemon::config::{BackendChoice, Config};
 use cuzk_daemon::memory::HostBudgets;
 use cuzk_daemon::server::device_options;
 use cuzk_daemon::ServeError;
 use cuzk_gpu::GpuUnavailable;
 use cuzk_groth16::backend::{select, SelectError};
+use cuzk_groth16::ProverBackend;
 use cuzk_pipeline::engine::machine_memory;
 use cuzk_pipeline::engine::memory::gib;
 
 use super::Check;
 
-/// The GPU lines, and whether the daemon would prove on a GPU.
-#[derive(Debug)]
+/// The GPU lines, and the GPU backends the daemon would prove with (none on the CPU).
 pub struct Gpus {
     pub checks: Vec<Check>,
-    pub uses_gpu: bool,
+    pub backends: Vec<Arc<dyn ProverBackend>>,
 }
 
 /// Rebuilding with kernels for every architecture a device may have.
@@ -29,7 +31,7 @@ const REBUILD_KERNELS: &str = "build the kernels for this GPU's architecture \
 pub fn gpus(config: &Config) -> Gpus {
     let cpu = |checks| Gpus {
         checks,
-        uses_gpu: false,
+        backends: Vec::new(),
     };
     if config.backend == BackendChoice::Cpu {
         return cpu(vec![Check::ok(
@@ -76,7 +78,7 @@ pub fn gpus(config: &Config) -> Gpus {
         .collect();
     Gpus {
         checks,
-        uses_gpu: true,
+        backends: selection.backends,
     }
 }
 

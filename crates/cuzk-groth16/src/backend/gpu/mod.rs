@@ -58,6 +58,7 @@ use cuzk_gpu::{GpuError, Lane, Pinned};
 use cuzk_math::Scalar;
 use cuzk_synth::{CompiledR1cs, ProvingAssignment};
 
+use crate::keys::QueryLengths;
 use crate::prover::{DeviceLock, DeviceStatus, Started};
 use crate::{Parameters, ProveError, ProverBackend, QuerySums};
 
@@ -555,6 +556,24 @@ impl ProverBackend for GpuBackend {
             Some(plan) => plan.summary(),
             None => "queries made on this device, resident".to_owned(),
         })
+    }
+
+    fn plan_ahead(
+        &self,
+        inputs: usize,
+        lengths: QueryLengths,
+        r1cs_bytes: Option<u64>,
+    ) -> Option<Result<String, String>> {
+        let sizes = ProofSizes::ahead(inputs, lengths, r1cs_bytes.map(MatrixBytes::of_file));
+        // As a set is placed: in what is free now, less the margin left to the driver.
+        let (free, _) = self.gpu.memory().ok()?;
+        let room = free.saturating_sub(cuzk_gpu::MEMORY_MARGIN);
+        let multiples = self.multiples_for_lengths(lengths);
+        Some(
+            Plan::new(&sizes, room, multiples, self.resident_cap)
+                .map(|plan| plan.summary())
+                .map_err(|refused| refused.to_string()),
+        )
     }
 
     fn device(&self) -> Result<Option<DeviceStatus>, ProveError> {

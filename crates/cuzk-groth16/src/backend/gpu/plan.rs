@@ -21,6 +21,7 @@
 use cuzk_gpu::msm::{
     least_working_memory, multiples_working_memory, windows_of_width, working_memory, MsmAffine,
 };
+use cuzk_gpu::sparse::ChunkLimit;
 use cuzk_math::{G1Affine, G2Affine, Scalar};
 
 use crate::keys::QueryLengths;
@@ -51,6 +52,20 @@ pub struct ProofSizes {
     pub matrices: Option<MatrixBytes>,
 }
 
+impl ProofSizes {
+    /// The sizes of a set's proofs from the set's alone (its file's header): the domain holds
+    /// H's points and one more, the witness is the inputs and L's variables.
+    pub fn ahead(inputs: usize, lengths: QueryLengths, matrices: Option<MatrixBytes>) -> Self {
+        ProofSizes {
+            log_n: (lengths.h + 1).next_power_of_two().ilog2(),
+            witness: inputs + lengths.l,
+            inputs,
+            lengths,
+            matrices,
+        }
+    }
+}
+
 /// Device bytes of a circuit's matrices, by where they are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MatrixBytes {
@@ -58,6 +73,19 @@ pub struct MatrixBytes {
     pub resident: usize,
     /// Streamed: the coefficient table and two chunk buffers.
     pub streamed: usize,
+}
+
+impl MatrixBytes {
+    /// An estimate from the size of the compiled R1CS file, before it is read: the device keeps
+    /// the matrices much as the file does (a column and a coefficient index per entry, the row
+    /// starts, the coefficient table), and a streamed copy holds two chunk buffers (and the
+    /// table, a few distinct coefficients).
+    pub fn of_file(bytes: u64) -> Self {
+        MatrixBytes {
+            resident: usize::try_from(bytes).unwrap_or(usize::MAX),
+            streamed: ChunkLimit::DEFAULT.buffer_bytes(),
+        }
+    }
 }
 
 /// Where a proof's a, b and c are made.
@@ -328,7 +356,6 @@ fn msm_working(q: usize, len: usize, placement: Placement, program: Program) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cuzk_gpu::sparse::ChunkLimit;
 
     const GB: usize = 1_000_000_000;
     const GIB: usize = 1 << 30;
@@ -356,6 +383,25 @@ mod tests {
                 resident: n * 55,
                 streamed: 5000 * 32 + ChunkLimit::DEFAULT.buffer_bytes(),
             }),
+        }
+    }
+
+    #[test]
+    fn sizes_read_ahead_from_a_header_plan_as_the_proof_would() {
+        for log_n in [11, 22, 27] {
+            let sizes = porep(log_n, true);
+            let ahead = ProofSizes::ahead(sizes.inputs, sizes.lengths, None);
+            assert_eq!((ahead.log_n, ahead.witness), (log_n, sizes.witness));
+        }
+        // The matrices estimated from the compiled R1CS file: the same plans at 16 and 24 GiB
+        // (products from streamed, then from resident matrices) as from their measured bytes.
+        let sizes = porep(27, true);
+        let file = MatrixBytes::of_file((sizes.lengths.h as u64 + 1) * 55);
+        let ahead = ProofSizes::ahead(sizes.inputs, sizes.lengths, Some(file));
+        for gib in [16, 24] {
+            let plan = |sizes| Plan::new(sizes, gib * GIB, Some(20), usize::MAX).unwrap();
+            assert_eq!(plan(&ahead).products, plan(&sizes).products, "{gib} GiB");
+            assert_eq!(plan(&ahead).queries, plan(&sizes).queries, "{gib} GiB");
         }
     }
 

@@ -10,6 +10,7 @@ use cuzk_math::{FixedBaseTable, G1Affine, G2Affine, Scalar};
 use group::prime::PrimeCurve;
 use std::sync::{Arc, MutexGuard, PoisonError};
 
+use crate::keys::QueryLengths;
 use crate::Parameters;
 
 use super::*;
@@ -322,7 +323,11 @@ impl GpuBackend {
     /// The window width `params`' queries may be stored with multiples of: sets whose longest
     /// query has at least [`GpuBackend::window_multiples_from`] points.
     pub(super) fn multiples_for(&self, params: &Parameters) -> Option<u32> {
-        let l = params.lengths();
+        self.multiples_for_lengths(params.lengths())
+    }
+
+    /// As [`GpuBackend::multiples_for`], from the queries' lengths.
+    pub(super) fn multiples_for_lengths(&self, l: QueryLengths) -> Option<u32> {
         let longest = [l.h, l.l, l.a, l.b_g1, l.b_g2]
             .into_iter()
             .max()
