@@ -46,9 +46,9 @@ pub mod proto {
 }
 
 pub use config::{Config, ConfigError};
-pub use error::DaemonError;
+pub use error::{DaemonError, ServeError};
 pub use jobs::Daemon;
-pub use server::{serve, termination, Bound, ServeError, Serving};
+pub use server::{serve, termination, Bound, Serving};
 
 /// Messages up to this size both ways: a 32 GiB C1 output is ~50 MB of JSON, and Curio's client
 /// allows 256 MiB.

@@ -29,18 +29,8 @@ use crate::metrics::{Metrics, RecordSink};
 use crate::page::Feed;
 use crate::service::Service;
 use crate::srs::SrsManager;
-use crate::transport::{bind_tcp, bind_unix, tls_config, TokenCheck, TransportError};
-
-/// Why the daemon could not start or serve.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    #[error("{0}")]
-    Setup(String),
-    #[error(transparent)]
-    Transport(#[from] TransportError),
-    #[error("the gRPC server failed: {0}")]
-    Server(#[from] tonic::transport::Error),
-}
+use crate::transport::{bind_tcp, bind_unix, tls_config, TokenCheck};
+use crate::ServeError;
 
 fn setup(what: &str) -> impl FnOnce(String) -> ServeError + '_ {
     move |reason| ServeError::Setup(format!("{what}: {reason}"))
