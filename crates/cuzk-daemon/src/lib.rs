@@ -37,6 +37,7 @@ pub mod page;
 pub mod server;
 pub mod service;
 pub mod srs;
+pub mod status;
 pub mod transport;
 
 /// The messages, server and client generated from `proto/cuzk/v1/proving.proto`.

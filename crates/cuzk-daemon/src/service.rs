@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use tonic::{Request, Response, Status};
 
-use crate::jobs::{Awaited, Daemon, Ended, GpuReport, StatusReport};
+use crate::jobs::{Awaited, Daemon, Ended};
 use crate::proto::{self, await_proof_response, proving_engine_server::ProvingEngine};
-use crate::srs::Tier;
+use crate::status::status_reply;
 use crate::DaemonError;
 
 /// `cuzk.v1.ProvingEngine` over a [`Daemon`].
@@ -65,66 +65,6 @@ fn ended_reply(job_id: String, ended: &Ended) -> proto::AwaitProofResponse {
         synthesis_ms: t.synthesis_ms,
         gpu_compute_ms: t.gpu_compute_ms,
         total_ms: t.total_ms,
-    }
-}
-
-/// One GPU in the API's message.
-pub fn gpu_status(gpu: GpuReport) -> proto::GpuStatus {
-    let (job, kind) = gpu
-        .job
-        .map(|(id, kind)| (id, kind.queue_name().to_owned()))
-        .unwrap_or_default();
-    proto::GpuStatus {
-        ordinal: gpu.ordinal,
-        name: gpu.name,
-        vram_total_bytes: gpu.total_bytes,
-        vram_free_bytes: gpu.free_bytes,
-        current_job_id: job,
-        current_proof_kind: kind,
-        out_of_service: gpu.out_of_service.is_some(),
-        out_of_service_reason: gpu.out_of_service.unwrap_or_default(),
-        device_faults: gpu.faults,
-        partitions_proven: gpu.partitions,
-        memory_budget_bytes: gpu.budget_bytes,
-        memory_peak_bytes: gpu.peak_bytes,
-    }
-}
-
-/// The status in the API's messages.
-pub fn status_reply(report: StatusReport) -> proto::GetStatusResponse {
-    proto::GetStatusResponse {
-        gpus: report.gpus.into_iter().map(gpu_status).collect(),
-        loaded_srs: report
-            .sets
-            .into_iter()
-            .map(|set| proto::SrsStatus {
-                circuit_id: set.circuit,
-                tier: match set.tier {
-                    Tier::Hot => proto::srs_status::Tier::Hot,
-                    Tier::Warm => proto::srs_status::Tier::Warm,
-                    Tier::Cold => proto::srs_status::Tier::Cold,
-                }
-                .into(),
-                size_bytes: set.bytes,
-                ref_count: u32::try_from(set.users).unwrap_or(u32::MAX),
-                device_plans: set.plans,
-                r1cs: set.r1cs.unwrap_or_default(),
-            })
-            .collect(),
-        queues: report
-            .queues
-            .into_iter()
-            .map(|queue| proto::QueueStatus {
-                proof_kind: queue.kind.queue_name().to_owned(),
-                pending: queue.pending,
-                in_progress: queue.in_progress,
-            })
-            .collect(),
-        total_proofs_completed: report.completed,
-        total_proofs_failed: report.failed,
-        uptime_seconds: report.uptime_seconds,
-        pinned_memory_bytes: report.pinned_bytes,
-        pinned_memory_limit_bytes: report.pinned_limit_bytes,
     }
 }
 

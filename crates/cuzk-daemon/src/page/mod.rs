@@ -20,10 +20,9 @@ use serde_json::{json, Value};
 
 pub use feed::{Feed, ENDS_KEPT, EVENTS_KEPT};
 
-use crate::http::{gpu_json, status_value};
 use crate::jobs::Daemon;
 use crate::kinds::priority_name;
-use crate::service::gpu_status;
+use crate::status::{gpu_json, gpu_status, status_value};
 
 const INDEX: &str = include_str!("index.html");
 
