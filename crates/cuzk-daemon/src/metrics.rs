@@ -19,9 +19,9 @@ use prometheus::{
     Opts, Registry, TextEncoder,
 };
 
+use crate::feed::Feed;
 use crate::kinds::Kind;
 use crate::live::Live;
-use crate::page::Feed;
 
 /// The window over which the GPU busy fraction is measured.
 const BUSY_WINDOW: Duration = Duration::from_secs(60);

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use tonic::{Request, Response, Status};
 
-use crate::jobs::{Awaited, Daemon, Ended};
+use crate::jobs::{Awaited, Daemon};
+use crate::outcome::{self, Ended};
 use crate::proto::{self, await_proof_response, proving_engine_server::ProvingEngine};
 use crate::status::status_reply;
 use crate::DaemonError;
@@ -48,11 +49,10 @@ impl Service {
 }
 
 fn ended_reply(job_id: String, ended: &Ended) -> proto::AwaitProofResponse {
-    use crate::jobs::Status as S;
     let status = match ended.status {
-        S::Completed => await_proof_response::Status::Completed,
-        S::Failed => await_proof_response::Status::Failed,
-        S::Cancelled => await_proof_response::Status::Cancelled,
+        outcome::Status::Completed => await_proof_response::Status::Completed,
+        outcome::Status::Failed => await_proof_response::Status::Failed,
+        outcome::Status::Cancelled => await_proof_response::Status::Cancelled,
     };
     let t = ended.timings;
     proto::AwaitProofResponse {
