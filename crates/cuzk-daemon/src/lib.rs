@@ -38,6 +38,7 @@ pub mod outcome;
 pub mod page;
 pub mod server;
 pub mod service;
+pub mod sink;
 pub mod srs;
 pub mod status;
 pub mod transport;

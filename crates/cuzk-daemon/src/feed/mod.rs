@@ -2,8 +2,8 @@
 //! a bounded ring, each tagged with its job's proof kind; the last proofs and the last failures,
 //! with their timings and messages; and this daemon's boot id, so that a page left open across a
 //! restart starts over instead of mixing two daemons' cursors. Its writers sit above it and know
-//! nothing of the page: the records come as they pass, as they do to the metrics
-//! ([`crate::metrics::RecordSink`]), and jobs' starts and ends from the daemon's core.
+//! nothing of the page: the records come as they pass ([`crate::sink`], as to the metrics), and
+//! jobs' starts and ends from the daemon's core.
 
 pub mod ring;
 
