@@ -21,6 +21,7 @@ use rand::RngCore;
 use tokio::sync::{watch, Notify};
 
 use crate::circuits::{BuildJob, Circuits, Work};
+use crate::error::DaemonError;
 use crate::feed::{Feed, JobName};
 use crate::ids::{Content, Decision, Standing};
 use crate::kinds::{priority_from_wire, Kind, KINDS};
@@ -29,7 +30,6 @@ use crate::metrics::{Gauges, Metrics};
 use crate::outcome::{Ended, Status, Timings};
 use crate::proto::SubmitProofRequest;
 use crate::srs::{SetStatus, SrsManager};
-use crate::DaemonError;
 
 /// What an `AwaitProof` gets: the job's end, or nothing yet when its timeout passed first.
 #[derive(Clone, Debug, PartialEq, Eq)]

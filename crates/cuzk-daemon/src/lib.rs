@@ -36,6 +36,7 @@ pub mod memory;
 pub mod metrics;
 pub mod outcome;
 pub mod page;
+pub mod proto;
 pub mod server;
 pub mod service;
 pub mod sink;
@@ -43,17 +44,7 @@ pub mod srs;
 pub mod status;
 pub mod transport;
 
-/// The messages, server and client generated from `proto/cuzk/v1/proving.proto`.
-pub mod proto {
-    #![allow(missing_debug_implementations, clippy::all)]
-    tonic::include_proto!("cuzk.v1");
-}
-
 pub use config::{Config, ConfigError};
 pub use error::{DaemonError, ServeError};
 pub use jobs::Daemon;
 pub use server::{serve, termination, Bound, Serving};
-
-/// Messages up to this size both ways: a 32 GiB C1 output is ~50 MB of JSON, and Curio's client
-/// allows 256 MiB.
-pub const MAX_MESSAGE_BYTES: usize = 256 << 20;

@@ -22,6 +22,7 @@ use crate::circuits::filecoin::FilecoinCircuits;
 use crate::circuits::synthetic::SyntheticCircuits;
 use crate::circuits::Circuits;
 use crate::config::{CircuitSet, Config, Listen, TimelineTarget};
+use crate::error::ServeError;
 use crate::feed::Feed;
 use crate::jobs::{Daemon, Parts};
 use crate::live::Live;
@@ -31,7 +32,6 @@ use crate::service::Service;
 use crate::sink::RecordSink;
 use crate::srs::SrsManager;
 use crate::transport::{bind_tcp, bind_unix, tls_config, TokenCheck};
-use crate::ServeError;
 
 fn setup(what: &str) -> impl FnOnce(String) -> ServeError + '_ {
     move |reason| ServeError::Setup(format!("{what}: {reason}"))

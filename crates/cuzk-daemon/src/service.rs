@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use tonic::{Request, Response, Status};
 
+use crate::error::DaemonError;
 use crate::jobs::{Awaited, Daemon};
 use crate::outcome::{self, Ended};
 use crate::proto::{self, await_proof_response, proving_engine_server::ProvingEngine};
 use crate::status::status_reply;
-use crate::DaemonError;
 
 /// `cuzk.v1.ProvingEngine` over a [`Daemon`].
 #[derive(Clone, Debug)]
@@ -27,8 +27,8 @@ impl Service {
     /// The server, with Curio's message limits both ways.
     pub fn server(self) -> proto::proving_engine_server::ProvingEngineServer<Self> {
         proto::proving_engine_server::ProvingEngineServer::new(self)
-            .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(crate::MAX_MESSAGE_BYTES)
+            .max_decoding_message_size(proto::MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(proto::MAX_MESSAGE_BYTES)
     }
 
     async fn await_reply(
