@@ -92,7 +92,8 @@ pub struct View {
     pub failures: Vec<Arc<Finished>>,
 }
 
-/// A job as the feed tags its records and lists its end: which attempt at which request id.
+/// A job as the feed tags its records and lists its end: which attempt at which request id. The
+/// daemon's core hands its jobs over by this name, so the feed needs nothing of [`crate::jobs`].
 #[derive(Clone, Copy, Debug)]
 pub struct JobName<'a> {
     pub id: &'a str,
