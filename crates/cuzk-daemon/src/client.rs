@@ -13,7 +13,7 @@ use tonic::transport::{Channel, Endpoint};
 
 use crate::config::Listen;
 use crate::proto::proving_engine_client::ProvingEngineClient;
-use crate::proto::{ProofKind, SubmitProofRequest};
+use crate::proto::{self, ProofKind, SubmitProofRequest};
 
 /// Sends `authorization: Bearer <token>` when it has one.
 #[derive(Clone, Debug)]
@@ -63,8 +63,8 @@ pub async fn connect(address: &str, token: Option<&str>) -> Result<Client, Clien
         .transpose()?;
     Ok(
         ProvingEngineClient::with_interceptor(channel, Bearer(token))
-            .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(crate::MAX_MESSAGE_BYTES),
+            .max_decoding_message_size(proto::MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(proto::MAX_MESSAGE_BYTES),
     )
 }
 
@@ -122,7 +122,7 @@ pub fn porep_request(
         proof_kind: ProofKind::PorepSealCommit.into(),
         sector_size: size,
         registered_proof: c1.proof.number(),
-        priority: crate::proto::Priority::Normal.into(),
+        priority: proto::Priority::Normal.into(),
         vanilla_proof: wrapper.to_string().into_bytes(),
         sector_number,
         miner_id,

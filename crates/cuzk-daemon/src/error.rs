@@ -1,10 +1,13 @@
-//! What an rpc can fail with, and the one place that turns it into a gRPC status.
+//! The daemon's errors: what an rpc can fail with (and the one place that turns it into a gRPC
+//! status), and why the daemon could not start or serve.
 //!
 //! A proof that fails is not an rpc error: it is an OK reply with status `FAILED` (see
-//! [`crate::jobs`]). These are the whole-call failures.
+//! [`crate::jobs`]). [`DaemonError`]s are the whole-call failures.
 
 use cuzk_pipeline::engine::MemoryError;
 use tonic::{Code, Status};
+
+use crate::transport::TransportError;
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DaemonError {
@@ -53,4 +56,15 @@ impl From<DaemonError> for Status {
     fn from(error: DaemonError) -> Self {
         Status::new(error.code(), error.to_string())
     }
+}
+
+/// Why the daemon could not start or serve.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("{0}")]
+    Setup(String),
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    #[error("the gRPC server failed: {0}")]
+    Server(#[from] tonic::transport::Error),
 }

@@ -21,55 +21,15 @@ use rand::RngCore;
 use tokio::sync::{watch, Notify};
 
 use crate::circuits::{BuildJob, Circuits, Work};
+use crate::error::DaemonError;
+use crate::feed::{Feed, JobName};
 use crate::ids::{Content, Decision, Standing};
 use crate::kinds::{priority_from_wire, Kind, KINDS};
 use crate::live::{Live, PartitionView, WorkerView};
 use crate::metrics::{Gauges, Metrics};
-use crate::page::Feed;
+use crate::outcome::{Ended, Status, Timings};
 use crate::proto::SubmitProofRequest;
 use crate::srs::{SetStatus, SrsManager};
-use crate::DaemonError;
-
-/// How a job ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Status {
-    Completed,
-    Failed,
-    Cancelled,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Completed => "completed",
-            Status::Failed => "failed",
-            Status::Cancelled => "cancelled",
-        }
-    }
-}
-
-/// Milliseconds spent in each stage of a job, as `AwaitProofResponse` reports them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Timings {
-    /// From submission until its first partition's synthesis started.
-    pub queue_wait_ms: u64,
-    /// Waiting for its parameters to load (0 when they were ready).
-    pub srs_load_ms: u64,
-    /// Synthesis, summed over partitions.
-    pub synthesis_ms: u64,
-    /// Device regions, summed over partitions.
-    pub gpu_compute_ms: u64,
-    pub total_ms: u64,
-}
-
-/// A finished job's result.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Ended {
-    pub status: Status,
-    pub proof: Vec<u8>,
-    pub error: String,
-    pub timings: Timings,
-}
 
 /// What an `AwaitProof` gets: the job's end, or nothing yet when its timeout passed first.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -129,6 +89,16 @@ impl Job {
             },
             _ if self.is_cancelled() => Standing::Cancelled,
             _ => Standing::Running,
+        }
+    }
+
+    /// What the live page's feed tags its records and lists its end by.
+    fn name(&self) -> JobName<'_> {
+        JobName {
+            id: &self.id,
+            kind: self.kind,
+            priority: self.priority,
+            attempt: self.attempt,
         }
     }
 
@@ -473,7 +443,7 @@ impl Daemon {
             jobs.insert(id, Arc::clone(&job));
             (job, decision, previous)
         };
-        self.parts.feed.started(&job);
+        self.parts.feed.started(job.name());
         if let (Decision::Supersede { running: true }, Some(old)) = (decision, &previous) {
             self.cancel_job(
                 old,
@@ -661,7 +631,7 @@ impl Daemon {
             }
             Status::Cancelled => self.parts.metrics.cancelled(job.kind),
         }
-        self.parts.feed.ended(&job, &ended);
+        self.parts.feed.ended(job.name(), &ended);
         tracing::info!(job = %job.id, status = ?ended.status, total_ms = ended.timings.total_ms, "job ended");
         job.state.send_replace(State::Done {
             ended: Arc::new(ended),

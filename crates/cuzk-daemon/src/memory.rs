@@ -9,7 +9,7 @@ use cuzk_pipeline::engine::{machine_memory, HostMemory, HostPlan, MemoryError};
 
 use crate::circuits::SetFiles;
 use crate::config::{Budget, Config};
-use crate::server::ServeError;
+use crate::error::ServeError;
 
 /// The safety margin never takes more than this fraction of the machine's memory, so that a
 /// small host or cgroup (a 3 GiB one under the default 5 GiB margin) still proves small circuits.

@@ -5,14 +5,13 @@
 //! `cuzk_proof_duration_seconds` by `proof_kind`, valued `porep_c2`, `snap_update`,
 //! `window_post`, `winning_post`; `cuzk_queue_depth`, `cuzk_running_jobs`, `cuzk_gpu_workers`,
 //! `cuzk_uptime_seconds`), so its dashboards read this daemon unchanged, and ours.
-//! Per-partition figures come from the engine's TIMELINE records ([`RecordSink`] reads them
-//! as they pass on to the log), so the engine knows nothing of Prometheus. Labels are proof kinds, circuit ids and device indices: never request ids.
+//! Per-partition figures come from the engine's TIMELINE records ([`crate::sink::RecordSink`]
+//! hands them over as they pass on to the log), so the engine knows nothing of Prometheus. Labels are proof kinds, circuit ids and device indices: never request ids.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use cuzk_pipeline::sink::TimelineSink;
 use cuzk_pipeline::timeline::{key, Event, Record};
 use prometheus::{
     Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
@@ -20,8 +19,6 @@ use prometheus::{
 };
 
 use crate::kinds::Kind;
-use crate::live::Live;
-use crate::page::Feed;
 
 /// The window over which the GPU busy fraction is measured.
 const BUSY_WINDOW: Duration = Duration::from_secs(60);
@@ -312,7 +309,7 @@ impl Metrics {
     }
 
     /// Reads the records that carry per-partition figures.
-    fn record(&self, record: &Record) {
+    pub fn record(&self, record: &Record) {
         if record.event == Event::GpuEnd {
             if let Some(ms) = record.number(key::GPU_MS) {
                 let device = record.get(key::DEVICE).unwrap_or("0");
@@ -337,34 +334,6 @@ impl Metrics {
             if let Some(ms) = record.number(key::GPU_MS) {
                 self.gpu.observe(ms / 1e3);
             }
-        }
-    }
-}
-
-/// Passes the engine's records on to the TIMELINE log (if any), into the metrics, into the
-/// live view of partitions and workers and into the live page's feed.
-pub struct RecordSink {
-    pub metrics: Arc<Metrics>,
-    pub live: Arc<Live>,
-    pub feed: Arc<Feed>,
-    pub log: Option<Arc<dyn TimelineSink>>,
-}
-
-impl std::fmt::Debug for RecordSink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RecordSink")
-            .field("log", &self.log.is_some())
-            .finish()
-    }
-}
-
-impl TimelineSink for RecordSink {
-    fn emit(&self, record: &Record) {
-        self.metrics.record(record);
-        self.live.record(record);
-        self.feed.record(record);
-        if let Some(log) = &self.log {
-            log.emit(record);
         }
     }
 }

@@ -22,25 +22,16 @@ use crate::circuits::filecoin::FilecoinCircuits;
 use crate::circuits::synthetic::SyntheticCircuits;
 use crate::circuits::Circuits;
 use crate::config::{CircuitSet, Config, Listen, TimelineTarget};
+use crate::error::ServeError;
+use crate::feed::Feed;
 use crate::jobs::{Daemon, Parts};
 use crate::live::Live;
 use crate::memory::HostBudgets;
-use crate::metrics::{Metrics, RecordSink};
-use crate::page::Feed;
+use crate::metrics::Metrics;
 use crate::service::Service;
+use crate::sink::RecordSink;
 use crate::srs::SrsManager;
-use crate::transport::{bind_tcp, bind_unix, tls_config, TokenCheck, TransportError};
-
-/// Why the daemon could not start or serve.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    #[error("{0}")]
-    Setup(String),
-    #[error(transparent)]
-    Transport(#[from] TransportError),
-    #[error("the gRPC server failed: {0}")]
-    Server(#[from] tonic::transport::Error),
-}
+use crate::transport::{bind_tcp, bind_unix, tls_config, TokenCheck};
 
 fn setup(what: &str) -> impl FnOnce(String) -> ServeError + '_ {
     move |reason| ServeError::Setup(format!("{what}: {reason}"))

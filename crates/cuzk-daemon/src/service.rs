@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use tonic::{Request, Response, Status};
 
-use crate::jobs::{Awaited, Daemon, Ended, GpuReport, StatusReport};
+use crate::error::DaemonError;
+use crate::jobs::{Awaited, Daemon};
+use crate::outcome::{self, Ended};
 use crate::proto::{self, await_proof_response, proving_engine_server::ProvingEngine};
-use crate::srs::Tier;
-use crate::DaemonError;
+use crate::status::status_reply;
 
 /// `cuzk.v1.ProvingEngine` over a [`Daemon`].
 #[derive(Clone, Debug)]
@@ -26,8 +27,8 @@ impl Service {
     /// The server, with Curio's message limits both ways.
     pub fn server(self) -> proto::proving_engine_server::ProvingEngineServer<Self> {
         proto::proving_engine_server::ProvingEngineServer::new(self)
-            .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(crate::MAX_MESSAGE_BYTES)
+            .max_decoding_message_size(proto::MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(proto::MAX_MESSAGE_BYTES)
     }
 
     async fn await_reply(
@@ -48,11 +49,10 @@ impl Service {
 }
 
 fn ended_reply(job_id: String, ended: &Ended) -> proto::AwaitProofResponse {
-    use crate::jobs::Status as S;
     let status = match ended.status {
-        S::Completed => await_proof_response::Status::Completed,
-        S::Failed => await_proof_response::Status::Failed,
-        S::Cancelled => await_proof_response::Status::Cancelled,
+        outcome::Status::Completed => await_proof_response::Status::Completed,
+        outcome::Status::Failed => await_proof_response::Status::Failed,
+        outcome::Status::Cancelled => await_proof_response::Status::Cancelled,
     };
     let t = ended.timings;
     proto::AwaitProofResponse {
@@ -65,66 +65,6 @@ fn ended_reply(job_id: String, ended: &Ended) -> proto::AwaitProofResponse {
         synthesis_ms: t.synthesis_ms,
         gpu_compute_ms: t.gpu_compute_ms,
         total_ms: t.total_ms,
-    }
-}
-
-/// One GPU in the API's message.
-pub fn gpu_status(gpu: GpuReport) -> proto::GpuStatus {
-    let (job, kind) = gpu
-        .job
-        .map(|(id, kind)| (id, kind.queue_name().to_owned()))
-        .unwrap_or_default();
-    proto::GpuStatus {
-        ordinal: gpu.ordinal,
-        name: gpu.name,
-        vram_total_bytes: gpu.total_bytes,
-        vram_free_bytes: gpu.free_bytes,
-        current_job_id: job,
-        current_proof_kind: kind,
-        out_of_service: gpu.out_of_service.is_some(),
-        out_of_service_reason: gpu.out_of_service.unwrap_or_default(),
-        device_faults: gpu.faults,
-        partitions_proven: gpu.partitions,
-        memory_budget_bytes: gpu.budget_bytes,
-        memory_peak_bytes: gpu.peak_bytes,
-    }
-}
-
-/// The status in the API's messages.
-pub fn status_reply(report: StatusReport) -> proto::GetStatusResponse {
-    proto::GetStatusResponse {
-        gpus: report.gpus.into_iter().map(gpu_status).collect(),
-        loaded_srs: report
-            .sets
-            .into_iter()
-            .map(|set| proto::SrsStatus {
-                circuit_id: set.circuit,
-                tier: match set.tier {
-                    Tier::Hot => proto::srs_status::Tier::Hot,
-                    Tier::Warm => proto::srs_status::Tier::Warm,
-                    Tier::Cold => proto::srs_status::Tier::Cold,
-                }
-                .into(),
-                size_bytes: set.bytes,
-                ref_count: u32::try_from(set.users).unwrap_or(u32::MAX),
-                device_plans: set.plans,
-                r1cs: set.r1cs.unwrap_or_default(),
-            })
-            .collect(),
-        queues: report
-            .queues
-            .into_iter()
-            .map(|queue| proto::QueueStatus {
-                proof_kind: queue.kind.queue_name().to_owned(),
-                pending: queue.pending,
-                in_progress: queue.in_progress,
-            })
-            .collect(),
-        total_proofs_completed: report.completed,
-        total_proofs_failed: report.failed,
-        uptime_seconds: report.uptime_seconds,
-        pinned_memory_bytes: report.pinned_bytes,
-        pinned_memory_limit_bytes: report.pinned_limit_bytes,
     }
 }
 

@@ -19,9 +19,9 @@ use cuzk_pipeline::Devices;
 use tokio::sync::{watch, Notify};
 
 use crate::circuits::{Circuits, ParamSet};
+use crate::error::DaemonError;
 use crate::memory::HostBudgets;
 use crate::metrics::Metrics;
-use crate::DaemonError;
 
 /// A set's tier, as `GetStatus` reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use cuzk_daemon::client::{connect, porep_request, Client};
-use cuzk_daemon::http::status_json;
 use cuzk_daemon::proto::{self, await_proof_response::Status};
+use cuzk_daemon::status::status_json;
 use serde_json::json;
 
 use crate::args::{ClientArgs, ClientCall, ClientProveArgs, GlobalArgs};

@@ -15,9 +15,9 @@ use cuzk_groth16::params_file::PointCheck;
 use serde::Deserialize;
 
 use super::{BuildJob, CircuitFiles, Circuits, ParamSet, PreparedJob, SetFiles, Work};
+use crate::error::DaemonError;
 use crate::kinds::Kind;
 use crate::proto::SubmitProofRequest;
-use crate::DaemonError;
 
 /// Filecoin's circuits, their parameters in filecoin-proofs' parameter directory.
 #[derive(Debug)]

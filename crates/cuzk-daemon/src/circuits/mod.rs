@@ -16,9 +16,9 @@ use cuzk_groth16::Parameters;
 use cuzk_pipeline::{JobOutput, JobRequest};
 use cuzk_synth::CompiledR1cs;
 
+use crate::error::DaemonError;
 use crate::kinds::Kind;
 use crate::proto::SubmitProofRequest;
-use crate::DaemonError;
 
 /// A circuit's parameters in host memory: what its proofs need beside the request.
 #[derive(Debug)]

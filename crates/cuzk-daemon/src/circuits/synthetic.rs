@@ -22,9 +22,9 @@ use rand::SeedableRng;
 use serde::Deserialize;
 
 use super::{BuildJob, CircuitFiles, Circuits, ParamSet, PreparedJob, Work};
+use crate::error::DaemonError;
 use crate::kinds::Kind;
 use crate::proto::SubmitProofRequest;
-use crate::DaemonError;
 
 const PREFIX: &str = "synthetic-";
 

@@ -1,12 +1,9 @@
 //! The live pipeline page on the status port. `GET /` is one self-contained HTML file (script
 //! and style inline: no build step, nothing fetched from elsewhere) that polls
-//! `GET /timeline?since=N`: the engine's records after cursor N from a bounded ring
-//! ([`feed::EVENTS_KEPT`]), the last proofs and failures, the devices, the queues by kind and
-//! priority, and what `/status` says, under this daemon's boot id. The JSON's shape is in
+//! `GET /timeline?since=N`: the engine's records after cursor N from the daemon's feed, a bounded
+//! ring ([`crate::feed::EVENTS_KEPT`]), the last proofs and failures, the devices, the queues by
+//! kind and priority, and what `/status` says, under this daemon's boot id. The JSON's shape is in
 //! docs/daemon.md, "The live page".
-
-mod feed;
-pub mod ring;
 
 use std::sync::Arc;
 
@@ -18,12 +15,9 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
-pub use feed::{Feed, ENDS_KEPT, EVENTS_KEPT};
-
-use crate::http::{gpu_json, status_value};
 use crate::jobs::Daemon;
 use crate::kinds::priority_name;
-use crate::service::gpu_status;
+use crate::status::{gpu_json, gpu_status, status_value};
 
 const INDEX: &str = include_str!("index.html");
 

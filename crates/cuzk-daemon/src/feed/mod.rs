@@ -1,20 +1,24 @@
-//! What the live page follows: the engine's TIMELINE records it draws, kept in a bounded ring,
-//! each tagged with its job's proof kind; the last proofs and the last failures, with their
-//! timings and messages; and this daemon's boot id, so that a page left open across a restart
-//! starts over instead of mixing two daemons' cursors. Fed like the metrics, record by record as
-//! they pass, so the engine knows nothing of the page.
+//! What the live page ([`crate::page`]) follows: the engine's TIMELINE records it draws, kept in
+//! a bounded ring, each tagged with its job's proof kind; the last proofs and the last failures,
+//! with their timings and messages; and this daemon's boot id, so that a page left open across a
+//! restart starts over instead of mixing two daemons' cursors. Its writers sit above it and know
+//! nothing of the page: the records come as they pass ([`crate::sink`], as to the metrics), and
+//! jobs' starts and ends from the daemon's core.
+
+pub mod ring;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use cuzk_pipeline::timeline::{Event, EventName, Record};
+use cuzk_pipeline::Priority;
 use rand::RngCore;
 use serde::Serialize;
 
-use super::ring::{Ring, Since};
-use crate::jobs::{Ended, Job, Timings};
+use self::ring::{Ring, Since};
 use crate::kinds::{priority_name, Kind};
+use crate::outcome::{Ended, Status, Timings};
 
 /// TIMELINE records the ring keeps. A partition leaves about four the page draws (its
 /// synthesis and its device region, start and end of each), so this is the last ~2,500
@@ -86,6 +90,16 @@ pub struct View {
     /// Newest first.
     pub proofs: Vec<Arc<Finished>>,
     pub failures: Vec<Arc<Finished>>,
+}
+
+/// A job as the feed tags its records and lists its end: which attempt at which request id. The
+/// daemon's core hands its jobs over by this name, so the feed needs nothing of [`crate::jobs`].
+#[derive(Clone, Copy, Debug)]
+pub struct JobName<'a> {
+    pub id: &'a str,
+    pub kind: Kind,
+    pub priority: Priority,
+    pub attempt: u32,
 }
 
 /// A job registered and not yet ended.
@@ -192,19 +206,19 @@ impl Feed {
     }
 
     /// A job was registered: its records are tagged with its kind until it ends.
-    pub fn started(&self, job: &Job) {
+    pub fn started(&self, job: JobName<'_>) {
         let tag = Tag {
-            id: cut(&job.id, ID_CHARS).into(),
+            id: cut(job.id, ID_CHARS).into(),
             kind: job.kind,
             attempt: job.attempt,
         };
-        self.inner().jobs.insert(job.id.clone(), tag);
+        self.inner().jobs.insert(job.id.to_owned(), tag);
     }
 
     /// A job ended: listed with the proofs or the failures.
-    pub fn ended(&self, job: &Job, ended: &Ended) {
+    pub fn ended(&self, job: JobName<'_>, ended: &Ended) {
         let finished = Arc::new(Finished {
-            job: cut(&job.id, ID_CHARS).into(),
+            job: cut(job.id, ID_CHARS).into(),
             kind: job.kind.queue_name(),
             priority: priority_name(job.priority),
             attempt: job.attempt,
@@ -217,13 +231,13 @@ impl Feed {
         // A later attempt under the id may have been registered meanwhile: its tag stays.
         if inner
             .jobs
-            .get(&job.id)
+            .get(job.id)
             .is_some_and(|t| t.attempt == job.attempt)
         {
-            inner.jobs.remove(&job.id);
+            inner.jobs.remove(job.id);
         }
         match ended.status {
-            crate::jobs::Status::Completed => inner.proofs.push(finished),
+            Status::Completed => inner.proofs.push(finished),
             _ => inner.failures.push(finished),
         }
     }
