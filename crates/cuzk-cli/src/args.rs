@@ -113,7 +113,8 @@ pub enum ClientCall {
     Status,
     /// GetMetrics: the Prometheus text.
     Metrics,
-    /// Prove a PoRep C1 output, the request formed as Curio forms it (`Prove`).
+    /// Prove a PoRep C1 output or a WinningPoSt / WindowPoSt request, formed as Curio forms
+    /// it (`Prove`), or a synthetic proof.
     Prove(ClientProveArgs),
     /// Load a circuit's parameters into the hot tier (porep-2k … porep-64g).
     Preload { circuit: String },
@@ -124,27 +125,46 @@ pub enum ClientCall {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("request").required(true).args(["c1", "post", "synthetic"])))]
 pub struct ClientProveArgs {
-    /// The C1 output in the FFI's JSON form (as `cuzk seal-test-sector` writes it).
+    /// The C1 output in the FFI's JSON form (as `cuzk seal-test-sector` writes it): a PoRep C2.
     #[arg(long)]
-    pub c1: PathBuf,
-    /// The miner (f0<ID>) whose sector it is.
+    pub c1: Option<PathBuf>,
+    /// A WinningPoSt or WindowPoSt request file (`winning-post.json`, `window-post.json` as
+    /// `cuzk seal-test-sector` writes them; the kind from its registered proof), sent as Curio
+    /// sends it; its prover must be --miner-id's.
     #[arg(long)]
-    pub miner_id: u64,
-    /// The sector number.
+    pub post: Option<PathBuf>,
+    /// A synthetic proof of this many constraints per partition, for a daemon serving
+    /// `[daemon] circuits = "synthetic"` (tests and soaks of the daemon itself).
     #[arg(long)]
-    pub sector_id: u64,
-    /// Where to write the proof (default: the C1 file's name with `.proof`); with --count,
-    /// the first proof's.
+    pub synthetic: Option<usize>,
+    /// The synthetic proof's partitions.
+    #[arg(long, default_value_t = 1, requires = "synthetic")]
+    pub partitions: usize,
+    /// The miner (f0<ID>) whose sector it is (with --c1 and --post).
+    #[arg(long, required_unless_present = "synthetic")]
+    pub miner_id: Option<u64>,
+    /// The sector number (with --c1).
+    #[arg(long, required_unless_present_any = ["post", "synthetic"])]
+    pub sector_id: Option<u64>,
+    /// Where to write the proof (default: the C1 or request file's name with `.proof`,
+    /// `synthetic-<constraints>.proof`); with --count, the first proof's.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Prove it this many times, as that many requests (ids `porep-<miner>-<sector>-<i>`): a
-    /// load test; prints the throughput.
+    /// Prove it this many times, as that many requests (ids `<id>-<i>`): a load test; prints
+    /// the throughput.
     #[arg(long, default_value_t = 1)]
     pub count: usize,
     /// Requests in flight at once, each on its own connection.
     #[arg(long, default_value_t = 1)]
     pub concurrency: usize,
+    /// The request id (with --count, ids `<id>-<i>`) instead of `porep-<miner>-<sector>`,
+    /// `winning-<miner>`, `wdpost-<miner>-<partition>` or `synthetic-<constraints>`. A request
+    /// with the id and content of a completed job joins it (no new proof), so repeated load
+    /// runs against one daemon need ids of their own.
+    #[arg(long)]
+    pub id: Option<String>,
 }
 
 /// How the daemon is started, as Curio starts its own.

@@ -23,6 +23,7 @@ use cuzk_daemon::proto::{
     AwaitProofRequest, GetMetricsRequest, GetStatusRequest, ProofKind, ProveRequest, ProveResponse,
     SubmitProofRequest,
 };
+use cuzk_filecoin::{PostKind, PostProof};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_cuzk");
@@ -935,6 +936,155 @@ fn serve_in_a_small_memory_cgroup_fails_a_porep_naming_memory_and_serves_on() {
     daemon.sigterm();
     let (exit, _) = daemon.wait_exit(Duration::from_secs(30));
     assert!(exit.success(), "{exit}\n{}", daemon.log());
+}
+
+/// `cuzk client prove` beyond PoRep C2 (what `benches/soak/daemon_soak.sh` drives):
+/// `--synthetic` against a daemon serving the synthetic circuits, with `--id` (the same ids again
+/// join the completed jobs, no new proof; other ids prove anew), and `--post` of a sealed 2 KiB
+/// sector's WinningPoSt and WindowPoSt against one serving Filecoin's, each proof accepted by
+/// filecoin's verifiers (`cuzk verify winning-post` / `window-post`); a request file of another
+/// miner is refused before it is sent.
+#[test]
+fn client_proves_synthetic_and_post_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let synthetic_dir = dir.path().join("synthetic");
+    fs::create_dir_all(&synthetic_dir).unwrap();
+    let mut daemon = Daemon::start(&synthetic_dir, SYNTHETIC, Duration::from_secs(60));
+    let target = daemon.target();
+    let prove = |extra: &[&str]| {
+        let mut args = vec!["--json", "client", "--address", &target, "prove"];
+        args.extend(extra);
+        cuzk(&args)
+    };
+    let out = synthetic_dir.join("s.proof");
+    let three = [
+        "--synthetic",
+        "64",
+        "--partitions",
+        "2",
+        "--count",
+        "3",
+        "--concurrency",
+        "2",
+        "--id",
+        "soak-a",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    for _ in 0..2 {
+        let run = prove(&three);
+        assert!(
+            run.status.success(),
+            "{}\n{}",
+            text(&run.stderr),
+            daemon.log()
+        );
+        let summary: Value = serde_json::from_slice(&run.stdout).unwrap();
+        assert_eq!(
+            (summary["proofs"].as_u64(), summary["failed"].as_u64()),
+            (Some(3), Some(0)),
+            "{summary}"
+        );
+        assert_eq!(
+            fs::read(&out).unwrap().len(),
+            2 * 192,
+            "two partitions' proofs"
+        );
+    }
+    let run = prove(&[
+        "--synthetic",
+        "64",
+        "--id",
+        "soak-b",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let status = cuzk(&["client", "--address", &target, "status"]);
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(
+        status["total_proofs_completed"], 4,
+        "3 + 3 joined + 1: {status}"
+    );
+    daemon.sigterm();
+    assert!(daemon.wait_exit(Duration::from_secs(30)).0.success());
+
+    let winning = PostProof::from_size_or_name("2KiB", PostKind::Winning).unwrap();
+    let window = PostProof::from_size_or_name("2KiB", PostKind::Window).unwrap();
+    let params = common::shared_params("--winning-post", winning);
+    assert_eq!(common::shared_params("--window-post", window), params);
+    let sector = dir.path().join("sector");
+    sealed_sector(&sector, 1000);
+    let config = format!(
+        "[daemon]\n[srs]\nparam_cache = \"{}\"\n[gpus]\nbackend = \"cpu\"\n",
+        params.display()
+    );
+    let filecoin_dir = dir.path().join("filecoin");
+    fs::create_dir_all(&filecoin_dir).unwrap();
+    let mut daemon = Daemon::start(&filecoin_dir, &config, Duration::from_secs(60));
+    let target = daemon.target();
+    for kind in ["winning-post", "window-post"] {
+        let request = sector.join(format!("{kind}.json"));
+        let proof = sector.join(format!("{kind}.proof"));
+        let run = cuzk(&[
+            "client",
+            "--address",
+            &target,
+            "prove",
+            "--post",
+            request.to_str().unwrap(),
+            "--miner-id",
+            "1000",
+            "--count",
+            "2",
+            "--id",
+            kind,
+        ]);
+        assert!(
+            run.status.success(),
+            "{kind}: {}\n{}",
+            text(&run.stderr),
+            daemon.log()
+        );
+        let verified = cuzk(&[
+            "verify",
+            kind,
+            "--request",
+            request.to_str().unwrap(),
+            "--proof",
+            proof.to_str().unwrap(),
+            "--params-dir",
+            params.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            verified.status.code(),
+            Some(0),
+            "{kind}: {}{}",
+            text(&verified.stdout),
+            text(&verified.stderr)
+        );
+    }
+    let other = cuzk(&[
+        "client",
+        "--address",
+        &target,
+        "prove",
+        "--post",
+        sector.join("winning-post.json").to_str().unwrap(),
+        "--miner-id",
+        "1001",
+    ]);
+    assert_eq!(other.status.code(), Some(2), "{}", text(&other.stderr));
+    assert!(
+        text(&other.stderr).contains("not miner 1001's"),
+        "{}",
+        text(&other.stderr)
+    );
+    let status = cuzk(&["client", "--address", &target, "status"]);
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["total_proofs_completed"], 4, "{status}");
+    daemon.sigterm();
+    assert!(daemon.wait_exit(Duration::from_secs(30)).0.success());
 }
 
 /// The JSON line of scenario step `step` the Python client printed.

@@ -5,12 +5,13 @@
 use std::path::PathBuf;
 
 use base64::Engine as _;
-use cuzk_filecoin::{C1Output, FilecoinError, RegisteredProof};
+use cuzk_filecoin::{C1Output, FilecoinError, PostKind, PostRequest, RegisteredProof};
 use tonic::metadata::AsciiMetadataValue;
 use tonic::service::interceptor::InterceptedService;
 use tonic::service::Interceptor;
 use tonic::transport::{Channel, Endpoint};
 
+use crate::circuits::synthetic::SyntheticRequest;
 use crate::config::Listen;
 use crate::proto::proving_engine_client::ProvingEngineClient;
 use crate::proto::{self, ProofKind, SubmitProofRequest};
@@ -128,4 +129,44 @@ pub fn porep_request(
         miner_id,
         ..Default::default()
     })
+}
+
+/// A WinningPoSt or WindowPoSt request as Curio forms it from a request file
+/// (`PostRequest::read`): the kind from its registered proof, its vanilla proofs, randomness and
+/// WindowPoSt partition, and the miner, whose prover id the daemon derives (the file's own
+/// `prover_id` is not sent).
+pub fn post_request(request_id: &str, post: &PostRequest, miner_id: u64) -> SubmitProofRequest {
+    let kind = match post.proof.kind {
+        PostKind::Winning => ProofKind::WinningPost,
+        _ => ProofKind::WindowPostPartition,
+    };
+    SubmitProofRequest {
+        request_id: request_id.to_owned(),
+        proof_kind: kind.into(),
+        registered_proof: post.proof.number(),
+        vanilla_proofs: post.vanilla_proofs.clone(),
+        randomness: post.randomness.to_vec(),
+        miner_id,
+        partition_index: u32::try_from(post.partition).unwrap_or(u32::MAX),
+        ..Default::default()
+    }
+}
+
+/// A request for a daemon serving the synthetic circuits (`[daemon] circuits = "synthetic"`):
+/// `partitions` partitions of `constraints` constraints each.
+pub fn synthetic_request(
+    request_id: &str,
+    constraints: usize,
+    partitions: usize,
+) -> SubmitProofRequest {
+    SubmitProofRequest {
+        request_id: request_id.to_owned(),
+        proof_kind: ProofKind::PorepSealCommit.into(),
+        vanilla_proof: SyntheticRequest {
+            partitions,
+            ..SyntheticRequest::new(constraints)
+        }
+        .to_bytes(),
+        ..Default::default()
+    }
 }

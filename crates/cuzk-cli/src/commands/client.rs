@@ -1,13 +1,16 @@
-//! `cuzk client`: calls a running daemon. `prove` forms the request as Curio does and, with
-//! `--count`, runs a load of them at a given concurrency and reports the throughput.
+//! `cuzk client`: calls a running daemon. `prove` forms the request as Curio does (a PoRep C2
+//! from a C1 output, a WinningPoSt or WindowPoSt from a request file; or a synthetic one) and,
+//! with `--count`, runs a load of them at a given concurrency and reports the throughput.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use cuzk_daemon::client::{connect, porep_request, Client};
+use cuzk_daemon::client::{connect, porep_request, post_request, synthetic_request, Client};
 use cuzk_daemon::proto::{self, await_proof_response::Status};
 use cuzk_daemon::status::status_json;
+use cuzk_filecoin::{prover_id_of_miner, PostKind, PostRequest};
 use serde_json::json;
 
 use crate::args::{ClientArgs, ClientCall, ClientProveArgs, GlobalArgs};
@@ -71,6 +74,9 @@ pub fn run(global: &GlobalArgs, args: ClientArgs) -> Result<Outcome> {
     })
 }
 
+/// Forms the request of a given id.
+type MakeRequest = Box<dyn Fn(&str) -> Result<proto::SubmitProofRequest>>;
+
 async fn prove_load(
     global: &GlobalArgs,
     address: &str,
@@ -81,19 +87,68 @@ async fn prove_load(
     if args.count == 0 || args.concurrency == 0 {
         bail!("--count and --concurrency must be at least 1");
     }
-    let c1 = std::fs::read(&args.c1).with_context(|| format!("reading {}", args.c1.display()))?;
-    let source = args.c1.display().to_string();
-    let base = format!("porep-{}-{}", args.miner_id, args.sector_id);
+    let (base, default_out, request): (String, PathBuf, MakeRequest) = match (
+        &args.c1,
+        &args.post,
+        args.synthetic,
+    ) {
+        (Some(path), _, _) => {
+            let (miner, sector) = (
+                required(args.miner_id, "--miner-id")?,
+                required(args.sector_id, "--sector-id")?,
+            );
+            let c1 = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+            let source = path.display().to_string();
+            // Checked once here, so a bad file is named before any request.
+            porep_request("check", &c1, &source, miner, sector)?;
+            (
+                format!("porep-{miner}-{sector}"),
+                path.with_extension("proof"),
+                Box::new(move |id: &str| Ok(porep_request(id, &c1, &source, miner, sector)?)),
+            )
+        }
+        (None, Some(path), _) => {
+            let miner = required(args.miner_id, "--miner-id")?;
+            let post = PostRequest::read(path)?;
+            if post.prover_id != prover_id_of_miner(miner) {
+                bail!(
+                        "{}: its prover_id is not miner {miner}'s (the daemon derives the prover from --miner-id)",
+                        path.display()
+                    );
+            }
+            let base = match post.proof.kind {
+                PostKind::Winning => format!("winning-{miner}"),
+                _ => format!("wdpost-{miner}-{}", post.partition),
+            };
+            (
+                base,
+                path.with_extension("proof"),
+                Box::new(move |id: &str| Ok(post_request(id, &post, miner))),
+            )
+        }
+        (None, None, Some(constraints)) => {
+            let partitions = args.partitions;
+            if constraints == 0 || partitions == 0 {
+                bail!("--synthetic and --partitions must be at least 1");
+            }
+            (
+                format!("synthetic-{constraints}"),
+                PathBuf::from(format!("synthetic-{constraints}.proof")),
+                Box::new(move |id: &str| Ok(synthetic_request(id, constraints, partitions))),
+            )
+        }
+        (None, None, None) => bail!("one of --c1, --post, --synthetic is needed"),
+    };
+    let base = args.id.clone().unwrap_or(base);
     let requests: Vec<proto::SubmitProofRequest> = (0..args.count)
         .map(|i| {
-            let id = if args.count == 1 {
-                base.clone()
+            if args.count == 1 {
+                request(&base)
             } else {
-                format!("{base}-{i}")
-            };
-            porep_request(&id, &c1, &source, args.miner_id, args.sector_id)
+                request(&format!("{base}-{i}"))
+            }
         })
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<_>>()?;
     let queue = Arc::new(std::sync::Mutex::new(requests.into_iter().enumerate()));
     let start = Instant::now();
     let mut workers = Vec::new();
@@ -134,10 +189,7 @@ async fn prove_load(
         .filter(|(_, r, _)| r.status() != Status::Completed || r.proof.is_empty())
         .map(|(_, r, _)| format!("{}: {:?}: {}", r.job_id, r.status(), r.error_message))
         .collect();
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| args.c1.with_extension("proof"));
+    let out = args.out.clone().unwrap_or(default_out);
     if let Some((_, first, _)) = results
         .iter()
         .find(|(_, r, _)| r.status() == Status::Completed)
@@ -180,4 +232,8 @@ async fn prove_load(
     } else {
         Outcome::Rejected
     })
+}
+
+fn required<T>(value: Option<T>, flag: &str) -> Result<T> {
+    value.with_context(|| format!("{flag} is needed"))
 }
