@@ -463,12 +463,15 @@ fn soak_500_small_proofs_from_8_clients_without_memory_growth() {
     let dir = tempfile::tempdir().unwrap();
     // Finished results are kept for AwaitProof for result_retention (default 10 min), about
     // 1.7 KiB each here: 500 of them are +6-8% of this daemon's ~14 MB, bounded by time, not a
-    // leak. A short retention lets the janitor forget them, so the growth measures leaks.
+    // leak. A short retention lets the janitor forget them, so the growth measures leaks. The
+    // live page's ring likewise fills up to its bound (10,000 records by default, the last
+    // ~2,500 partitions: more than this soak makes); a small one is full before the first 50.
     let status_port = free_port();
     let config = SYNTHETIC.replacen(
         "[daemon]\n",
         &format!(
-            "[daemon]\nresult_retention = \"1s\"\nstatus_listen = \"127.0.0.1:{status_port}\"\n"
+            "[daemon]\nresult_retention = \"1s\"\npage_records = 64\n\
+             status_listen = \"127.0.0.1:{status_port}\"\n"
         ),
         1,
     );

@@ -156,6 +156,8 @@ pub struct Config {
     pub keepalive_timeout: Duration,
     pub drain_timeout: Duration,
     pub result_retention: Duration,
+    /// TIMELINE records the live page's ring keeps (a few hundred bytes each).
+    pub page_records: usize,
     pub total_budget: Budget,
     pub safety_margin: u64,
     pub srs_budget: Budget,
@@ -241,6 +243,7 @@ struct RawDaemon {
     socket_mode: Option<String>,
     drain_timeout: Option<Quantity>,
     result_retention: Option<Quantity>,
+    page_records: Option<usize>,
     keepalive_interval: Option<Quantity>,
     keepalive_timeout: Option<Quantity>,
     circuits: Option<String>,
@@ -576,6 +579,10 @@ impl Config {
             "daemon.result_retention",
             duration(&q(&d.result_retention, "10m")),
         );
+        let page_records = p.check(
+            "daemon.page_records",
+            at_least_one(d.page_records.unwrap_or(crate::feed::EVENTS_KEPT)),
+        );
         let keepalive_interval = p
             .check(
                 "daemon.keepalive_interval",
@@ -702,7 +709,12 @@ impl Config {
             gpu_workers_per_device,
             backend,
             gpu_memory_limit,
-            (keepalive_interval, keepalive_timeout, log_format),
+            (
+                keepalive_interval,
+                keepalive_timeout,
+                log_format,
+                page_records,
+            ),
         ) {
             (
                 Some(listen),
@@ -718,7 +730,12 @@ impl Config {
                 Some(gpu_workers_per_device),
                 Some(backend),
                 Some(gpu_memory_limit),
-                (Some(keepalive_interval), Some(keepalive_timeout), Some(log_format)),
+                (
+                    Some(keepalive_interval),
+                    Some(keepalive_timeout),
+                    Some(log_format),
+                    Some(page_records),
+                ),
             ) if problems.is_empty() => Ok(Config {
                 listen,
                 status_listen,
@@ -730,6 +747,7 @@ impl Config {
                 keepalive_timeout,
                 drain_timeout,
                 result_retention,
+                page_records,
                 total_budget,
                 safety_margin,
                 srs_budget,

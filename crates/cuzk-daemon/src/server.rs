@@ -135,7 +135,7 @@ pub fn build(
     engine_config.group_by_circuit = config.group_by_circuit;
     let metrics = Arc::new(Metrics::new().map_err(|e| ServeError::Setup(format!("metrics: {e}")))?);
     let live = Arc::new(Live::new(devices.len(), config.gpu_workers_per_device));
-    let feed = Arc::new(Feed::new());
+    let feed = Arc::new(Feed::new(config.page_records));
     let sink = Arc::new(RecordSink {
         metrics: Arc::clone(&metrics),
         live: Arc::clone(&live),

@@ -20,7 +20,7 @@ use self::ring::{Ring, Since};
 use crate::kinds::{priority_name, Kind};
 use crate::outcome::{Ended, Status, Timings};
 
-/// TIMELINE records the ring keeps. A partition leaves about four the page draws (its
+/// TIMELINE records the ring keeps by default (`daemon.page_records`). A partition leaves about four the page draws (its
 /// synthesis and its device region, start and end of each), so this is the last ~2,500
 /// partitions: an hour of 32 GiB PoRep on one GPU (a 1.4 s device region each), a minute or two
 /// of 2 KiB proofs at their fastest; a few MB however long the daemon runs.
@@ -133,12 +133,6 @@ impl std::fmt::Debug for Feed {
     }
 }
 
-impl Default for Feed {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 /// `text` cut to `chars` characters, marked when cut.
 fn cut(text: &str, chars: usize) -> String {
     match text.char_indices().nth(chars) {
@@ -154,15 +148,15 @@ fn since_epoch_ms() -> u64 {
 }
 
 impl Feed {
-    /// An empty feed under a fresh boot id.
-    pub fn new() -> Self {
+    /// An empty feed under a fresh boot id, its ring keeping the last `records` records.
+    pub fn new(records: usize) -> Self {
         let mut bytes = [0u8; 8];
         rand::rngs::OsRng.fill_bytes(&mut bytes);
         Feed {
             boot: bytes.iter().map(|b| format!("{b:02x}")).collect(),
             started: Instant::now(),
             inner: Mutex::new(Inner {
-                events: Ring::new(EVENTS_KEPT),
+                events: Ring::new(records),
                 proofs: Ring::new(ENDS_KEPT),
                 failures: Ring::new(ENDS_KEPT),
                 jobs: HashMap::new(),
@@ -271,7 +265,7 @@ mod tests {
 
     #[test]
     fn drawn_records_are_kept_and_cut_to_size() {
-        let feed = Feed::new();
+        let feed = Feed::new(EVENTS_KEPT);
         let long = "x".repeat(10_000);
         for event in ["SYNTH_START", "GPU_QUEUE", "PARTITION_STATS", "GPU_END"] {
             feed.record(&record(1.0, event, &long));
