@@ -104,7 +104,8 @@ stop_daemon() {
 }
 cleanup() {
   local rc=$?
-  trap - EXIT INT TERM
+  trap - EXIT
+  trap '' INT TERM  # a second signal must not cut the cleanup short
   if [ -n "$driver" ] && kill -0 "$driver" 2>/dev/null; then
     kill -TERM "$driver" 2>/dev/null || true
     wait "$driver" 2>/dev/null || true

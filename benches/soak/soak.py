@@ -29,6 +29,8 @@ import time
 import urllib.request
 
 EVENTS_KEPT = 10_000  # crates/cuzk-daemon/src/page/feed.rs: the /timeline ring's capacity
+SAMPLE_FIELDS = ["t_s", "trigger", "proofs_done", "proofs_failed", "events_seen", "rss_kib", "hwm_kib",
+                 "threads", "gpu_proc_mib", "gpu_used_mib"]
 
 
 def now():
@@ -58,6 +60,9 @@ class Soak:
         self.ring_full_at = None  # seconds in, when the ring had been filled (events seen ≥ EVENTS_KEPT)
         os.makedirs(os.path.join(a.out), exist_ok=True)
         os.makedirs(os.path.join(a.work, "proofs"), exist_ok=True)
+        self.live_file = open(os.path.join(a.out, "samples.csv"), "w", newline="")
+        self.live_csv = csv.DictWriter(self.live_file, fieldnames=SAMPLE_FIELDS)
+        self.live_csv.writeheader()
 
     # ---- helpers -------------------------------------------------------------------------
     def t(self):
@@ -134,7 +139,9 @@ class Soak:
             with self.lock:
                 k = self.per_kind.setdefault(kind, {"proofs": 0, "failed": 0, "total_ms": 0.0, "batches": 0})
                 k["batches"] += 1
-                if summary is None:
+                if summary is None and self.stop.is_set():
+                    k["interrupted"] = k.get("interrupted", 0) + b  # ended by a signal, not failed
+                elif summary is None:
                     # The client itself failed (connection, a refused request): every request of
                     # the batch counts as failed.
                     k["failed"] += b
@@ -144,6 +151,7 @@ class Soak:
                     k["proofs"] += done
                     k["failed"] += summary["failed"] + (b - summary["proofs"])
                     k["total_ms"] += summary["mean_total_ms"] * summary["proofs"]
+                    k["reported"] = k.get("reported", 0) + summary["proofs"]
                     self.failures += [line for line in err.splitlines() if line.startswith("cuzk:")]
                     if done and kind != "synthetic" and batch % self.a.verify_every == 0:
                         self.verify_queue.append((kind, proof))
@@ -244,6 +252,10 @@ class Soak:
                                  "proofs_failed": failed, "events_seen": self.events_seen,
                                  "rss_kib": st.get("VmRSS"), "hwm_kib": st.get("VmHWM"),
                                  "threads": st.get("Threads"), "gpu_proc_mib": proc, "gpu_used_mib": total})
+            # As they come too, so a run killed outright leaves its samples.
+            if not self.live_file.closed:
+                self.live_csv.writerow(self.samples[-1])
+                self.live_file.flush()
 
     def sampler(self):
         """Tails the daemon's log for `job ended`, sampling at every k-th; and on a timer."""
@@ -363,12 +375,7 @@ class Soak:
     # ---- the report ----------------------------------------------------------------------
     def write_csv(self):
         a = self.a
-        with open(os.path.join(a.out, "samples.csv"), "w", newline="") as f:
-            fields = ["t_s", "trigger", "proofs_done", "proofs_failed", "events_seen", "rss_kib", "hwm_kib",
-                      "threads", "gpu_proc_mib", "gpu_used_mib"]
-            w = csv.DictWriter(f, fieldnames=fields)
-            w.writeheader()
-            w.writerows(self.samples)
+        self.live_file.close()  # samples.csv, written as the samples came
         with open(os.path.join(a.out, "timeline_polls.csv"), "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["t_s", "since", "next", "missed", "events", "bytes", "ms", "reset"])
@@ -419,10 +426,12 @@ class Soak:
           + (f", evict+preload every {a.evict_every:g} s" if a.evict_every else ""))
         p(f"{'what':{W}} | value")
         p(f"{'-' * W}-|------")
-        p(f"{'proofs done / failed':{W}} | {done} / {failed}")
+        interrupted = sum(k.get("interrupted", 0) for k in self.per_kind.values())
+        p(f"{'proofs done / failed':{W}} | {done} / {failed}"
+          + (f" ({interrupted} in flight when interrupted)" if interrupted else ""))
         for kind, k in sorted(self.per_kind.items()):
-            n = k["proofs"] + k["failed"]
-            mean = k["total_ms"] / n if n else float("nan")
+            n = k.get("reported", 0)
+            mean = k["total_ms"] / n if n else float("nan")  # over the requests the client reported
             p(f"{'  ' + kind + ': done / failed, mean total ms':{W}} | {k['proofs']} / {k['failed']}, {mean:.0f}")
         status = self.final_status or {}
         p(f"{'daemon counters: completed / failed':{W}} | {status.get('total_proofs_completed', '?')} / {status.get('total_proofs_failed', '?')}")
@@ -546,6 +555,9 @@ def main():
     soak = Soak(a)
 
     def on_signal(signum, _frame):
+        # Once: a second signal (the script's trap after an outside one) must not cut the report.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         soak.stop.set()
         soak.kill_children()
         raise SystemExit(128 + signum)
