@@ -27,7 +27,7 @@
 #                        (WARM_AFTER_RING [1]; 0: not). The table shows RSS from both points.
 #   RETENTION [30s]      [daemon] result_retention: finished results kept for AwaitProof (each
 #                        holds its proof; the default 10m would grow RSS for the first 10 min)
-#   POLL_EVERY [2] SAMPLE_EVERY [5] SAMPLE_PROOFS [N/100] VERIFY_EVERY [10] (each worker's
+#   POLL_EVERY [2] (0: no page open) SAMPLE_EVERY [5] SAMPLE_PROOFS [N/100] VERIFY_EVERY [10] (each worker's
 #   every 10th batch has its first proof checked by `cuzk verify`; every proof is verified by
 #   the daemon before it is returned either way)
 #   OUT [/tmp/soak-out]  samples.csv, timeline_polls.csv, evictions.csv, summary.{txt,json},

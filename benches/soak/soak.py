@@ -315,9 +315,10 @@ class Soak:
     # ---- the run -------------------------------------------------------------------------
     def go(self):
         a = self.a
-        background = [threading.Thread(target=self.poller, daemon=True),
-                      threading.Thread(target=self.sampler, daemon=True),
+        background = [threading.Thread(target=self.sampler, daemon=True),
                       threading.Thread(target=self.verifier, daemon=True)]
+        if a.poll_every > 0:
+            background.append(threading.Thread(target=self.poller, daemon=True))
         if a.evict_every > 0:
             background.append(threading.Thread(target=self.evicter, daemon=True))
         self.sample("start")
@@ -529,7 +530,7 @@ def main():
     ap.add_argument("--sets", default="", help="parameter sets to evict and preload, comma-separated")
     ap.add_argument("--evict-every", type=float, default=0)
     ap.add_argument("--evict-try", type=float, default=10, help="seconds to retry an evict refused (set in use)")
-    ap.add_argument("--poll-every", type=float, default=2)
+    ap.add_argument("--poll-every", type=float, default=2, help="seconds between polls; 0: the page closed")
     ap.add_argument("--sample-every", type=float, default=5)
     ap.add_argument("--sample-proofs", type=int, default=0, help="sample at every k-th proof (0: N/100)")
     ap.add_argument("--report-every", type=float, default=60)
