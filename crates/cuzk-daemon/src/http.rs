@@ -56,5 +56,5 @@ async fn health(State(daemon): State<Arc<Daemon>>) -> impl IntoResponse {
 }
 
 async fn status(State(daemon): State<Arc<Daemon>>) -> Json<Value> {
-    Json(status_value(&daemon))
+    Json(status_value(&daemon, daemon.status()))
 }

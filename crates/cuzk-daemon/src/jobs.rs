@@ -727,9 +727,14 @@ impl Daemon {
 
     /// What `GetStatus` reports.
     pub fn status(&self) -> StatusReport {
+        self.status_with(self.devices())
+    }
+
+    /// What `GetStatus` reports, from device reports the caller has already read from the
+    /// driver (the live page shows them too, and asks once a poll).
+    pub fn status_with(&self, devices: Vec<DeviceReport>) -> StatusReport {
         let jobs: Vec<Arc<Job>> = self.jobs().values().cloned().collect();
-        let gpus = self
-            .device_reports(&jobs)
+        let gpus = devices
             .into_iter()
             .filter_map(|device| device.gpu)
             .collect();

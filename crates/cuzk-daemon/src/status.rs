@@ -113,9 +113,8 @@ pub fn status_json(status: &proto::GetStatusResponse) -> Value {
     })
 }
 
-/// What `GET /status` returns: `GetStatus`'s reply beside Curio's daemon's fields.
-pub fn status_value(daemon: &Daemon) -> Value {
-    let report = daemon.status();
+/// What `GET /status` returns: `GetStatus`'s reply (`report`) beside Curio's daemon's fields.
+pub fn status_value(daemon: &Daemon, report: StatusReport) -> Value {
     let sets = report.sets.clone();
     let mut json = status_json(&status_reply(report));
     if let (Value::Object(ours), Value::Object(curios)) =

@@ -80,8 +80,9 @@ fn cursor(query: &str) -> Result<u64, String> {
 /// One poll's answer: the feed after `since`, and the daemon as it is now.
 fn snapshot(daemon: &Daemon, since: u64) -> Value {
     let view = daemon.feed().since(since);
-    let devices: Vec<Value> = daemon
-        .devices()
+    let reports = daemon.devices();
+    let status = status_value(daemon, daemon.status_with(reports.clone()));
+    let devices: Vec<Value> = reports
         .into_iter()
         .map(|device| {
             json!({
@@ -114,7 +115,7 @@ fn snapshot(daemon: &Daemon, since: u64) -> Value {
         "failures": view.failures,
         "devices": devices,
         "queues": queues,
-        "status": status_value(daemon),
+        "status": status,
     })
 }
 
