@@ -700,6 +700,7 @@ impl Daemon {
             return self.cancelled(job, timings);
         }
         job.state.send_replace(State::Proving);
+        self.parts.live.entering(&job.id);
         let handle = self
             .parts
             .engine

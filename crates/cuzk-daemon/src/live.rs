@@ -2,7 +2,7 @@
 //! pass (like the metrics, so the engine knows nothing of it): the `pipelines` and
 //! `gpu_workers` of Curio's daemon's `/status`, which its monitoring UI polls.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -74,11 +74,36 @@ struct LiveJob {
     partitions: BTreeMap<u32, PartitionView>,
 }
 
+/// Ended jobs remembered, so that the records of a failed job's partitions still in flight,
+/// which arrive after its end, do not bring it back for good.
+const ENDED_KEPT: usize = 4096;
+
 #[derive(Default)]
 struct Inner {
     jobs: HashMap<String, LiveJob>,
+    /// The last [`ENDED_KEPT`] ends, oldest first, numbered; and each ended job's latest end.
+    ended: VecDeque<(String, u64)>,
+    ended_ids: HashMap<String, u64>,
+    ends: u64,
     /// By worker number.
     workers: BTreeMap<usize, Worker>,
+}
+
+impl Inner {
+    fn end(&mut self, job: &str) {
+        self.jobs.remove(job);
+        self.ends += 1;
+        self.ended_ids.insert(job.to_owned(), self.ends);
+        self.ended.push_back((job.to_owned(), self.ends));
+        if self.ended.len() > ENDED_KEPT {
+            if let Some((oldest, end)) = self.ended.pop_front() {
+                // Unless the job ended again since (a retry under its id).
+                if self.ended_ids.get(&oldest) == Some(&end) {
+                    self.ended_ids.remove(&oldest);
+                }
+            }
+        }
+    }
 }
 
 /// The live view, fed record by record.
@@ -110,8 +135,8 @@ impl Live {
             .collect();
         Live {
             inner: Mutex::new(Inner {
-                jobs: HashMap::new(),
                 workers,
+                ..Inner::default()
             }),
         }
     }
@@ -125,7 +150,7 @@ impl Live {
     pub fn record(&self, record: &Record) {
         let mut inner = self.inner();
         if record.event == Event::JobDone {
-            inner.jobs.remove(&record.job_id);
+            inner.end(&record.job_id);
             return;
         }
         let Some(partition) = record.partition() else {
@@ -148,6 +173,9 @@ impl Live {
                     worker.proving = None;
                 }
             }
+        }
+        if inner.ended_ids.contains_key(&record.job_id) {
+            return;
         }
         let job = inner.jobs.entry(record.job_id.clone()).or_default();
         job.seen.get_or_insert_with(Instant::now);
@@ -173,6 +201,11 @@ impl Live {
             }
             _ => {}
         }
+    }
+
+    /// A new attempt under `job`'s id enters the engine: its records count again.
+    pub fn entering(&self, job: &str) {
+        self.inner().ended_ids.remove(job);
     }
 
     /// A job's partitions seen so far (the rest are pending) and how long ago it was first seen.
@@ -254,5 +287,46 @@ mod tests {
         assert!(live.workers().iter().all(|w| w.proving.is_none()));
         live.record(&record(Event::JobDone, "j", &[(key::STATUS, "proven")]));
         assert!(live.job("j").is_none());
+    }
+
+    #[test]
+    fn records_after_a_jobs_end_do_not_bring_it_back() {
+        let live = Live::new(1, 1);
+        let p = |n: &'static str| [(key::PARTITION, n), (key::WORKER, "0"), (key::DEVICE, "0")];
+        live.record(&record(Event::SynthStart, "failed", &p("0")));
+        live.record(&record(Event::SynthStart, "failed", &p("1")));
+        live.record(&record(
+            Event::JobDone,
+            "failed",
+            &[(key::STATUS, "failed")],
+        ));
+        // Its other partition finishes its synthesis and device work after the job failed.
+        live.record(&record(Event::SynthEnd, "failed", &p("1")));
+        live.record(&record(Event::GpuPickup, "failed", &p("1")));
+        assert!(live.job("failed").is_none());
+        live.record(&record(Event::FinalizeEnd, "failed", &p("1")));
+        assert!(live.workers().iter().all(|w| w.proving.is_none()));
+
+        // What it remembers of ended jobs is bounded: the oldest are forgotten first.
+        for n in 0..ENDED_KEPT + 10 {
+            live.record(&record(Event::JobDone, &format!("j{n}"), &[]));
+        }
+        let inner = live.inner();
+        assert_eq!(inner.ended.len(), ENDED_KEPT);
+        assert_eq!(inner.ended_ids.len(), ENDED_KEPT);
+        assert!(!inner.ended_ids.contains_key("failed") && inner.ended_ids.contains_key("j10"));
+        drop(inner);
+
+        // A retry under an ended id is followed again, and its own end counts.
+        live.entering("j10");
+        live.record(&record(Event::SynthStart, "j10", &p("0")));
+        assert_eq!(live.job("j10").unwrap().0[&0].stage, Stage::Synthesizing);
+        live.record(&record(Event::JobDone, "j10", &[]));
+        for n in 0..20 {
+            live.record(&record(Event::JobDone, &format!("k{n}"), &[]));
+        }
+        // Its first end left the window; its second still keeps late records out.
+        live.record(&record(Event::SynthEnd, "j10", &p("0")));
+        assert!(live.job("j10").is_none());
     }
 }
