@@ -16,7 +16,13 @@ const USAGE: &str = "usage: cargo xtask gpu-bundle [--out DIR] [--pack FILE]";
 
 /// What a test's source calls to open a device: it needs a GPU (and skips with a printed reason
 /// without one). `common::gpu(` is the tests' own helper that does so.
-const OPENS_A_DEVICE: [&str; 4] = ["Lane::first(", "Lane::new(", "Lane::open(", "common::gpu("];
+const OPENS_A_DEVICE: [&str; 5] = [
+    "Lane::first(",
+    "Lane::new(",
+    "Lane::open(",
+    "common::gpu(",
+    "common::gpu_with_budget(",
+];
 
 /// Whether a test target whose source is `source` needs a GPU.
 fn needs_gpu(source: &str) -> bool {
@@ -224,6 +230,7 @@ mod tests {
         for path in [
             "crates/cuzk-gpu/tests/msm.rs",
             "crates/cuzk-gpu/tests/waiting.rs",
+            "crates/cuzk-gpu/tests/pool.rs",
             "crates/cuzk-groth16/tests/gpu_backend.rs",
             "crates/cuzk-groth16/tests/gpu_sparse.rs",
             "crates/cuzk-pipeline/tests/gpu_devices.rs",

@@ -5,7 +5,10 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::sys::{self, CUdevice_attribute, CUevent_flags};
-use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream};
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr,
+    DriverError, ValidAsZeroBits,
+};
 use cudarc::nvrtc::Ptx;
 
 use crate::error::{DriverContext, GpuError, MemoryAccount};
@@ -247,6 +250,60 @@ impl Lane {
         let buffer = unsafe { self.stream.alloc::<u8>(bytes) }.call("cuMemAllocAsync (pool)")?;
         drop(buffer);
         self.synchronize()
+    }
+
+    /// A device buffer of `len` zeros on this lane's stream (`what` names it in an error). See
+    /// [`Lane::allocated`] for an allocation the driver refuses at first.
+    pub fn zeros<T: DeviceRepr + ValidAsZeroBits>(
+        &self,
+        len: usize,
+        what: &'static str,
+    ) -> Result<CudaSlice<T>, GpuError> {
+        self.allocated(what, || self.stream.alloc_zeros::<T>(len))
+    }
+
+    /// A device buffer of `len` elements on this lane's stream, not initialised (`what` names
+    /// it in an error). See [`Lane::allocated`] for an allocation the driver refuses at first.
+    ///
+    /// # Safety
+    /// Every element is written (by a copy or a kernel on this stream) before it is read.
+    pub unsafe fn uninitialised<T: DeviceRepr>(
+        &self,
+        len: usize,
+        what: &'static str,
+    ) -> Result<CudaSlice<T>, GpuError> {
+        // SAFETY: the caller writes every element before reading it.
+        self.allocated(what, || unsafe { self.stream.alloc::<T>(len) })
+    }
+
+    /// A device copy of `values`, made on this lane's stream (`what` names it in an error). See
+    /// [`Lane::allocated`] for an allocation the driver refuses at first.
+    pub fn upload<T: DeviceRepr>(
+        &self,
+        values: &[T],
+        what: &'static str,
+    ) -> Result<CudaSlice<T>, GpuError> {
+        self.allocated(what, || self.stream.clone_htod(values))
+    }
+
+    /// Runs `alloc`; when the driver is out of memory, once this lane's queued frees have
+    /// reached the pool and the pool has given back what it keeps unused, runs it again. A
+    /// plan sized within the budget can still be refused: the pool's free blocks may lie in
+    /// pieces none of which holds the buffer, while a pool at its budget maps no new one
+    /// (seen on an H100 with 16 GiB free: one partition in 19, docs/perf-notes.md).
+    fn allocated<T>(
+        &self,
+        what: &'static str,
+        alloc: impl Fn() -> Result<T, DriverError>,
+    ) -> Result<T, GpuError> {
+        match alloc() {
+            Err(error) if error.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+                self.synchronize()?;
+                self.device.pool.trim()?;
+                alloc().call(what)
+            }
+            result => result.call(what),
+        }
     }
 
     /// Once the device is idle, gives back what the memory pool keeps unused (see

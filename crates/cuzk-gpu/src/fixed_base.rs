@@ -72,8 +72,12 @@ pub fn fixed_base_multiply_on_device<A: FixedBaseAffine + MsmAffine>(
     gpu.ensure_fits("fixed-base points", bytes)?;
     // SAFETY: uninitialised; every chunk's points are copied in below before the bases are used.
     // At least one point's room: the driver refuses empty allocations.
-    let mut words = unsafe { gpu.stream().alloc::<u32>(scalars.len().max(1) * A::WORDS) }
-        .call("cuMemAlloc (fixed-base points)")?;
+    let mut words = unsafe {
+        gpu.uninitialised::<u32>(
+            scalars.len().max(1) * A::WORDS,
+            "cuMemAlloc (fixed-base points)",
+        )
+    }?;
     multiply_chunks(
         gpu,
         table,
@@ -134,15 +138,13 @@ fn multiply_chunks<A: FixedBaseAffine>(
     )?;
     let stream = gpu.stream();
     let kernel = gpu.kernel(A::KERNEL)?;
-    let table_words = stream
-        .clone_htod(as_words(table))
-        .call("cuMemcpyHtoD (fixed-base table)")?;
+    let table_words = gpu.upload(as_words(table), "cuMemcpyHtoD (fixed-base table)")?;
     // SAFETY: uninitialised; each chunk's upload writes the scalars its launch reads.
     let mut scalar_words =
-        unsafe { stream.alloc::<u32>(chunk * SCALAR_WORDS) }.call("cuMemAlloc (scalars)")?;
+        unsafe { gpu.uninitialised::<u32>(chunk * SCALAR_WORDS, "cuMemAlloc (scalars)") }?;
     // SAFETY: uninitialised; each launch writes the points of its chunk before they are read.
     let mut point_words =
-        unsafe { stream.alloc::<u32>(chunk * A::WORDS) }.call("cuMemAlloc (points)")?;
+        unsafe { gpu.uninitialised::<u32>(chunk * A::WORDS, "cuMemAlloc (points)") }?;
     for (k, scalars) in scalars.chunks(chunk).enumerate() {
         let n = scalars.len();
         stream

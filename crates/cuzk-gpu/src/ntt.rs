@@ -220,17 +220,13 @@ fn powers(base: Scalar, first: Scalar, count: usize) -> Vec<Scalar> {
 }
 
 fn upload_scalars(gpu: &Lane, values: &[Scalar]) -> Result<CudaSlice<u32>, GpuError> {
-    gpu.stream()
-        .clone_htod(as_words(values))
-        .call("cuMemcpyHtoD (NTT tables)")
+    gpu.upload(as_words(values), "cuMemcpyHtoD (NTT tables)")
 }
 
 /// Fixed factors for the Shoup product (`mont::mul_shoup`), one per value.
 fn upload_factors(gpu: &Lane, values: &[Scalar]) -> Result<CudaSlice<u32>, GpuError> {
     let words: Vec<u32> = values.iter().flat_map(shoup_factor_words).collect();
-    gpu.stream()
-        .clone_htod(&words)
-        .call("cuMemcpyHtoD (NTT tables)")
+    gpu.upload(&words, "cuMemcpyHtoD (NTT tables)")
 }
 
 /// first·base^e for e < 2^L as two tables: lo[j] = first·base^j (j < 2^split) and
@@ -256,10 +252,10 @@ impl PowerTables {
 
     /// `[first·base^e for e < count]` (count ≤ 2^log_n), one product each on the device.
     fn expand(&self, gpu: &Lane, log_n: u32, count: u32) -> Result<CudaSlice<u32>, GpuError> {
-        let mut out = gpu
-            .stream()
-            .alloc_zeros::<u32>(count as usize * SCALAR_WORDS)
-            .call("cuMemAlloc (NTT direct table)")?;
+        let mut out = gpu.zeros::<u32>(
+            count as usize * SCALAR_WORDS,
+            "cuMemAlloc (NTT direct table)",
+        )?;
         let kernel = gpu.kernel("ntt_power_table")?;
         let config = LaunchConfig {
             grid_dim: (count.div_ceil(THREADS), 1, 1),

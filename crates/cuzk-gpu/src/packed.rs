@@ -230,9 +230,7 @@ impl DeviceScalars {
         }
         gpu.ensure_fits("packed scalars", 4 * layout.words())?;
         let stream = gpu.stream();
-        let mut packed = stream
-            .alloc_zeros::<u32>(layout.words())
-            .call("cuMemAlloc (packed scalars)")?;
+        let mut packed = gpu.zeros::<u32>(layout.words(), "cuMemAlloc (packed scalars)")?;
         stream
             .memcpy_htod(
                 staging.words_of(start, end)?,

@@ -19,9 +19,7 @@ pub struct DeviceScalars {
 /// checking it fits.
 fn alloc(gpu: &Lane, what: &'static str, len: usize) -> Result<CudaSlice<u32>, GpuError> {
     gpu.ensure_fits(what, len * 4 * SCALAR_WORDS)?;
-    gpu.stream()
-        .alloc_zeros::<u32>(len.max(1) * SCALAR_WORDS)
-        .call("cuMemAlloc (scalars)")
+    gpu.zeros::<u32>(len.max(1) * SCALAR_WORDS, "cuMemAlloc (scalars)")
 }
 
 /// Refuses a range that is not inside `len` values.
@@ -46,10 +44,7 @@ impl DeviceScalars {
 
     pub fn upload(gpu: &Lane, values: &[Scalar]) -> Result<Self, GpuError> {
         gpu.ensure_fits("scalars", std::mem::size_of_val(values))?;
-        let words = gpu
-            .stream()
-            .clone_htod(as_words(values))
-            .call("cuMemcpyHtoD (scalars)")?;
+        let words = gpu.upload(as_words(values), "cuMemcpyHtoD (scalars)")?;
         Ok(DeviceScalars {
             words,
             len: values.len(),
@@ -233,11 +228,9 @@ impl DeviceIndex {
         }
         gpu.ensure_fits("gather index", 4 * indices.len())?;
         let words = if indices.is_empty() {
-            gpu.stream().alloc_zeros::<u32>(1).call("cuMemAlloc")?
+            gpu.zeros::<u32>(1, "cuMemAlloc (gather index)")?
         } else {
-            gpu.stream()
-                .clone_htod(indices)
-                .call("cuMemcpyHtoD (gather index)")?
+            gpu.upload(indices, "cuMemcpyHtoD (gather index)")?
         };
         Ok(DeviceIndex {
             words,

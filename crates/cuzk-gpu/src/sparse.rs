@@ -188,12 +188,11 @@ impl DeviceSparse {
         check_all(table, matrices, columns)?;
         let bytes = Self::bytes_of(table, matrices);
         gpu.ensure_fits("sparse matrices", bytes)?;
-        let stream = gpu.stream();
         let upload = |values: &[u32]| -> Result<CudaSlice<u32>, GpuError> {
             if values.is_empty() {
-                stream.alloc_zeros::<u32>(1).call("cuMemAlloc (sparse)")
+                gpu.zeros::<u32>(1, "cuMemAlloc (sparse)")
             } else {
-                stream.clone_htod(values).call("cuMemcpyHtoD (sparse)")
+                gpu.upload(values, "cuMemcpyHtoD (sparse)")
             }
         };
         let matrices = matrices
@@ -450,11 +449,7 @@ impl StreamedSparse {
         }
         let kernel = gpu.kernel("spmv_fr")?;
         let copy = gpu.copy_stream();
-        let alloc = |len: usize| {
-            gpu.stream()
-                .alloc_zeros::<u32>(len)
-                .call("cuMemAlloc (sparse chunk)")
-        };
+        let alloc = |len: usize| gpu.zeros::<u32>(len, "cuMemAlloc (sparse chunk)");
         let buffer = || -> Result<ChunkBuffer, GpuError> {
             Ok(ChunkBuffer {
                 starts: alloc(self.buffer.rows + 1)?,

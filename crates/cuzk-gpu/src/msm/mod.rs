@@ -296,10 +296,7 @@ impl<A: MsmAffine> DeviceBases<A> {
 
     pub fn upload(gpu: &Lane, points: &[A]) -> Result<Self, GpuError> {
         gpu.ensure_fits("MSM bases", points.len() * A::WORDS * 4)?;
-        let words = gpu
-            .stream()
-            .clone_htod(as_words(points))
-            .call("cuMemcpyHtoD (bases)")?;
+        let words = gpu.upload(as_words(points), "cuMemcpyHtoD (bases)")?;
         Ok(Self::from_words(words, points.len()))
     }
 
@@ -330,12 +327,14 @@ impl<A: MsmAffine> DeviceBases<A> {
         }
         gpu.ensure_fits(what, (blocks as usize + 1) * len * A::WORDS * 4)?;
         let stream = gpu.stream();
-        let plain = stream
-            .clone_htod(as_words(points))
-            .call("cuMemcpyHtoD (bases)")?;
+        let plain = gpu.upload(as_words(points), "cuMemcpyHtoD (bases)")?;
         // SAFETY: uninitialised; the kernel below writes every one of its blocks·len points.
-        let mut words = unsafe { stream.alloc::<u32>(blocks as usize * len * A::WORDS) }
-            .call("cuMemAlloc (window multiples)")?;
+        let mut words = unsafe {
+            gpu.uninitialised::<u32>(
+                blocks as usize * len * A::WORDS,
+                "cuMemAlloc (window multiples)",
+            )
+        }?;
         if len > 0 {
             let kernel = gpu.kernel(A::KERNELS.window_multiples)?;
             let len32 = len as u32;
@@ -434,9 +433,7 @@ fn exclusive_scan(gpu: &Lane, values: &mut CudaSlice<u32>) -> Result<(), GpuErro
     };
     let blocks = n.div_ceil(BLOCK);
     let stream = gpu.stream();
-    let mut totals = stream
-        .alloc_zeros::<u32>(blocks + 1)
-        .call("cuMemAlloc (scan)")?;
+    let mut totals = gpu.zeros::<u32>(blocks + 1, "cuMemAlloc (scan)")?;
     let (scan_blocks, scan_totals, add) = (
         gpu.kernel("scan_blocks_u32")?,
         gpu.kernel("scan_totals_u32")?,
@@ -701,11 +698,7 @@ impl PointBuffers {
     pub fn new(gpu: &Lane, bytes: usize) -> Result<Self, GpuError> {
         let words = (bytes / 4).max(1);
         gpu.ensure_fits("MSM point buffers", 2 * 4 * words)?;
-        let alloc = || {
-            gpu.stream()
-                .alloc_zeros::<u32>(words)
-                .call("cuMemAlloc (MSM point chunk)")
-        };
+        let alloc = || gpu.zeros::<u32>(words, "cuMemAlloc (MSM point chunk)");
         let buffers = [alloc()?, alloc()?];
         let made = || {
             gpu.stream()
@@ -1071,7 +1064,7 @@ fn pippenger<A: MsmAffine>(
     let entries_len = n * p.windows as usize;
     let (first_bound, later_bound) = pass.level_bounds();
     let partial_len = p.sets() as usize * p.partials() as usize;
-    let alloc = |len: usize| stream.alloc_zeros::<u32>(len).call("cuMemAlloc (MSM)");
+    let alloc = |len: usize| gpu.zeros::<u32>(len, "cuMemAlloc (MSM)");
     let mut codes = alloc(entries_len)?;
     let mut offsets = alloc(buckets + 1)?;
     let mut entries = alloc(entries_len)?;
@@ -1271,10 +1264,7 @@ pub fn bitmap_sum<A: MsmAffine>(
         .take(n.div_ceil(32))
         .collect();
     gpu.ensure_fits("bitmap", 4 * words.len())?;
-    let bits = gpu
-        .stream()
-        .clone_htod(&words)
-        .call("cuMemcpyHtoD (bitmap)")?;
+    let bits = gpu.upload(&words, "cuMemcpyHtoD (bitmap)")?;
     let points = bases.words.slice(..bases.len * A::WORDS);
     split::sum_bits::<A>(gpu, &points, &bits.slice(..), n)
 }
@@ -1300,9 +1290,7 @@ fn tree_sums<A: MsmAffine>(
         });
     }
     let stream = gpu.stream();
-    let mut sums = stream
-        .alloc_zeros::<u32>(windows as usize * xyzz_words)
-        .call("cuMemAlloc (window sums)")?;
+    let mut sums = gpu.zeros::<u32>(windows as usize * xyzz_words, "cuMemAlloc (window sums)")?;
     let kernel = gpu.kernel(A::KERNELS.window_sum)?;
     // SAFETY: `partial` holds windows·count points (checked above) and `sums` one per window;
     // one block of SUM_BLOCK threads (a power of two) per window with SUM_BLOCK points of shared

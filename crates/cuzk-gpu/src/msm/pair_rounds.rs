@@ -218,7 +218,7 @@ fn uninitialised(lane: &Lane, len: usize) -> Result<CudaSlice<u32>, GpuError> {
     // the same lane: round outputs and left points below their round's scanned total, offsets by
     // the round's count and scan, prefix products and totals by the prefix kernel of the same
     // round and thread.
-    unsafe { lane.stream().alloc::<u32>(len) }.call("cuMemAlloc (MSM pair rounds)")
+    unsafe { lane.uninitialised::<u32>(len, "cuMemAlloc (MSM pair rounds)") }
 }
 
 /// The kernels of the rounds.
@@ -245,14 +245,12 @@ pub(super) fn run<A: MsmAffine>(
     entries: &CudaSlice<u32>,
     offsets: &CudaSlice<u32>,
 ) -> Result<(CudaSlice<u32>, CudaSlice<u32>), GpuError> {
-    let stream = gpu.stream();
     let g = plan.group_windows as usize;
     let group_buckets = g * p.buckets as usize;
     let inputs = p.entries_per_set() * g;
     let mut left = uninitialised(gpu, plan.left_bound(p) * A::WORDS)?;
-    let mut left_offsets = stream
-        .alloc_zeros::<u32>(p.total_buckets() + 1)
-        .call("cuMemAlloc (MSM pair rounds)")?;
+    let mut left_offsets =
+        gpu.zeros::<u32>(p.total_buckets() + 1, "cuMemAlloc (MSM pair rounds)")?;
     let kernels = RoundKernels {
         prefix: gpu.kernel(A::KERNELS.pair_prefix)?,
         invert: gpu.kernel(A::KERNELS.pair_invert)?,

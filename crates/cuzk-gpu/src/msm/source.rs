@@ -3,7 +3,6 @@
 
 use cudarc::driver::{CudaSlice, CudaView};
 
-use crate::error::DriverContext;
 use crate::layout::SCALAR_WORDS;
 use crate::{DeviceIndex, DeviceScalars, GpuError, Lane};
 
@@ -110,10 +109,8 @@ impl<'a> MsmScalars<'a> {
             Some(index) => {
                 let count = end - start;
                 gpu.ensure_fits("gathered scalars", 4 * count * SCALAR_WORDS)?;
-                let mut out = gpu
-                    .stream()
-                    .alloc_zeros::<u32>(count.max(1) * SCALAR_WORDS)
-                    .call("cuMemAlloc (gathered scalars)")?;
+                let mut out =
+                    gpu.zeros::<u32>(count.max(1) * SCALAR_WORDS, "cuMemAlloc (gathered scalars)")?;
                 super::split::gather_words(
                     gpu,
                     &self.values.words.slice(..),

@@ -91,10 +91,7 @@ impl<A: MsmAffine> SplitMsm<A> {
     fn of_classified(gpu: &Lane, classified: Arc<Classified>) -> Result<Self, GpuError> {
         let gathered_words = classified.split.others().max(1) * A::WORDS;
         gpu.ensure_fits("gathered points", 4 * gathered_words)?;
-        let gathered = gpu
-            .stream()
-            .alloc_zeros::<u32>(gathered_words)
-            .call("cuMemAlloc (gathered points)")?;
+        let gathered = gpu.zeros::<u32>(gathered_words, "cuMemAlloc (gathered points)")?;
         Ok(SplitMsm {
             classified,
             gathered,
@@ -220,12 +217,8 @@ impl Split {
         let blocks = n.div_ceil(SPLIT_BLOCK);
         gpu.ensure_fits("MSM split", 4 * (n.div_ceil(32) + blocks + 1))?;
         let stream = gpu.stream();
-        let mut ones = stream
-            .alloc_zeros::<u32>(n.div_ceil(32))
-            .call("cuMemAlloc (MSM ones)")?;
-        let mut counts = stream
-            .alloc_zeros::<u32>(blocks + 1)
-            .call("cuMemAlloc (MSM split counts)")?;
+        let mut ones = gpu.zeros::<u32>(n.div_ceil(32), "cuMemAlloc (MSM ones)")?;
+        let mut counts = gpu.zeros::<u32>(blocks + 1, "cuMemAlloc (MSM split counts)")?;
         let config = LaunchConfig {
             grid_dim: (blocks as u32, 1, 1),
             block_dim: (SPLIT_BLOCK as u32, 1, 1),
@@ -254,9 +247,7 @@ impl Split {
             return Ok(None);
         }
         gpu.ensure_fits("MSM split positions", 4 * others_len)?;
-        let mut others = stream
-            .alloc_zeros::<u32>(others_len.max(1))
-            .call("cuMemAlloc (MSM split positions)")?;
+        let mut others = gpu.zeros::<u32>(others_len.max(1), "cuMemAlloc (MSM split positions)")?;
         let place = gpu.kernel("msm_split_others")?;
         // SAFETY: as above, with the same blocks (SPLIT_BLOCK / 32 ≤ 32 warps); `counts` now
         // holds each block's offset among the others, whose total is `others_len`, the length
@@ -341,12 +332,7 @@ impl Split {
     ) -> Result<CudaSlice<u32>, GpuError> {
         let count = self.others();
         gpu.ensure_fits("gathered scalars", 4 * count * (SCALAR_WORDS + 1))?;
-        let stream = gpu.stream();
-        let alloc = |words: usize| {
-            stream
-                .alloc_zeros::<u32>(words.max(1))
-                .call("cuMemAlloc (gathered scalars)")
-        };
+        let alloc = |words: usize| gpu.zeros::<u32>(words.max(1), "cuMemAlloc (gathered scalars)");
         let mut out = alloc(count * SCALAR_WORDS)?;
         // With positions, the others' entries among the values: positions[others[k]].
         let positions = match scalars.index() {
@@ -407,9 +393,7 @@ pub(super) fn sum_bits<A: MsmAffine>(
     let xyzz_words = <A::Projective as XyzzPoint>::XYZZ_WORDS;
     gpu.ensure_fits("sum of the ones", 4 * threads * xyzz_words)?;
     let stream = gpu.stream();
-    let mut partial = stream
-        .alloc_zeros::<u32>(threads * xyzz_words)
-        .call("cuMemAlloc (sum of the ones)")?;
+    let mut partial = gpu.zeros::<u32>(threads * xyzz_words, "cuMemAlloc (sum of the ones)")?;
     let batch_add = gpu.kernel(A::KERNELS.batch_add)?;
     let (len32, per32, threads32) = (len as u32, WORDS_PER_THREAD as u32, threads as u32);
     // SAFETY: `points` holds ≥ len points and `bits` ⌈len/32⌉ words (checked), the kernel masking

@@ -5,11 +5,21 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use cuzk_gpu::Lane;
+use cuzk_gpu::{GpuError, Lane, MemoryBudget};
 
 /// The first device, or `None` after printing why the test is skipped.
 pub fn gpu(test: &str) -> Option<Arc<Lane>> {
-    match Lane::first() {
+    or_skip(test, Lane::first())
+}
+
+/// The first device opened with `budget` for everything cuzk holds there (the process's first
+/// open of it sets the budget), or `None` after printing why the test is skipped.
+pub fn gpu_with_budget(test: &str, budget: MemoryBudget) -> Option<Arc<Lane>> {
+    or_skip(test, Lane::open(0, budget))
+}
+
+fn or_skip(test: &str, opened: Result<Arc<Lane>, GpuError>) -> Option<Arc<Lane>> {
+    match opened {
         Ok(gpu) => Some(gpu),
         Err(why) => {
             // Straight to the stderr handle, past libtest's capture, so CI logs show the skip.
