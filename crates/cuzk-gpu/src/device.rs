@@ -28,6 +28,9 @@ struct Device {
     shared_per_multiprocessor: u32,
     /// The pool every allocation comes from, capped at the device's budget.
     pool: Arc<DevicePool>,
+    /// Bytes of the budget that only lanes made by [`Lane::beside_lane`] plan with (see
+    /// [`Lane::hold_back`]).
+    held_back: AtomicUsize,
 }
 
 /// A lane of work on a device: the stream its operations run on, a second stream for copies that
@@ -40,6 +43,8 @@ pub struct Lane {
     stream: Arc<CudaStream>,
     /// The stream's priority (0 unless a priority lane), which the side lane shares.
     priority: i32,
+    /// Whether it plans with the device's held-back bytes (a beside lane, and lanes made from it).
+    beside: bool,
     copy_stream: Arc<CudaStream>,
     /// A lane for work inside one operation that may overlap the rest of it, made when first asked.
     side: OnceLock<Arc<Lane>>,
@@ -139,11 +144,13 @@ impl Lane {
             multiprocessors,
             shared_per_multiprocessor,
             pool,
+            held_back: AtomicUsize::new(0),
         };
         Ok(Arc::new(Lane {
             device: Arc::new(device),
             stream,
             priority: 0,
+            beside: false,
             copy_stream,
             side: OnceLock::new(),
             memory_limit: AtomicUsize::new(usize::MAX),
@@ -157,13 +164,28 @@ impl Lane {
     /// with the free memory the device reports, so callers running lanes together make sure that
     /// the sum of what they need fits.
     pub fn lane(&self) -> Result<Arc<Self>, GpuError> {
-        self.lane_with(self.device.ctx.new_stream().call("cuStreamCreate")?, 0)
+        self.lane_with(
+            self.device.ctx.new_stream().call("cuStreamCreate")?,
+            0,
+            self.beside,
+        )
     }
 
     /// A [`lane`](Self::lane) whose kernels the device schedules first: when lanes share the
     /// device, its pending blocks start before theirs as SMs come free. For the chain that bounds
     /// a group of lanes' wall time.
     pub fn priority_lane(&self) -> Result<Arc<Self>, GpuError> {
+        self.priority_lane_drawing(self.beside)
+    }
+
+    /// A [`priority_lane`](Self::priority_lane) for proofs that run beside a region in progress:
+    /// it and the lanes made from it plan with the bytes held back for them
+    /// ([`Lane::hold_back`]), which other lanes leave free.
+    pub fn beside_lane(&self) -> Result<Arc<Self>, GpuError> {
+        self.priority_lane_drawing(true)
+    }
+
+    fn priority_lane_drawing(&self, beside: bool) -> Result<Arc<Self>, GpuError> {
         self.device.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
         let (_, greatest) = cudarc::driver::result::stream::get_priority_range()
             .call("cuCtxGetStreamPriorityRange")?;
@@ -173,6 +195,7 @@ impl Lane {
                 .new_stream_with_priority(greatest)
                 .call("cuStreamCreateWithPriority")?,
             greatest,
+            beside,
         )
     }
 
@@ -188,7 +211,7 @@ impl Lane {
             .ctx
             .new_stream_with_priority(self.priority)
             .call("cuStreamCreateWithPriority")?;
-        let side = self.lane_with(stream, self.priority)?;
+        let side = self.lane_with(stream, self.priority, self.beside)?;
         // A lane is used by one thread at a time; were another to set it first, theirs is kept.
         Ok(self.side.get_or_init(|| side))
     }
@@ -198,11 +221,17 @@ impl Lane {
         self.side.get()
     }
 
-    fn lane_with(&self, stream: Arc<CudaStream>, priority: i32) -> Result<Arc<Self>, GpuError> {
+    fn lane_with(
+        &self,
+        stream: Arc<CudaStream>,
+        priority: i32,
+        beside: bool,
+    ) -> Result<Arc<Self>, GpuError> {
         Ok(Arc::new(Lane {
             device: Arc::clone(&self.device),
             stream,
             priority,
+            beside,
             copy_stream: self.device.ctx.new_stream().call("cuStreamCreate")?,
             side: OnceLock::new(),
             memory_limit: AtomicUsize::new(self.memory_limit.load(Ordering::Relaxed)),
@@ -352,15 +381,41 @@ impl Lane {
 
     /// (free, total) bytes of device memory now: what cuzk may still allocate on the device —
     /// what the device has free plus what the pool holds unused (allocations take it first),
-    /// within the device's budget less what is allocated — capped by [`Lane::limit_memory`].
+    /// within the device's budget less what is allocated — capped by [`Lane::limit_memory`], less
+    /// the bytes held back for proofs beside a region unless this lane runs them.
     pub fn memory(&self) -> Result<(usize, usize), GpuError> {
+        self.memory_drawing(self.beside)
+    }
+
+    /// As [`Lane::memory`] for a lane made by [`Lane::beside_lane`]: whether a proof beside the
+    /// region in progress would fit.
+    pub fn memory_beside(&self) -> Result<(usize, usize), GpuError> {
+        self.memory_drawing(true)
+    }
+
+    fn memory_drawing(&self, held_back: bool) -> Result<(usize, usize), GpuError> {
         let (free, total) = self.device.ctx.mem_get_info().call("cuMemGetInfo")?;
         let (reserved, used) = self.device.pool.usage()?;
+        let others = if held_back { 0 } else { self.held_back() };
         let available = free
             .saturating_add(reserved.saturating_sub(used))
             .min(self.device.pool.limit().saturating_sub(used))
-            .min(self.memory_limit.load(Ordering::Relaxed));
+            .min(self.memory_limit.load(Ordering::Relaxed))
+            .saturating_sub(others);
         Ok((available, total))
+    }
+
+    /// Holds `bytes` of the device's budget back for proofs beside a region in progress (a
+    /// WinningPoSt while a PoRep partition holds the device): lanes not made by
+    /// [`Lane::beside_lane`] leave them out of [`Lane::memory`], so the region's plans leave
+    /// them free. Replaces what was held back before; 0 holds nothing back.
+    pub fn hold_back(&self, bytes: usize) {
+        self.device.held_back.store(bytes, Ordering::Relaxed);
+    }
+
+    /// The bytes [`Lane::hold_back`] holds back now.
+    pub fn held_back(&self) -> usize {
+        self.device.held_back.load(Ordering::Relaxed)
     }
 
     /// As [`Lane::memory`], once the work queued on this lane's stream has run: buffers freed

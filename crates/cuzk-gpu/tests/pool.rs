@@ -1,12 +1,19 @@
-//! A buffer within the budget is allocated even when the pool's free memory lies in pieces too
-//! small for it: the pool, at its budget, gives back what it keeps unused and maps the buffer anew
-//! (an H100 with 16 GiB free refused one MSM pass in 19 before, docs/perf-notes.md).
+//! The device's memory pool as lanes plan with it: a buffer within the budget is allocated even
+//! when the pool's free memory lies in pieces too small for it (the pool, at its budget, gives
+//! back what it keeps unused and maps the buffer anew: an H100 with 16 GiB free refused one MSM
+//! pass in 19 before, docs/perf-notes.md); bytes held back for proofs beside a region are left
+//! out of what other lanes plan with.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed test should stop loudly
 
 mod common;
 
+use std::sync::Mutex;
+
 use cuzk_gpu::MemoryBudget;
+
+/// The tests of this binary measure the one pool: one at a time.
+static POOL: Mutex<()> = Mutex::new(());
 
 /// The budget this test binary opens its device with: a pool of ~1.4 GiB once the context's
 /// allowance is taken.
@@ -19,6 +26,7 @@ fn a_buffer_fits_where_freed_pieces_lie_apart() {
     let Some(gpu) = common::gpu_with_budget(test, MemoryBudget::Bytes(BUDGET)) else {
         return;
     };
+    let _pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
     if !gpu.budget_enforced() {
         eprintln!("{test}: SKIPPED (this driver makes no pool of a maximum size)");
         return;
@@ -52,4 +60,32 @@ fn a_buffer_fits_where_freed_pieces_lie_apart() {
     gpu.synchronize().unwrap();
     assert!(back.iter().all(|&b| b == 0));
     drop(kept);
+}
+
+#[test]
+fn bytes_held_back_are_left_to_lanes_beside_the_region() {
+    let test = "bytes_held_back_are_left_to_lanes_beside_the_region";
+    let Some(gpu) = common::gpu_with_budget(test, MemoryBudget::Bytes(BUDGET)) else {
+        return;
+    };
+    let _pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    let beside = gpu.beside_lane().unwrap();
+    let side = beside.side_lane().unwrap();
+    let ordinary = gpu.lane().unwrap();
+    let held = 100 << 20;
+    gpu.hold_back(held);
+    assert_eq!(ordinary.held_back(), held, "held back for the whole device");
+    let free = |lane: &cuzk_gpu::Lane| lane.memory().unwrap().0;
+    let whole = gpu.memory_beside().unwrap().0;
+    assert!(whole > held, "{whole} bytes free in a budget of 2 GiB");
+    assert_eq!(free(&gpu), whole - held);
+    assert_eq!(free(&ordinary), whole - held);
+    assert_eq!(
+        free(&beside),
+        whole,
+        "a beside lane plans with what is held back"
+    );
+    assert_eq!(free(side), whole, "and so does the side lane it makes");
+    gpu.hold_back(0);
+    assert_eq!(free(&gpu), whole);
 }

@@ -285,7 +285,7 @@ impl GpuBackend {
             Some(_) => Products::ResidentMatrices,
             None => Products::Host,
         };
-        let free = self.gpu.memory().ok()?.0;
+        let free = self.gpu.memory_beside().ok()?.0;
         let sizes = proof_sizes(params, p.log_n, p.witness, p.products.as_deref());
         let side_by_side = Plan::of(&sizes, srs.queries, Program::SideBySide, products);
         let fits = side_by_side.working_bytes + cuzk_gpu::MEMORY_MARGIN <= free;
@@ -313,7 +313,8 @@ impl GpuBackend {
             return Some(cached.products());
         }
         let sizes = proof_sizes(params, log_n, witness, Some(compiled));
-        let capacity = self.gpu.budget().saturating_sub(cuzk_gpu::MEMORY_MARGIN);
+        let capacity =
+            (self.gpu.budget()).saturating_sub(self.gpu.held_back() + cuzk_gpu::MEMORY_MARGIN);
         let cached = match self.placed_here(params) {
             Ok(Some(queries)) => Some(queries.srs.queries),
             Err(_) => None,
@@ -374,13 +375,13 @@ impl GpuBackend {
         if beside.is_none() {
             let gpu = &self.gpu;
             *beside = Some(Streams {
-                main: gpu.priority_lane()?,
+                main: gpu.beside_lane()?,
                 lanes: [
-                    gpu.priority_lane()?,
-                    gpu.priority_lane()?,
-                    gpu.priority_lane()?,
-                    gpu.priority_lane()?,
-                    gpu.priority_lane()?,
+                    gpu.beside_lane()?,
+                    gpu.beside_lane()?,
+                    gpu.beside_lane()?,
+                    gpu.beside_lane()?,
+                    gpu.beside_lane()?,
                 ],
             });
         }
@@ -515,7 +516,10 @@ impl ProverBackend for GpuBackend {
     }
 
     fn evict(&self, params: &Parameters) -> u64 {
-        let removed = self.cache().remove(&SrsKey::of(params));
+        let mut cache = self.cache();
+        let removed = cache.remove(&SrsKey::of(params));
+        self.gpu.hold_back(cache.held_back());
+        drop(cache);
         removed.and_then(|srs| srs.resident_bytes()).unwrap_or(0)
     }
 

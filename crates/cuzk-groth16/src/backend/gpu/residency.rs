@@ -120,10 +120,25 @@ impl DeviceSrs {
     }
 }
 
-/// The placed parameter sets, each with the stamp of its last use.
+/// A set is kept on the device for proofs beside a region in progress (a WinningPoSt while a
+/// PoRep partition holds the device) when its points and the working memory of such a proof take
+/// at most this share of the device's budget together: 1/16, ~0.9 GiB of a 16 GiB card, where a
+/// 32 GiB WinningPoSt's set and proof take ~0.5 GiB.
+pub(super) const BESIDE_SHARE: usize = 16;
+
+/// A placed set, the stamp of its last use, and, for a set kept for proofs beside a region, the
+/// device bytes such a proof allocates.
+#[derive(Debug)]
+pub(super) struct CachedSet {
+    pub(super) srs: Arc<DeviceSrs>,
+    used: u64,
+    beside: Option<usize>,
+}
+
+/// The placed parameter sets.
 #[derive(Debug, Default)]
 pub(super) struct SrsCache {
-    pub(super) sets: Vec<(Arc<DeviceSrs>, u64)>,
+    pub(super) sets: Vec<CachedSet>,
     /// Advanced at every use: stamps order the sets by their last use.
     pub(super) clock: u64,
 }
@@ -137,59 +152,98 @@ impl SrsCache {
     /// The set of `key`, stamped as used now.
     pub(super) fn get(&mut self, key: &SrsKey) -> Option<Arc<DeviceSrs>> {
         let now = self.tick();
-        let (srs, used) = self.sets.iter_mut().find(|(srs, _)| srs.key == *key)?;
-        *used = now;
-        Some(srs.clone())
+        let set = self.sets.iter_mut().find(|set| set.srs.key == *key)?;
+        set.used = now;
+        Some(set.srs.clone())
     }
 
     pub(super) fn find(&self, key: &SrsKey) -> Option<&Arc<DeviceSrs>> {
         self.sets
             .iter()
-            .map(|(srs, _)| srs)
+            .map(|set| &set.srs)
             .find(|srs| srs.key == *key)
     }
 
     pub(super) fn remove(&mut self, key: &SrsKey) -> Option<Arc<DeviceSrs>> {
-        let i = self.sets.iter().position(|(srs, _)| srs.key == *key)?;
-        Some(self.sets.swap_remove(i).0)
+        let i = self.sets.iter().position(|set| set.srs.key == *key)?;
+        Some(self.sets.swap_remove(i).srs)
     }
 
-    /// Adds a newly placed set.
-    pub(super) fn insert(&mut self, srs: Arc<DeviceSrs>) {
-        let now = self.tick();
-        self.sets.push((srs, now));
+    /// Adds a newly placed set; `beside`: the device bytes a proof with it beside a region
+    /// allocates, when it is kept for such proofs.
+    pub(super) fn insert(&mut self, srs: Arc<DeviceSrs>, beside: Option<usize>) {
+        let used = self.tick();
+        self.sets.push(CachedSet { srs, used, beside });
     }
 
-    /// Device bytes the sets no proof uses hold: what evictions could release.
+    /// What the device holds back for proofs beside a region (see [`Lane::hold_back`]): the
+    /// largest working memory of a kept set's proof, with its margin; 0 when none is kept.
+    pub(super) fn held_back(&self) -> usize {
+        self.sets
+            .iter()
+            .filter_map(|set| set.beside)
+            .max()
+            .map_or(0, |bytes| bytes + cuzk_gpu::MEMORY_MARGIN)
+    }
+
+    /// Whether a set is kept for proofs beside a region.
+    pub(super) fn keeps_any(&self) -> bool {
+        self.sets.iter().any(|set| set.beside.is_some())
+    }
+
+    /// Device bytes the sets no proof uses hold, those kept for proofs beside a region apart:
+    /// what evictions could release.
     pub(super) fn evictable_bytes(&self) -> usize {
         self.sets
             .iter()
-            .filter(|(srs, _)| Arc::strong_count(srs) == 1)
-            .map(|(srs, _)| srs.device_bytes())
+            .filter(|set| set.beside.is_none() && Arc::strong_count(&set.srs) == 1)
+            .map(|set| set.srs.device_bytes())
             .sum()
     }
 
-    /// Removes the least recently used sets no proof uses until `needed` bytes fit in `free` and
-    /// what they release (see [`evictions`]); removes none when that is not enough. Returns what
-    /// it removed, to be dropped once the lock is released.
+    /// Removes the least recently used sets no proof uses, those kept for proofs beside a
+    /// region apart, until `needed` bytes fit in `free` and what they release (see
+    /// [`evictions`]); removes none when that is not enough. Returns what it removed, to be
+    /// dropped once the lock is released.
     pub(super) fn evict_for(&mut self, free: usize, needed: usize) -> Vec<Arc<DeviceSrs>> {
-        let occupants: Vec<Occupant> = self
-            .sets
-            .iter()
-            .map(|(srs, used)| Occupant {
-                bytes: srs.device_bytes(),
-                last_used: *used,
-                // Proofs take their clone under this cache's lock, which the caller holds.
-                in_use: Arc::strong_count(srs) > 1,
-            })
-            .collect();
-        let mut chosen = evictions(&occupants, free, needed).unwrap_or_default();
+        let mut chosen = evictions(&self.occupants(), free, needed).unwrap_or_default();
         // From the back, so that each swap_remove leaves the lower indices in place.
         chosen.sort_unstable_by(|a, b| b.cmp(a));
         chosen
             .into_iter()
-            .map(|i| self.sets.swap_remove(i).0)
+            .map(|i| self.sets.swap_remove(i).srs)
             .collect()
+    }
+
+    /// The sets as the choice of what to evict sees them: one kept for proofs beside a region
+    /// as one in use.
+    fn occupants(&self) -> Vec<Occupant> {
+        self.sets
+            .iter()
+            .map(|set| Occupant {
+                bytes: set.srs.device_bytes(),
+                last_used: set.used,
+                // Proofs take their clone under this cache's lock, which the caller holds.
+                in_use: set.beside.is_some() || Arc::strong_count(&set.srs) > 1,
+            })
+            .collect()
+    }
+
+    /// No set is kept for proofs beside a region any more: those no proof uses go (returned, to
+    /// be dropped once the lock is released), the others stay as ordinary sets. For a proof
+    /// that fits the device only without them.
+    pub(super) fn stop_keeping(&mut self) -> Vec<Arc<DeviceSrs>> {
+        let mut released = Vec::new();
+        let mut i = 0;
+        while i < self.sets.len() {
+            let set = &mut self.sets[i];
+            if set.beside.take().is_some() && Arc::strong_count(&set.srs) == 1 {
+                released.push(self.sets.swap_remove(i).srs);
+            } else {
+                i += 1;
+            }
+        }
+        released
     }
 }
 
@@ -276,16 +330,27 @@ impl GpuBackend {
         if let Some(srs) = self.cache().get(&key) {
             return Ok(srs);
         }
-        let (free, _) = self.gpu.memory()?;
-        let room = (free + self.cache().evictable_bytes()).saturating_sub(cuzk_gpu::MEMORY_MARGIN);
         let multiples = self.multiples_for(params);
-        let plan = Plan::new(sizes, room, multiples, self.resident_cap).map_err(|refused| {
-            GpuError::OutOfMemory {
-                what: "a proof of this circuit (its smallest plan)",
-                needed: refused.needed,
-                free: refused.room,
-                account: None,
-            }
+        let within = |free: usize, evictable: usize| {
+            let room = (free + evictable).saturating_sub(cuzk_gpu::MEMORY_MARGIN);
+            Plan::new(sizes, room, multiples, self.resident_cap)
+        };
+        let (mut free, _) = self.gpu.memory()?;
+        let mut planned = within(free, self.cache().evictable_bytes());
+        if planned.is_err() && self.cache().keeps_any() {
+            // The sets kept for proofs beside a region make room before a proof is refused.
+            let released = self.cache().stop_keeping();
+            self.gpu.hold_back(0);
+            drop(released);
+            self.gpu.synchronize()?;
+            free = self.gpu.memory()?.0;
+            planned = within(free, self.cache().evictable_bytes());
+        }
+        let plan = planned.map_err(|refused| GpuError::OutOfMemory {
+            what: "a proof of this circuit (its smallest plan)",
+            needed: refused.needed,
+            free: refused.room,
+            account: None,
         })?;
         let evicted = self
             .cache()
@@ -316,8 +381,28 @@ impl GpuBackend {
         gpu.synchronize()?;
         stages.push("srs_place_ms", start.elapsed().as_secs_f64() * 1e3);
         stages.push("srs_bytes", plan.resident_bytes as f64);
-        self.cache().insert(srs.clone());
+        let beside = self.beside_bytes(sizes, &srs);
+        let mut cache = self.cache();
+        cache.insert(srs.clone(), beside);
+        self.gpu.hold_back(cache.held_back());
         Ok(srs)
+    }
+
+    /// The device bytes a proof with `srs` allocates beside a region in progress, when the set
+    /// is worth keeping for such proofs: every query resident, and the set and that proof
+    /// within [`BESIDE_SHARE`] of the device's budget.
+    fn beside_bytes(&self, sizes: &ProofSizes, srs: &DeviceSrs) -> Option<usize> {
+        if !srs.all_resident() {
+            return None;
+        }
+        let working = [Products::ResidentMatrices, Products::Host]
+            .into_iter()
+            .map(|products| {
+                Plan::of(sizes, srs.queries, Program::SideBySide, products).working_bytes
+            })
+            .max()?;
+        let whole = srs.device_bytes() + working + cuzk_gpu::MEMORY_MARGIN;
+        (whole <= self.gpu.budget() / BESIDE_SHARE).then_some(working)
     }
 
     /// The window width `params`' queries may be stored with multiples of: sets whose longest
@@ -359,7 +444,61 @@ fn lock_in_host(params: &Parameters, gpu: &Lane) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{evictions, Occupant};
+    use std::sync::Arc;
+
+    use cuzk_math::{G1Affine, G2Affine};
+    use group::prime::PrimeCurveAffine;
+
+    use super::{evictions, Bases, DeviceSrs, Occupant, Placement, SrsCache, SrsKey};
+
+    fn key(n: usize) -> SrsKey {
+        SrsKey {
+            lengths: [n; 5],
+            delta: (G1Affine::generator(), G2Affine::generator()),
+            ends: Vec::new(),
+            b_g2_ends: (None, None),
+        }
+    }
+
+    /// A set of `n` points per query, every query streamed (no device needed).
+    fn streamed(n: usize) -> Arc<DeviceSrs> {
+        Arc::new(DeviceSrs {
+            key: key(n),
+            queries: [Placement::Streamed; 5],
+            plan: None,
+            h: Bases::Streamed,
+            l: Bases::Streamed,
+            a: Bases::Streamed,
+            b_g1: Bases::Streamed,
+            b_g2: Bases::Streamed,
+        })
+    }
+
+    #[test]
+    fn sets_kept_for_proofs_beside_a_region_stay_until_a_proof_needs_their_room() {
+        let margin = cuzk_gpu::MEMORY_MARGIN;
+        let mut cache = SrsCache::default();
+        let (small, held, big) = (streamed(1), streamed(2), streamed(3));
+        cache.insert(small.clone(), Some(100 << 20));
+        cache.insert(held.clone(), Some(300 << 20));
+        cache.insert(big.clone(), None);
+        assert!(cache.keeps_any());
+        assert_eq!(cache.held_back(), (300 << 20) + margin);
+        drop((small, big));
+        let in_use: Vec<bool> = cache.occupants().iter().map(|o| o.in_use).collect();
+        // Kept sets count as in use; `held` is also held by this test, as by a proof.
+        assert_eq!(in_use, [true, true, false]);
+
+        let released = cache.stop_keeping();
+        assert_eq!(released.len(), 1, "the kept set no proof uses goes");
+        assert!(released[0].key == key(1));
+        assert!(!cache.keeps_any());
+        assert_eq!(cache.held_back(), 0);
+        // The one in use stays, now an ordinary set, and the big one is untouched.
+        assert!(cache.find(&key(2)).is_some() && cache.find(&key(3)).is_some());
+        drop(held);
+        assert!(cache.occupants().iter().all(|o| !o.in_use));
+    }
 
     fn set(bytes: usize, last_used: u64, in_use: bool) -> Occupant {
         Occupant {
