@@ -34,7 +34,7 @@ for n in $SIZES; do
   grep -m3 DEVICE_FAULT "$OUT/timeline-$n.log"
   python3 "$(dirname "$0")/stage_medians.py" "$OUT/timeline-$n.log" gpu_ms h_two_vectors_ms \
     h2d_abc_ms products_ms matrices_streamed host_products_ms ntt_ms msm_h_ms h2d_witness_ms gather_ms msm_a_ms msm_b_g1_ms \
-    msm_b_g2_ms msm_l_ms msm_beside_queries device_outside_pool_bytes msm_h_passes msm_a_passes msm_b_g1_passes msm_b_g2_passes msm_l_passes \
+    msm_b_g2_ms msm_l_ms msm_beside_queries msm_h_copy_wait_ms msm_beside_copy_wait_ms device_outside_pool_bytes msm_h_passes msm_a_passes msm_b_g1_passes msm_b_g2_passes msm_l_passes \
     msm_h_room_bytes msm_a_room_bytes msm_b_g2_room_bytes msm_l_room_bytes synth_ms
   rss=$(awk '/Maximum resident/ {printf "%.1f", $NF / 1048576}' "$OUT/bench-$n.txt")
   row=$(python3 - "$OUT/bench-$n.json" <<'PY'

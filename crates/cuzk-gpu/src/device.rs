@@ -1,6 +1,6 @@
 //! One CUDA device: its context, the embedded kernel module, and its resources.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -54,6 +54,20 @@ pub struct Lane {
     /// Pippenger passes run on this lane: an MSM short of memory splits its points into many
     /// small passes, each costing more per point, and stage metrics show how many it took.
     msm_passes: AtomicU64,
+    /// Streamed passes' events until read (see [`Lane::take_copy_wait_ms`]).
+    copy_waits: Mutex<CopyWaits>,
+}
+
+/// Streamed passes kept for [`Lane::take_copy_wait_ms`] at most: ~4 a proof's streamed queries'
+/// worth of 256 MiB ranges.
+const COPY_WAITS_KEPT: usize = 1024;
+
+/// Each streamed pass's (the stream ready for it, its points copied) events, oldest first, and
+/// whether older ones were dropped unread.
+#[derive(Debug, Default)]
+struct CopyWaits {
+    passes: VecDeque<(CudaEvent, CudaEvent)>,
+    dropped: bool,
 }
 
 /// Makes the threads that wait for device `ordinal` (stream and event synchronisations, copies
@@ -155,6 +169,7 @@ impl Lane {
             side: OnceLock::new(),
             memory_limit: AtomicUsize::new(usize::MAX),
             msm_passes: AtomicU64::new(0),
+            copy_waits: Mutex::default(),
         }))
     }
 
@@ -236,6 +251,7 @@ impl Lane {
             side: OnceLock::new(),
             memory_limit: AtomicUsize::new(self.memory_limit.load(Ordering::Relaxed)),
             msm_passes: AtomicU64::new(0),
+            copy_waits: Mutex::default(),
         }))
     }
 
@@ -460,6 +476,35 @@ impl Lane {
 
     pub(crate) fn count_msm_pass(&self) {
         self.msm_passes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A streamed pass on this lane: `ready`, recorded on its stream before the pass waited for
+    /// its points; `copied`, recorded after their copy.
+    pub(crate) fn note_copy_wait(&self, ready: CudaEvent, copied: CudaEvent) {
+        let mut waits = self.copy_waits.lock().unwrap_or_else(|e| e.into_inner());
+        waits.passes.push_back((ready, copied));
+        if waits.passes.len() > COPY_WAITS_KEPT {
+            waits.passes.pop_front();
+            waits.dropped = true;
+        }
+    }
+
+    /// The device time this lane's stream waited for streamed points since the last call: over
+    /// each streamed pass, the time from the stream being ready for it to its points being
+    /// copied, where positive. Long waits mean the copies bound the MSM, none that its sums do.
+    /// Waits for the passes' copies; `None` when more passes ran than are kept.
+    pub fn take_copy_wait_ms(&self) -> Result<Option<f64>, GpuError> {
+        let CopyWaits { passes, dropped } =
+            std::mem::take(&mut *self.copy_waits.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut waited = 0.0;
+        for (ready, copied) in &passes {
+            copied
+                .synchronize()
+                .call("cuEventSynchronize (points copied)")?;
+            let ms = ready.elapsed_ms(copied).call("cuEventElapsedTime")?;
+            waited += f64::from(ms.max(0.0));
+        }
+        Ok((!dropped).then_some(waited))
     }
 
     /// Caps the free memory this lane's operations plan with (`None`: what the device has).

@@ -230,6 +230,29 @@ fn streams_the_queries_of_bits_beside_h() {
             "{query}: {device_products:?}"
         );
     }
+    // What H's streamed passes and the queries beside them waited for their points: measured,
+    // and within the MSMs' own device time.
+    let time = |keys: &[&str]| -> f64 {
+        keys.iter()
+            .filter_map(|key| stage(&device_products, key))
+            .sum()
+    };
+    let beside = ["msm_l_ms", "msm_a_ms", "msm_b_g1_ms", "msm_b_g2_ms"];
+    for (key, within) in [
+        ("msm_h_copy_wait_ms", time(&["msm_h_ms"])),
+        ("msm_beside_copy_wait_ms", time(&beside)),
+    ] {
+        let ms = stage(&device_products, key);
+        assert!(
+            ms.is_some_and(|ms| (0.0..=within).contains(&ms)),
+            "{key}: {device_products:?}"
+        );
+    }
+    assert_eq!(
+        stage(&host_products, "msm_beside_copy_wait_ms"),
+        None,
+        "nothing beside H: {host_products:?}"
+    );
 }
 
 /// With the proving key placed with its window multiples (forced here at small sizes, where the

@@ -769,15 +769,23 @@ fn stream_points<A: MsmAffine>(
         copy.record_event(None)
             .call("cuEventRecord (points copied)")
     };
-    let mut copied = upload(ranges[0], &mut buffers[0], &released[0])?;
+    let mut coming = Some(upload(ranges[0], &mut buffers[0], &released[0])?);
     for (k, &(start, end)) in ranges.iter().enumerate() {
+        let Some(copied) = coming.take() else {
+            break;
+        };
         let copy_wait_ms = trace::copy_wait_ms(&copied)?;
+        let ready = gpu
+            .stream()
+            .record_event(None)
+            .call("cuEventRecord (pass ready)")?;
         gpu.stream()
             .wait(&copied)
             .call("cuStreamWaitEvent (points copied)")?;
+        gpu.note_copy_wait(ready, copied);
         let (current, next) = (k % 2, (k + 1) % 2);
         if let Some(&following) = ranges.get(k + 1) {
-            copied = upload(following, &mut buffers[next], &released[next])?;
+            coming = Some(upload(following, &mut buffers[next], &released[next])?);
         }
         work(
             k,

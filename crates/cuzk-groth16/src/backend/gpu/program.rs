@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::QuerySums;
 
 use super::beside::{After, Beside};
-use super::stages::{msm_counted, Stages};
+use super::stages::{msm_counted, push_copy_wait, Stages};
 use super::*;
 
 /// What a proof's device work reads besides its own data: made once per circuit (or parameter
@@ -297,19 +297,25 @@ impl GpuBackend {
                 "msm_beside_queries",
                 beside.as_ref().map_or(0, Beside::count) as f64,
             );
+            // What each lane's streamed passes wait for their points (earlier proofs' cleared).
+            gpu.take_copy_wait_ms()?;
             let h_msm = |stages: &mut Stages| {
-                msm_counted(gpu, stages, ["msm_h_passes", "msm_h_room_bytes"], || {
+                let h = msm_counted(gpu, stages, ["msm_h_passes", "msm_h_room_bytes"], || {
                     srs.h.msm(gpu, &coefficients, &params.h)
-                })
+                });
+                push_copy_wait(stages, "msm_h_copy_wait_ms", gpu);
+                h
             };
             match beside {
                 Some(mut beside) => {
+                    side.take_copy_wait_ms()?;
                     let (h, streamed) = std::thread::scope(|scope| {
                         let streaming = scope.spawn(|| beside.stream(side, params));
                         let h = h_msm(stages);
                         (h, joined(streaming))
                     });
                     streamed?;
+                    push_copy_wait(stages, "msm_beside_copy_wait_ms", side);
                     (h, Some(beside))
                 }
                 None => (h_msm(stages), None),

@@ -80,3 +80,11 @@ pub(super) fn msm_counted<T>(
     stages.push(passes, (gpu.msm_passes() - before) as f64);
     timed
 }
+
+/// Records under `key` what `gpu`'s streamed passes waited for their points since it was last
+/// read (see [`Lane::take_copy_wait_ms`]); nothing when it cannot tell.
+pub(super) fn push_copy_wait(stages: &mut Stages, key: &'static str, gpu: &Lane) {
+    if let Ok(Some(ms)) = gpu.take_copy_wait_ms() {
+        stages.push(key, ms);
+    }
+}
