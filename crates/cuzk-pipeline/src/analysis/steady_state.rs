@@ -41,7 +41,10 @@ pub struct SteadyState {
     pub end_ms: f64,
     /// Jobs whose final GPU_END falls in the window (all but the warm-up).
     pub jobs: usize,
-    /// The window over its jobs, in seconds.
+    /// The window over the jobs' work inside it, in seconds: each of its jobs counts the share
+    /// of its partitions proven inside the window (a job whose partitions were partly proven
+    /// before the warm-up ended, as when the warm-up waited for a retried partition, counts
+    /// that much less).
     pub s_per_job: f64,
     /// GPU busy time inside the window over its length; 1.0 for a single instant.
     pub busy_fraction: f64,
@@ -103,11 +106,33 @@ fn steady_state(intervals: &[Span], finals: &[f64], warmup_jobs: usize) -> Optio
         })
         .collect();
     let (_, busy_ms) = merge(&inside);
+    let work = jobs_proven_after(intervals, start_ms);
     Some(SteadyState {
         start_ms,
         end_ms,
         jobs,
-        s_per_job: (end_ms - start_ms) / jobs as f64 / 1000.0,
+        s_per_job: (end_ms - start_ms) / work / 1000.0,
         busy_fraction: fraction(busy_ms, end_ms - start_ms),
     })
+}
+
+/// The jobs' partitions whose final GPU_END comes after `start_ms`, in jobs: each job counts the
+/// share of its partitions that do (a retried partition by its last interval).
+fn jobs_proven_after(intervals: &[Span], start_ms: f64) -> f64 {
+    let mut last: HashMap<(&str, Option<u32>), f64> = HashMap::new();
+    for iv in intervals {
+        let end = last
+            .entry((iv.job_id.as_str(), iv.partition))
+            .or_insert(iv.end_ms);
+        *end = end.max(iv.end_ms);
+    }
+    let mut jobs: HashMap<&str, (usize, usize)> = HashMap::new();
+    for ((job, _), end) in last {
+        let (partitions, after) = jobs.entry(job).or_default();
+        *partitions += 1;
+        *after += usize::from(end > start_ms);
+    }
+    jobs.values()
+        .map(|&(partitions, after)| after as f64 / partitions as f64)
+        .sum()
 }

@@ -158,6 +158,36 @@ const TWO_WORKERS: &str = "\
     TIMELINE,200,GPU_END,b,partition=0,worker=1\n\
     TIMELINE,300,GPU_END,b,partition=1,worker=0\n";
 
+/// A warm-up that waits for a retried partition ends after most of the next job: the steady
+/// state counts only the share of that job proven after it.
+#[test]
+fn a_job_partly_proven_before_the_warm_up_ended_counts_that_much_less() {
+    let s = summary(
+        "TIMELINE,0,GPU_START,a,partition=0,worker=0\n\
+         TIMELINE,100,GPU_END,a,partition=0,worker=0\n\
+         TIMELINE,100,GPU_START,a,partition=1,worker=0\n\
+         TIMELINE,110,DEVICE_FAULT,a,partition=1,worker=0,retry=1\n\
+         TIMELINE,110,GPU_END,a,partition=1,worker=0\n\
+         TIMELINE,110,GPU_START,b,partition=0,worker=0\n\
+         TIMELINE,210,GPU_END,b,partition=0,worker=0\n\
+         TIMELINE,210,GPU_START,b,partition=1,worker=0\n\
+         TIMELINE,310,GPU_END,b,partition=1,worker=0\n\
+         TIMELINE,310,GPU_START,b,partition=2,worker=0\n\
+         TIMELINE,410,GPU_END,b,partition=2,worker=0\n\
+         TIMELINE,410,GPU_START,a,partition=1,worker=0\n\
+         TIMELINE,510,GPU_END,a,partition=1,worker=0\n\
+         TIMELINE,510,GPU_START,b,partition=3,worker=0\n\
+         TIMELINE,610,GPU_END,b,partition=3,worker=0\n",
+    );
+    let steady = s.steady.clone();
+    assert_eq!(
+        steady.map(|s| (s.start_ms, s.end_ms, s.jobs)),
+        Some((510.0, 610.0, 1))
+    );
+    // One of b's four partitions in 0.1 s: 0.4 s a job, not 0.1.
+    assert_eq!(s_per_job(&s), Some(0.4));
+}
+
 #[test]
 fn merges_workers_and_finds_the_idle_window() {
     let s = summary(TWO_WORKERS);
