@@ -423,8 +423,9 @@ impl Lane {
 
     /// Holds `bytes` of the device's budget back for proofs beside a region in progress (a
     /// WinningPoSt while a PoRep partition holds the device): lanes not made by
-    /// [`Lane::beside_lane`] leave them out of [`Lane::memory`], so the region's plans leave
-    /// them free. Replaces what was held back before; 0 holds nothing back.
+    /// [`Lane::beside_lane`] leave them out of [`Lane::memory`], so what sizes itself from it
+    /// (MSM passes, chunks) leaves them free. Buffers of fixed size may still take them (see
+    /// [`Lane::ensure_fits`]). Replaces what was held back before; 0 holds nothing back.
     pub fn hold_back(&self, bytes: usize) {
         self.device.held_back.store(bytes, Ordering::Relaxed);
     }
@@ -532,9 +533,11 @@ impl Lane {
     }
 
     /// Refuses an allocation of `needed` bytes that cannot fit, with a clear error instead of an
-    /// out-of-memory failure half-way through a computation.
+    /// out-of-memory failure half-way through a computation. The bytes held back for proofs
+    /// beside a region count as free: they keep what sizes itself from [`Lane::memory`] small,
+    /// but a buffer whose size is fixed may take them (a proof beside then waits its turn).
     pub fn ensure_fits(&self, what: &'static str, needed: usize) -> Result<(), GpuError> {
-        let (free, _) = self.memory()?;
+        let (free, _) = self.memory_beside()?;
         if needed > free {
             return Err(GpuError::OutOfMemory {
                 what,

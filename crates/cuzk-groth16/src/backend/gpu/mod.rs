@@ -313,8 +313,7 @@ impl GpuBackend {
             return Some(cached.products());
         }
         let sizes = proof_sizes(params, log_n, witness, Some(compiled));
-        let capacity =
-            (self.gpu.budget()).saturating_sub(self.gpu.held_back() + cuzk_gpu::MEMORY_MARGIN);
+        let capacity = self.gpu.budget().saturating_sub(cuzk_gpu::MEMORY_MARGIN);
         let cached = match self.placed_here(params) {
             Ok(Some(queries)) => Some(queries.srs.queries),
             Err(_) => None,

@@ -186,9 +186,13 @@ impl SrsCache {
             .map_or(0, |bytes| bytes + cuzk_gpu::MEMORY_MARGIN)
     }
 
-    /// Whether a set is kept for proofs beside a region.
-    pub(super) fn keeps_any(&self) -> bool {
-        self.sets.iter().any(|set| set.beside.is_some())
+    /// Device bytes of the sets kept for proofs beside a region that no proof uses.
+    pub(super) fn kept_bytes(&self) -> usize {
+        self.sets
+            .iter()
+            .filter(|set| set.beside.is_some() && Arc::strong_count(&set.srs) == 1)
+            .map(|set| set.srs.device_bytes())
+            .sum()
     }
 
     /// Device bytes the sets no proof uses hold, those kept for proofs beside a region apart:
@@ -331,30 +335,33 @@ impl GpuBackend {
             return Ok(srs);
         }
         let multiples = self.multiples_for(params);
-        let within = |free: usize, evictable: usize| {
-            let room = (free + evictable).saturating_sub(cuzk_gpu::MEMORY_MARGIN);
-            Plan::new(sizes, room, multiples, self.resident_cap)
+        // The plan as if nothing were kept for proofs beside a region: those give way to a
+        // set's preferred plan (the memory held back sizes passes, not plans).
+        let (free, _) = self.gpu.memory_beside()?;
+        let evictable = {
+            let cache = self.cache();
+            cache.evictable_bytes() + cache.kept_bytes()
         };
-        let (mut free, _) = self.gpu.memory()?;
-        let mut planned = within(free, self.cache().evictable_bytes());
-        if planned.is_err() && self.cache().keeps_any() {
-            // The sets kept for proofs beside a region make room before a proof is refused.
-            let released = self.cache().stop_keeping();
-            self.gpu.hold_back(0);
-            drop(released);
-            self.gpu.synchronize()?;
-            free = self.gpu.memory()?.0;
-            planned = within(free, self.cache().evictable_bytes());
-        }
-        let plan = planned.map_err(|refused| GpuError::OutOfMemory {
-            what: "a proof of this circuit (its smallest plan)",
-            needed: refused.needed,
-            free: refused.room,
-            account: None,
+        let room = (free + evictable).saturating_sub(cuzk_gpu::MEMORY_MARGIN);
+        let plan = Plan::new(sizes, room, multiples, self.resident_cap).map_err(|refused| {
+            GpuError::OutOfMemory {
+                what: "a proof of this circuit (its smallest plan)",
+                needed: refused.needed,
+                free: refused.room,
+                account: None,
+            }
         })?;
-        let evicted = self
-            .cache()
-            .evict_for(free, plan.peak_bytes + cuzk_gpu::MEMORY_MARGIN);
+        let needed = plan.peak_bytes + cuzk_gpu::MEMORY_MARGIN;
+        let mut evicted = self.cache().evict_for(free, needed);
+        if evicted.is_empty() && free < needed {
+            // Not enough without the sets kept for proofs beside a region: they go first.
+            let mut cache = self.cache();
+            let kept = cache.stop_keeping();
+            let freed: usize = kept.iter().map(|srs| srs.device_bytes()).sum();
+            evicted.extend(cache.evict_for(free + freed, needed));
+            evicted.extend(kept);
+            self.gpu.hold_back(cache.held_back());
+        }
         if !evicted.is_empty() {
             drop(evicted);
             // Their memory is freed in the device stream's order: measure once it is.
@@ -482,7 +489,6 @@ mod tests {
         cache.insert(small.clone(), Some(100 << 20));
         cache.insert(held.clone(), Some(300 << 20));
         cache.insert(big.clone(), None);
-        assert!(cache.keeps_any());
         assert_eq!(cache.held_back(), (300 << 20) + margin);
         drop((small, big));
         let in_use: Vec<bool> = cache.occupants().iter().map(|o| o.in_use).collect();
@@ -492,7 +498,6 @@ mod tests {
         let released = cache.stop_keeping();
         assert_eq!(released.len(), 1, "the kept set no proof uses goes");
         assert!(released[0].key == key(1));
-        assert!(!cache.keeps_any());
         assert_eq!(cache.held_back(), 0);
         // The one in use stays, now an ordinary set, and the big one is untouched.
         assert!(cache.find(&key(2)).is_some() && cache.find(&key(3)).is_some());
