@@ -409,10 +409,11 @@ impl Lane {
         self.memory_drawing(true)
     }
 
-    fn memory_drawing(&self, held_back: bool) -> Result<(usize, usize), GpuError> {
+    /// [`Lane::memory`], with the held-back bytes when `beside` (a lane that may use them).
+    fn memory_drawing(&self, beside: bool) -> Result<(usize, usize), GpuError> {
         let (free, total) = self.device.ctx.mem_get_info().call("cuMemGetInfo")?;
         let (reserved, used) = self.device.pool.usage()?;
-        let others = if held_back { 0 } else { self.held_back() };
+        let others = if beside { 0 } else { self.held_back() };
         let available = free
             .saturating_add(reserved.saturating_sub(used))
             .min(self.device.pool.limit().saturating_sub(used))

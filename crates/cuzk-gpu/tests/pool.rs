@@ -8,9 +8,9 @@
 
 mod common;
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use cuzk_gpu::MemoryBudget;
+use cuzk_gpu::{Lane, MemoryBudget};
 
 /// The tests of this binary measure the one pool: one at a time.
 static POOL: Mutex<()> = Mutex::new(());
@@ -20,13 +20,18 @@ static POOL: Mutex<()> = Mutex::new(());
 const BUDGET: usize = 2 << 30;
 const PIECE: usize = 64 << 20;
 
+/// The device with this binary's budget, held by `test` alone; `None` after saying why it skips.
+fn pool(test: &str) -> Option<(Arc<Lane>, MutexGuard<'static, ()>)> {
+    let gpu = common::gpu_with_budget(test, MemoryBudget::Bytes(BUDGET))?;
+    Some((gpu, POOL.lock().unwrap_or_else(|e| e.into_inner())))
+}
+
 #[test]
 fn a_buffer_fits_where_freed_pieces_lie_apart() {
     let test = "a_buffer_fits_where_freed_pieces_lie_apart";
-    let Some(gpu) = common::gpu_with_budget(test, MemoryBudget::Bytes(BUDGET)) else {
+    let Some((gpu, _pool)) = pool(test) else {
         return;
     };
-    let _pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
     if !gpu.budget_enforced() {
         eprintln!("{test}: SKIPPED (this driver makes no pool of a maximum size)");
         return;
@@ -65,17 +70,16 @@ fn a_buffer_fits_where_freed_pieces_lie_apart() {
 #[test]
 fn bytes_held_back_are_left_to_lanes_beside_the_region() {
     let test = "bytes_held_back_are_left_to_lanes_beside_the_region";
-    let Some(gpu) = common::gpu_with_budget(test, MemoryBudget::Bytes(BUDGET)) else {
+    let Some((gpu, _pool)) = pool(test) else {
         return;
     };
-    let _pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
     let beside = gpu.beside_lane().unwrap();
     let side = beside.side_lane().unwrap();
     let ordinary = gpu.lane().unwrap();
     let held = 100 << 20;
     gpu.hold_back(held);
     assert_eq!(ordinary.held_back(), held, "held back for the whole device");
-    let free = |lane: &cuzk_gpu::Lane| lane.memory().unwrap().0;
+    let free = |lane: &Lane| lane.memory().unwrap().0;
     let whole = gpu.memory_beside().unwrap().0;
     assert!(whole > held, "{whole} bytes free in a budget of 2 GiB");
     assert_eq!(free(&gpu), whole - held);

@@ -568,8 +568,9 @@ impl ProverBackend for GpuBackend {
         r1cs_bytes: Option<u64>,
     ) -> Option<Result<String, String>> {
         let sizes = ProofSizes::ahead(inputs, lengths, r1cs_bytes.map(MatrixBytes::of_file));
-        // As a set is placed: in what is free now, less the margin left to the driver.
-        let (free, _) = self.gpu.memory().ok()?;
+        // As a set is placed: in what is free now (what is held back for proofs beside a region
+        // included), less the margin left to the driver.
+        let (free, _) = self.gpu.memory_beside().ok()?;
         let room = free.saturating_sub(cuzk_gpu::MEMORY_MARGIN);
         let multiples = self.multiples_for_lengths(lengths);
         Some(

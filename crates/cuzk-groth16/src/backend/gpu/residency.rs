@@ -186,21 +186,12 @@ impl SrsCache {
             .map_or(0, |bytes| bytes + cuzk_gpu::MEMORY_MARGIN)
     }
 
-    /// Device bytes of the sets kept for proofs beside a region that no proof uses.
-    pub(super) fn kept_bytes(&self) -> usize {
-        self.sets
-            .iter()
-            .filter(|set| set.beside.is_some() && Arc::strong_count(&set.srs) == 1)
-            .map(|set| set.srs.device_bytes())
-            .sum()
-    }
-
-    /// Device bytes the sets no proof uses hold, those kept for proofs beside a region apart:
-    /// what evictions could release.
+    /// Device bytes the sets no proof uses hold, those kept for proofs beside a region with
+    /// them: what evictions could release, the kept sets last (see [`SrsCache::stop_keeping`]).
     pub(super) fn evictable_bytes(&self) -> usize {
         self.sets
             .iter()
-            .filter(|set| set.beside.is_none() && Arc::strong_count(&set.srs) == 1)
+            .filter(|set| Arc::strong_count(&set.srs) == 1)
             .map(|set| set.srs.device_bytes())
             .sum()
     }
@@ -338,11 +329,7 @@ impl GpuBackend {
         // The plan as if nothing were kept for proofs beside a region: those give way to a
         // set's preferred plan (the memory held back sizes passes, not plans).
         let (free, _) = self.gpu.memory_beside()?;
-        let evictable = {
-            let cache = self.cache();
-            cache.evictable_bytes() + cache.kept_bytes()
-        };
-        let room = (free + evictable).saturating_sub(cuzk_gpu::MEMORY_MARGIN);
+        let room = (free + self.cache().evictable_bytes()).saturating_sub(cuzk_gpu::MEMORY_MARGIN);
         let plan = Plan::new(sizes, room, multiples, self.resident_cap).map_err(|refused| {
             GpuError::OutOfMemory {
                 what: "a proof of this circuit (its smallest plan)",
