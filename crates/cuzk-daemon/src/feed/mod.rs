@@ -20,10 +20,10 @@ use self::ring::{Ring, Since};
 use crate::kinds::{priority_name, Kind};
 use crate::outcome::{Ended, Status, Timings};
 
-/// TIMELINE records the ring keeps by default (`daemon.page_records`). A partition leaves about four the page draws (its
-/// synthesis and its device region, start and end of each), so this is the last ~2,500
-/// partitions: an hour of 32 GiB PoRep on one GPU (a 1.4 s device region each), a minute or two
-/// of 2 KiB proofs at their fastest; a few MB however long the daemon runs.
+/// TIMELINE records the ring keeps by default (`daemon.page_records`). A partition leaves about
+/// four the page draws (its synthesis and its device region, start and end of each), so this is
+/// the last ~2,500 partitions: an hour of 32 GiB PoRep on one GPU (a 1.4 s device region each), a
+/// minute or two of 2 KiB proofs at their fastest; a few MB however long the daemon runs.
 pub const EVENTS_KEPT: usize = 10_000;
 
 /// Completed proofs the page lists, and failed or cancelled ones: each list its own, so a
