@@ -248,9 +248,10 @@ extern "C" __global__ void msm_chunk_counts(const uint32_t* offsets, uint32_t bu
         for (uint32_t lanes = 16; lanes > 0; lanes /= 2) acc.add(cuzk::shuffle_down(acc, lanes));     \
         if (t % 32 == 0) partial[t / 32] = acc;                                                       \
     }                                                                                                 \
-    /* One block per bucket set: tree-sum its `count` partials into sums[w]. */                        \
+    /* One block per bucket set: tree-sum its `count` partials into sums[w] (added to what sums[w]  \
+       holds when `accumulate` is set). */                                                            \
     extern "C" __global__ void msm_window_sum_##SUFFIX(const cuzk::xyzz_t<F>* partial, uint32_t count, \
-                                                       cuzk::xyzz_t<F>* sums) {                       \
+                                                       uint32_t accumulate, cuzk::xyzz_t<F>* sums) {  \
         extern __shared__ unsigned char raw[];                                                        \
         cuzk::xyzz_t<F>* s = reinterpret_cast<cuzk::xyzz_t<F>*>(raw);                                 \
         const uint32_t w = blockIdx.x, t = threadIdx.x;                                               \
@@ -261,6 +262,7 @@ extern "C" __global__ void msm_chunk_counts(const uint32_t* offsets, uint32_t bu
             __syncthreads();                                                                          \
             if (t < half) s[t].add(s[t + half]);                                                      \
         }                                                                                             \
+        if (t == 0 && accumulate != 0) s[0].add(sums[w]);                                             \
         if (t == 0) sums[w] = s[0];                                                                   \
     }
 

@@ -569,17 +569,23 @@ pub struct Timing {
     end: CudaEvent,
 }
 
+/// Flags of events whose times are read: cudarc's default disables timing (elapsed times fail),
+/// and a wait on an event made without the blocking flag spins whatever the context says.
+pub(crate) const TIMED_EVENT: Option<CUevent_flags> = Some(CUevent_flags::CU_EVENT_BLOCKING_SYNC);
+
 impl Timing {
     /// Runs `f`, which enqueues work on `stream`, between the two events.
     pub(crate) fn around<T>(
         stream: &CudaStream,
         f: impl FnOnce() -> Result<T, GpuError>,
     ) -> Result<(T, Timing), GpuError> {
-        // The wait sleeps: an event made without the blocking flag spins whatever the context says.
-        let timed = Some(CUevent_flags::CU_EVENT_BLOCKING_SYNC);
-        let start = stream.record_event(timed).call("cuEventRecord (start)")?;
+        let start = stream
+            .record_event(TIMED_EVENT)
+            .call("cuEventRecord (start)")?;
         let out = f()?;
-        let end = stream.record_event(timed).call("cuEventRecord (end)")?;
+        let end = stream
+            .record_event(TIMED_EVENT)
+            .call("cuEventRecord (end)")?;
         Ok((out, Timing { start, end }))
     }
 

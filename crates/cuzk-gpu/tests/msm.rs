@@ -103,13 +103,27 @@ where
     A: MsmAffine + cuzk_math::msm::AffineCoordinates<Scalar = Scalar> + Send + Sync,
     A::Projective: PartialEq + std::fmt::Debug + From<A::Curve>,
 {
-    let bases = DeviceBases::upload(gpu, points).unwrap();
     let max = points.len();
-    for n in [0, 1, 31, 32, 33, 63, 64, 65, 1000, 4097, max]
-        .into_iter()
-        .filter(|&n| n <= max)
-    {
-        for density in [0u32, 1, 50, 99, 100] {
+    let lengths = [0, 1, 31, 32, 33, 63, 64, 65, 1000, 4097, max];
+    check_bitmap_sums_over(gpu, rng, points, &lengths, &[0, 1, 50, 99, 100]);
+    // Past what one block of the window sums adds up (1024 threads' sums of 256 bits each).
+    let long = cycled(points, 3 << 18 | 33);
+    check_bitmap_sums_over(gpu, rng, &long, &[long.len()], &[50, 100]);
+}
+
+fn check_bitmap_sums_over<A>(
+    gpu: &Lane,
+    rng: &mut impl RngCore,
+    points: &[A],
+    lengths: &[usize],
+    densities: &[u32],
+) where
+    A: MsmAffine + cuzk_math::msm::AffineCoordinates<Scalar = Scalar> + Send + Sync,
+    A::Projective: PartialEq + std::fmt::Debug + From<A::Curve>,
+{
+    let bases = DeviceBases::upload(gpu, points).unwrap();
+    for &n in lengths.iter().filter(|&&n| n <= points.len()) {
+        for &density in densities {
             let mut bits = cuzk_math::Bitmap::new();
             for _ in 0..n {
                 bits.push(rng.next_u32() % 100 < density);

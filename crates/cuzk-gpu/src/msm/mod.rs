@@ -9,6 +9,7 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cudarc::driver::{CudaSlice, CudaView, DeviceRepr, LaunchConfig, PushKernelArg};
 use group::Group;
 
+use crate::device::TIMED_EVENT;
 use crate::error::DriverContext;
 use crate::layout::{as_words, DeviceWords, XyzzPoint, SCALAR_WORDS};
 use crate::{DeviceScalars, GpuError, Lane, MEMORY_MARGIN};
@@ -766,7 +767,7 @@ fn stream_points<A: MsmAffine>(
             &mut buffer.slice_mut(..(end - start) * A::WORDS),
         )
         .call("cuMemcpyHtoDAsync (MSM points)")?;
-        copy.record_event(None)
+        copy.record_event(TIMED_EVENT)
             .call("cuEventRecord (points copied)")
     };
     let mut coming = Some(upload(ranges[0], &mut buffers[0], &released[0])?);
@@ -777,7 +778,7 @@ fn stream_points<A: MsmAffine>(
         let copy_wait_ms = trace::copy_wait_ms(&copied)?;
         let ready = gpu
             .stream()
-            .record_event(None)
+            .record_event(TIMED_EVENT)
             .call("cuEventRecord (pass ready)")?;
         gpu.stream()
             .wait(&copied)
@@ -1274,41 +1275,71 @@ pub fn bitmap_sum<A: MsmAffine>(
     gpu.ensure_fits("bitmap", 4 * words.len())?;
     let bits = gpu.upload(&words, "cuMemcpyHtoD (bitmap)")?;
     let points = bases.words.slice(..bases.len * A::WORDS);
-    split::sum_bits::<A>(gpu, &points, &bits.slice(..), n)
+    let mut sum = split::OnesSum::<A>::new(gpu)?;
+    sum.add(gpu, &points, &bits.slice(..), n)?;
+    sum.read(gpu)
 }
 
 /// The XYZZ words of Σ partial[w·count + i] over i < `count`, for each of the `windows` windows,
-/// copied to the host: the window-sum kernel's tree, one block per window.
+/// copied to the host.
 fn tree_sums<A: MsmAffine>(
     gpu: &Lane,
     partial: &CudaSlice<u32>,
     windows: u32,
     count: u32,
 ) -> Result<Vec<u32>, GpuError> {
+    let xyzz_words = <A::Projective as XyzzPoint>::XYZZ_WORDS;
+    let mut sums = gpu.zeros::<u32>(windows as usize * xyzz_words, "cuMemAlloc (window sums)")?;
+    window_sums::<A>(gpu, partial, (windows, count), WindowSums::Set, &mut sums)?;
+    gpu.stream()
+        .clone_dtoh(&sums)
+        .call("cuMemcpyDtoH (window sums)")
+}
+
+/// What [`window_sums`] does with the sums already in its output.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum WindowSums {
+    Set,
+    AddTo,
+}
+
+/// sums[w] = Σ partial[w·count + i] over i < `count` (or sums[w] += it, by `into`), XYZZ points,
+/// for each of the `windows` windows, on the device: the window-sum kernel's tree, one block per
+/// window.
+fn window_sums<A: MsmAffine>(
+    gpu: &Lane,
+    partial: &CudaSlice<u32>,
+    (windows, count): (u32, u32),
+    into: WindowSums,
+    sums: &mut CudaSlice<u32>,
+) -> Result<(), GpuError> {
     /// Threads per window: a power of two, as the tree's halving needs.
     const SUM_BLOCK: u32 = 64;
     let xyzz_words = <A::Projective as XyzzPoint>::XYZZ_WORDS;
-    if partial.len() < windows as usize * count as usize * xyzz_words {
+    if partial.len() < windows as usize * count as usize * xyzz_words
+        || sums.len() < windows as usize * xyzz_words
+    {
         return Err(GpuError::InvalidInput {
             what: "window sums",
             reason: format!(
-                "{} partial words for {windows} windows of {count} points",
+                "{} partial words and {} sum words for {windows} windows of {count} points",
                 partial.len(),
+                sums.len(),
             ),
         });
     }
-    let stream = gpu.stream();
-    let mut sums = gpu.zeros::<u32>(windows as usize * xyzz_words, "cuMemAlloc (window sums)")?;
     let kernel = gpu.kernel(A::KERNELS.window_sum)?;
-    // SAFETY: `partial` holds windows·count points (checked above) and `sums` one per window;
-    // one block of SUM_BLOCK threads (a power of two) per window with SUM_BLOCK points of shared
+    let accumulate = u32::from(into == WindowSums::AddTo);
+    // SAFETY: `partial` holds windows·count points and `sums` one per window (checked above); one
+    // block of SUM_BLOCK threads (a power of two) per window with SUM_BLOCK points of shared
     // memory, as the kernel's tree needs.
     unsafe {
-        stream
+        gpu.stream()
             .launch_builder(&kernel)
             .arg(partial)
             .arg(&count)
-            .arg(&mut sums)
+            .arg(&accumulate)
+            .arg(sums)
             .launch(LaunchConfig {
                 grid_dim: (windows, 1, 1),
                 block_dim: (SUM_BLOCK, 1, 1),
@@ -1316,7 +1347,7 @@ fn tree_sums<A: MsmAffine>(
             })
             .call(A::KERNELS.window_sum)?;
     }
-    stream.clone_dtoh(&sums).call("cuMemcpyDtoH (window sums)")
+    Ok(())
 }
 
 #[cfg(test)]

@@ -8,11 +8,10 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaView, LaunchArgs, LaunchConfig, PushKernelArg};
 
-use group::Group;
 
 use super::{
-    exclusive_scan, grid, ranges, resident_passes, stream_points, tree_sums, MsmAffine, MsmScalars,
-    PointBuffers,
+    exclusive_scan, grid, ranges, resident_passes, stream_points, window_sums, MsmAffine,
+    MsmScalars, PointBuffers, WindowSums,
 };
 use crate::error::DriverContext;
 use crate::layout::{XyzzPoint, SCALAR_WORDS};
@@ -27,9 +26,14 @@ const SPLIT_MIN: usize = 1 << 16;
 /// Split only when at most one scalar in this many is neither 0 nor 1: dense scalars (H's) keep
 /// the Pippenger passes, which a compaction of most points would only delay.
 const SPLIT_SHARE: usize = 4;
-/// Words of a bitmap (32 bits each) each thread of `batch_add` sums: enough work per thread,
-/// enough threads to fill the device.
+/// Words of a bitmap (32 bits each) per thread of `batch_add`, whose warps each sum the points of
+/// 32 times as many: enough work per thread, enough threads to fill the device.
 const WORDS_PER_THREAD: usize = 8;
+/// Threads per block of `batch_add` (`BATCH_ADD_THREADS` in `cuda/msm/batch_add.cuh`).
+const BATCH_ADD_THREADS: u32 = 128;
+/// Threads' sums of `batch_add` one block of the window-sum kernel adds up: a few additions per
+/// thread. One block over all of them would be one SM adding, for tens of ms at 2^27.
+const PARTIALS_PER_SEGMENT: usize = 1024;
 
 /// An MSM over scalars mostly 0 or 1 in three steps, so that its points can arrive in pieces,
 /// streamed beside other work on another lane: [`SplitMsm::of`] finds the ones and gathers the
@@ -43,8 +47,8 @@ pub struct SplitMsm<A: MsmAffine> {
     classified: Arc<Classified>,
     /// The others' points, in order, placed as their ranges are added.
     gathered: CudaSlice<u32>,
-    /// The sum of the ones' points added so far.
-    ones: A::Projective,
+    /// The sum of the ones' points added so far, on the device.
+    ones: OnesSum<A>,
     /// Points added so far (ranges come in order).
     added: usize,
 }
@@ -95,7 +99,7 @@ impl<A: MsmAffine> SplitMsm<A> {
         Ok(SplitMsm {
             classified,
             gathered,
-            ones: A::Projective::identity(),
+            ones: OnesSum::new(gpu)?,
             added: 0,
         })
     }
@@ -116,7 +120,7 @@ impl<A: MsmAffine> SplitMsm<A> {
         }
         let split = &self.classified.split;
         split.gather_others::<A>(gpu, points, (start, end), &mut self.gathered)?;
-        self.ones += split.sum_ones::<A>(gpu, points, (start, end))?;
+        split.sum_ones::<A>(gpu, points, (start, end), &mut self.ones)?;
         self.added = end;
         Ok(())
     }
@@ -181,6 +185,7 @@ impl<A: MsmAffine> SplitMsm<A> {
                 &shared.scalars
             }
         };
+        let ones = ones.read(gpu)?;
         let m = scalars.len;
         if m == 0 {
             return Ok(ones);
@@ -283,17 +288,17 @@ impl Split {
         (at(start), at(end))
     }
 
-    /// Σ points[i − start] over the ones i in [start, end), `points` holding those points (device
-    /// words of A); `start` a multiple of [`SPLIT_BLOCK`].
+    /// Adds Σ points[i − start] over the ones i in [start, end) to `into`, `points` holding those
+    /// points (device words of A); `start` a multiple of [`SPLIT_BLOCK`].
     fn sum_ones<A: MsmAffine>(
         &self,
         gpu: &Lane,
         points: &CudaView<'_, u32>,
         (start, end): (usize, usize),
-    ) -> Result<A::Projective, GpuError> {
-        let len = end - start;
+        into: &mut OnesSum<A>,
+    ) -> Result<(), GpuError> {
         check_range(self, points, (start, end), A::WORDS)?;
-        sum_bits::<A>(gpu, points, &self.ones.slice(start / 32..), len)
+        into.add(gpu, points, &self.ones.slice(start / 32..), end - start)
     }
 
     /// Copies the points of the others in [start, end) from `points` (those of [start, end)) to
@@ -366,51 +371,98 @@ impl Split {
     }
 }
 
-/// Σ points[i] over the set bits i < len of `bits` (u32 words, bit i % 32 of word i / 32), both
-/// on the device: each thread of `batch_add` sums the points of [`WORDS_PER_THREAD`] words, then
-/// one tree sums the threads'.
-pub(super) fn sum_bits<A: MsmAffine>(
-    gpu: &Lane,
-    points: &CudaView<'_, u32>,
-    bits: &CudaView<'_, u32>,
-    len: usize,
-) -> Result<A::Projective, GpuError> {
-    let words32 = len.div_ceil(32);
-    if points.len() < len * A::WORDS || bits.len() < words32 || len >= 1 << 31 {
-        return Err(GpuError::InvalidInput {
-            what: "sum of the ones",
-            reason: format!(
-                "{len} bits over {} point words and {} bitmap words (limit 2^31)",
-                points.len(),
-                bits.len()
-            ),
-        });
+/// A sum of points on the device that bitmaps' ones add to, read once at the end: the ranges of a
+/// streamed MSM add theirs without the host waiting for each.
+pub(super) struct OnesSum<A: MsmAffine> {
+    /// One XYZZ point (all zero words: the identity).
+    sum: CudaSlice<u32>,
+    group: std::marker::PhantomData<A>,
+}
+
+impl<A: MsmAffine> OnesSum<A> {
+    pub(super) fn new(gpu: &Lane) -> Result<Self, GpuError> {
+        let words = <A::Projective as XyzzPoint>::XYZZ_WORDS;
+        Ok(OnesSum {
+            sum: gpu.zeros::<u32>(words, "cuMemAlloc (sum of the ones)")?,
+            group: std::marker::PhantomData,
+        })
     }
-    if len == 0 {
-        return Ok(<A::Projective as group::Group>::identity());
+
+    /// Adds Σ points[i] over the set bits i < len of `bits` (u32 words, bit i % 32 of word
+    /// i / 32), both on the device: each warp of `batch_add` sums the points of 32 ×
+    /// [`WORDS_PER_THREAD`] words into a sum per thread, then window sums add those up, in
+    /// segments of at most [`PARTIALS_PER_SEGMENT`] when there are more.
+    pub(super) fn add(
+        &mut self,
+        gpu: &Lane,
+        points: &CudaView<'_, u32>,
+        bits: &CudaView<'_, u32>,
+        len: usize,
+    ) -> Result<(), GpuError> {
+        let words32 = len.div_ceil(32);
+        if points.len() < len * A::WORDS || bits.len() < words32 || len >= 1 << 31 {
+            return Err(GpuError::InvalidInput {
+                what: "sum of the ones",
+                reason: format!(
+                    "{len} bits over {} point words and {} bitmap words (limit 2^31)",
+                    points.len(),
+                    bits.len()
+                ),
+            });
+        }
+        if len == 0 {
+            return Ok(());
+        }
+        // Whole warps: the kernel's shuffles take every lane.
+        let threads = 32 * words32.div_ceil(32 * WORDS_PER_THREAD);
+        let segments = threads.div_ceil(PARTIALS_PER_SEGMENT);
+        let per_segment = threads.div_ceil(segments);
+        let xyzz_words = <A::Projective as XyzzPoint>::XYZZ_WORDS;
+        // Zeroed: the slots past the threads are the identity.
+        let slots = segments * per_segment;
+        gpu.ensure_fits("sum of the ones", 4 * (slots + segments) * xyzz_words)?;
+        let mut partial = gpu.zeros::<u32>(slots * xyzz_words, "cuMemAlloc (sum of the ones)")?;
+        let batch_add = gpu.kernel(A::KERNELS.batch_add)?;
+        let (len32, per32, threads32) = (len as u32, WORDS_PER_THREAD as u32, threads as u32);
+        // SAFETY: `points` holds ≥ len points and `bits` ⌈len/32⌉ words (checked), the kernel
+        // masking the bits past len and reading no word past them; `partial` holds one point per
+        // thread (and more), the kernel writing none past `threads`, whole warps; blocks of the
+        // kernel's BATCH_ADD_THREADS, for its shared queues.
+        unsafe {
+            gpu.stream()
+                .launch_builder(&batch_add)
+                .arg(points)
+                .arg(bits)
+                .arg(&len32)
+                .arg(&per32)
+                .arg(&threads32)
+                .arg(&mut partial)
+                .launch(grid(threads, BATCH_ADD_THREADS))
+                .call(A::KERNELS.batch_add)?;
+        }
+        let (segments32, per32) = (segments as u32, per_segment as u32);
+        if segments == 1 {
+            return window_sums::<A>(
+                gpu,
+                &partial,
+                (1, per32),
+                WindowSums::AddTo,
+                &mut self.sum,
+            );
+        }
+        let mut sums = gpu.zeros::<u32>(segments * xyzz_words, "cuMemAlloc (sum of the ones)")?;
+        window_sums::<A>(gpu, &partial, (segments32, per32), WindowSums::Set, &mut sums)?;
+        window_sums::<A>(gpu, &sums, (1, segments32), WindowSums::AddTo, &mut self.sum)
     }
-    let threads = words32.div_ceil(WORDS_PER_THREAD);
-    let xyzz_words = <A::Projective as XyzzPoint>::XYZZ_WORDS;
-    gpu.ensure_fits("sum of the ones", 4 * threads * xyzz_words)?;
-    let stream = gpu.stream();
-    let mut partial = gpu.zeros::<u32>(threads * xyzz_words, "cuMemAlloc (sum of the ones)")?;
-    let batch_add = gpu.kernel(A::KERNELS.batch_add)?;
-    let (len32, per32, threads32) = (len as u32, WORDS_PER_THREAD as u32, threads as u32);
-    // SAFETY: `points` holds ≥ len points and `bits` ⌈len/32⌉ words (checked), the kernel masking
-    // the bits past len; `partial` holds one point per thread.
-    unsafe {
-        stream
-            .launch_builder(&batch_add)
-            .arg(points)
-            .arg(bits)
-            .arg(&len32)
-            .arg(&per32)
-            .arg(&threads32)
-            .arg(&mut partial)
-            .launch(grid(threads, 128))
-            .call(A::KERNELS.batch_add)?;
+
+    /// The sum, once the device has added everything queued.
+    pub(super) fn read(&self, gpu: &Lane) -> Result<A::Projective, GpuError> {
+        let words = gpu
+            .stream()
+            .clone_dtoh(&self.sum)
+            .call("cuMemcpyDtoH (sum of the ones)")?;
+        A::Projective::from_xyzz(&words)
     }
-    A::Projective::from_xyzz(&tree_sums::<A>(gpu, &partial, 1, threads32)?)
 }
 
 /// The arguments both split kernels begin with: the values, their positions (a null pointer

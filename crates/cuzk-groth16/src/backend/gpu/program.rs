@@ -303,7 +303,7 @@ impl GpuBackend {
                 let h = msm_counted(gpu, stages, ["msm_h_passes", "msm_h_room_bytes"], || {
                     srs.h.msm(gpu, &coefficients, &params.h)
                 });
-                push_copy_wait(stages, "msm_h_copy_wait_ms", gpu);
+                push_copy_wait(stages, "msm_h_copy_wait_ms", gpu)?;
                 h
             };
             match beside {
@@ -315,7 +315,7 @@ impl GpuBackend {
                         (h, joined(streaming))
                     });
                     streamed?;
-                    push_copy_wait(stages, "msm_beside_copy_wait_ms", side);
+                    push_copy_wait(stages, "msm_beside_copy_wait_ms", side)?;
                     (h, Some(beside))
                 }
                 None => (h_msm(stages), None),

@@ -82,9 +82,14 @@ pub(super) fn msm_counted<T>(
 }
 
 /// Records under `key` what `gpu`'s streamed passes waited for their points since it was last
-/// read (see [`Lane::take_copy_wait_ms`]); nothing when it cannot tell.
-pub(super) fn push_copy_wait(stages: &mut Stages, key: &'static str, gpu: &Lane) {
-    if let Ok(Some(ms)) = gpu.take_copy_wait_ms() {
+/// read (see [`Lane::take_copy_wait_ms`]); nothing when more passes ran than it keeps.
+pub(super) fn push_copy_wait(
+    stages: &mut Stages,
+    key: &'static str,
+    gpu: &Lane,
+) -> Result<(), GpuError> {
+    if let Some(ms) = gpu.take_copy_wait_ms()? {
         stages.push(key, ms);
     }
+    Ok(())
 }
