@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaView, LaunchArgs, LaunchConfig, PushKernelArg};
 
-
 use super::{
     exclusive_scan, grid, ranges, resident_passes, stream_points, window_sums, MsmAffine,
     MsmScalars, PointBuffers, WindowSums,
@@ -442,17 +441,23 @@ impl<A: MsmAffine> OnesSum<A> {
         }
         let (segments32, per32) = (segments as u32, per_segment as u32);
         if segments == 1 {
-            return window_sums::<A>(
-                gpu,
-                &partial,
-                (1, per32),
-                WindowSums::AddTo,
-                &mut self.sum,
-            );
+            return window_sums::<A>(gpu, &partial, (1, per32), WindowSums::AddTo, &mut self.sum);
         }
         let mut sums = gpu.zeros::<u32>(segments * xyzz_words, "cuMemAlloc (sum of the ones)")?;
-        window_sums::<A>(gpu, &partial, (segments32, per32), WindowSums::Set, &mut sums)?;
-        window_sums::<A>(gpu, &sums, (1, segments32), WindowSums::AddTo, &mut self.sum)
+        window_sums::<A>(
+            gpu,
+            &partial,
+            (segments32, per32),
+            WindowSums::Set,
+            &mut sums,
+        )?;
+        window_sums::<A>(
+            gpu,
+            &sums,
+            (1, segments32),
+            WindowSums::AddTo,
+            &mut self.sum,
+        )
     }
 
     /// The sum, once the device has added everything queued.
