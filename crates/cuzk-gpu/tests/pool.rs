@@ -15,9 +15,10 @@ use cuzk_gpu::{Lane, MemoryBudget};
 /// The tests of this binary measure the one pool: one at a time.
 static POOL: Mutex<()> = Mutex::new(());
 
-/// The budget this test binary opens its device with: a pool of ~1.4 GiB once the context's
-/// allowance is taken.
-const BUDGET: usize = 2 << 30;
+/// The budget this test binary opens its device with: a pool of ~2 GiB once the context and the
+/// kernels' local memory (~1.7 GB on an H100 or H200: a 6 KiB frame for every thread the device
+/// holds) are taken. At 2 GiB, 192 MiB were left for the pool on an H100 (docs/perf-notes.md).
+const BUDGET: usize = 4 << 30;
 const PIECE: usize = 64 << 20;
 
 /// The device with this binary's budget, held by `test` alone; `None` after saying why it skips.
@@ -43,7 +44,7 @@ fn a_buffer_fits_where_freed_pieces_lie_apart() {
     }
     assert!(
         pieces.len() >= 8,
-        "{} pieces of 64 MiB in a budget of 2 GiB",
+        "{} pieces of 64 MiB in a budget of {BUDGET} bytes",
         pieces.len()
     );
     let kept: Vec<_> = pieces
@@ -81,7 +82,7 @@ fn bytes_held_back_are_left_to_lanes_beside_the_region() {
     assert_eq!(ordinary.held_back(), held, "held back for the whole device");
     let free = |lane: &Lane| lane.memory().unwrap().0;
     let whole = gpu.memory_beside().unwrap().0;
-    assert!(whole > held, "{whole} bytes free in a budget of 2 GiB");
+    assert!(whole > held, "{whole} bytes free in a budget of {BUDGET} bytes");
     assert_eq!(free(&gpu), whole - held);
     assert_eq!(free(&ordinary), whole - held);
     assert_eq!(

@@ -92,11 +92,11 @@ fn time_msm<A: MsmAffine>(
             time_streamed(gpu, host, &scalars, runs, zero_one)?,
         ])
     };
-    let [resident, streamed] = ways(ZeroOneScalars::Auto)?;
+    let [resident, streamed] = ways(ZeroOneScalars::Split)?;
     let zero_one = match table.scalars {
         ScalarShape::Witness => Some(ZeroOneTimes {
             pippenger: ways(ZeroOneScalars::Pippenger)?,
-            split: ways(ZeroOneScalars::Split)?,
+            split: [resident, streamed],
         }),
         ScalarShape::Random => None,
     };
@@ -217,7 +217,7 @@ where
             continue;
         };
         let scalars = DeviceScalars::upload(gpu, &table.scalars(1 << log))?;
-        let ms = time_resident(gpu, bases, &scalars, runs, ZeroOneScalars::Auto)?;
+        let ms = time_resident(gpu, bases, &scalars, runs, ZeroOneScalars::Split)?;
         if !table.json {
             println!(
                 "msm {group:<3} 2^{log:<3} {ms:>10.2} ms (window multiples, {sets} bucket sets)"

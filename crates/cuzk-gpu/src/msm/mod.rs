@@ -525,27 +525,24 @@ pub fn msm<A: MsmAffine>(
 ///
 /// Runs as one Pippenger pass when its working memory fits the device's free memory, otherwise as
 /// consecutive passes over slices of the points, summed on the host; scalars mostly 0 or 1 as
-/// [`ZeroOneScalars::Auto`] decides.
+/// split ([`ZeroOneScalars::Split`]).
 pub fn msm_device<'s, A: MsmAffine>(
     gpu: &Lane,
     bases: &DeviceBases<A>,
     scalars: impl Into<MsmScalars<'s>>,
 ) -> Result<A::Projective, GpuError> {
-    msm_device_with(gpu, bases, scalars, ZeroOneScalars::Auto)
+    msm_device_with(gpu, bases, scalars, ZeroOneScalars::Split)
 }
 
-/// How an MSM over resident bases sums scalars mostly 0 or 1 (a witness's bits).
+/// How an MSM sums scalars mostly 0 or 1 (a witness's bits).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ZeroOneScalars {
-    /// Pippenger where its pass has its full size and pair rounds (with the window multiples, or
-    /// plain), else split. Resident, Pippenger's pair rounds add in affine coordinates sharing
-    /// one inversion, about half the split's mixed additions (docs/perf-notes.md, session 33);
-    /// short of memory, Pippenger's many small passes cost more than the split.
-    Auto,
     /// One Pippenger over every scalar.
     Pippenger,
     /// The ones' points summed directly, the others' gathered for one Pippenger (for scalars
-    /// that are not mostly 0 or 1: Pippenger).
+    /// that are not mostly 0 or 1: Pippenger). The default, resident and streamed: at 2^24 G1
+    /// 5.8 ms against Pippenger's 10.7 resident (H100, docs/perf-notes.md, session 37), and no
+    /// bucket memory for the ones.
     Split,
 }
 
@@ -563,8 +560,7 @@ pub fn msm_device_with<'s, A: MsmAffine>(
     let (free, _) = gpu.settled_memory()?;
     let split = match zero_one {
         ZeroOneScalars::Pippenger => None,
-        ZeroOneScalars::Auto if full_pass_fits(bases, &scalars, n, free) => None,
-        ZeroOneScalars::Auto | ZeroOneScalars::Split => SplitMsm::<A>::of(gpu, &scalars)?,
+        ZeroOneScalars::Split => SplitMsm::<A>::of(gpu, &scalars)?,
     };
     if let Some(mut split) = split {
         split.add(gpu, &points, (0, n))?;
@@ -580,27 +576,6 @@ pub fn msm_device_with<'s, A: MsmAffine>(
         );
     }
     resident_passes::<A>(gpu, &points, &scalars, n)
-}
-
-/// Whether a Pippenger pass over as many of the n scalars as one pass takes fits `free` bytes with
-/// its pair rounds: over the window multiples, or over the plain bases with the pass's scalars
-/// gathered when they are read through positions.
-fn full_pass_fits<A: MsmAffine>(
-    bases: &DeviceBases<A>,
-    scalars: &MsmScalars<'_>,
-    n: usize,
-    free: usize,
-) -> bool {
-    let budget = free.saturating_sub(MEMORY_MARGIN);
-    if bases.shared_params(n, budget).is_some() {
-        return true;
-    }
-    let points = n.min(MAX_PASS);
-    let gathered = match scalars.index() {
-        Some(_) => points * SCALAR_WORDS * 4,
-        None => 0,
-    };
-    Pass::within::<A>(MsmParams::new(points), budget, gathered, true).is_some()
 }
 
 /// The sets of buckets an MSM over the first n of `bases` now has its windows share, if it can:
@@ -623,14 +598,13 @@ pub fn shared_bucket_sets<A: MsmAffine>(
 /// page-locked memory ([`Pinned`](crate::Pinned), or memory locked in place by [`HostLocked`](crate::HostLocked));
 /// from pageable memory the driver stages each one and the host waits for it.
 ///
-/// Scalars mostly 0 or 1 are split ([`ZeroOneScalars::Auto`] is [`ZeroOneScalars::Split`] here):
-/// the copies bound a streamed MSM, and the split needs no bucket memory for the ones.
+/// Scalars mostly 0 or 1 are split ([`ZeroOneScalars::Split`]).
 pub fn msm_streamed<'s, A: MsmAffine>(
     gpu: &Lane,
     points: &[A],
     scalars: impl Into<MsmScalars<'s>>,
 ) -> Result<A::Projective, GpuError> {
-    msm_streamed_with(gpu, points, scalars, ZeroOneScalars::Auto)
+    msm_streamed_with(gpu, points, scalars, ZeroOneScalars::Split)
 }
 
 /// [`msm_streamed`] with the way scalars mostly 0 or 1 are summed chosen: for benchmarks and
@@ -648,7 +622,7 @@ pub fn msm_streamed_with<'s, A: MsmAffine>(
     }
     let split = match zero_one {
         ZeroOneScalars::Pippenger => None,
-        ZeroOneScalars::Auto | ZeroOneScalars::Split => SplitMsm::<A>::of(gpu, &scalars)?,
+        ZeroOneScalars::Split => SplitMsm::<A>::of(gpu, &scalars)?,
     };
     if let Some(mut split) = split {
         let (free, _) = gpu.settled_memory()?;
