@@ -82,7 +82,10 @@ fn bytes_held_back_are_left_to_lanes_beside_the_region() {
     assert_eq!(ordinary.held_back(), held, "held back for the whole device");
     let free = |lane: &Lane| lane.memory().unwrap().0;
     let whole = gpu.memory_beside().unwrap().0;
-    assert!(whole > held, "{whole} bytes free in a budget of {BUDGET} bytes");
+    assert!(
+        whole > held,
+        "{whole} bytes free in a budget of {BUDGET} bytes"
+    );
     assert_eq!(free(&gpu), whole - held);
     assert_eq!(free(&ordinary), whole - held);
     assert_eq!(
