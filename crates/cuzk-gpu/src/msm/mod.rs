@@ -540,9 +540,9 @@ pub enum ZeroOneScalars {
     /// One Pippenger over every scalar.
     Pippenger,
     /// The ones' points summed directly, the others' gathered for one Pippenger (for scalars
-    /// that are not mostly 0 or 1: Pippenger). The default, resident and streamed: at 2^24 G1
-    /// 5.8 ms against Pippenger's 10.7 resident (H100, docs/perf-notes.md, session 37), and no
-    /// bucket memory for the ones.
+    /// that are not mostly 0 or 1: Pippenger). The default, resident and streamed: faster than
+    /// Pippenger's pair rounds (measured: docs/performance.md, "Why the code is as it is"), and
+    /// no bucket memory for the ones.
     Split,
 }
 

@@ -31,7 +31,8 @@ const WORDS_PER_THREAD: usize = 8;
 /// Threads per block of `batch_add` (`BATCH_ADD_THREADS` in `cuda/msm/batch_add.cuh`).
 const BATCH_ADD_THREADS: u32 = 128;
 /// Threads' sums of `batch_add` one block of the window-sum kernel adds up: a few additions per
-/// thread. One block over all of them would be one SM adding, for tens of ms at 2^27.
+/// thread. One block over all of them would be one SM adding, for tens of ms at 2^27 (measured:
+/// docs/performance.md, "Why the code is as it is").
 const PARTIALS_PER_SEGMENT: usize = 1024;
 
 /// An MSM over scalars mostly 0 or 1 in three steps, so that its points can arrive in pieces,
