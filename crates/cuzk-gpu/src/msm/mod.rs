@@ -557,7 +557,6 @@ pub fn msm_device_with<'s, A: MsmAffine>(
     let scalars = scalars.into();
     let n = scalars_within("MSM", &scalars, bases.len())?;
     let points = bases.words.slice(..n * A::WORDS);
-    let (free, _) = gpu.settled_memory()?;
     let split = match zero_one {
         ZeroOneScalars::Pippenger => None,
         ZeroOneScalars::Split => SplitMsm::<A>::of(gpu, &scalars)?,
@@ -566,6 +565,7 @@ pub fn msm_device_with<'s, A: MsmAffine>(
         split.add(gpu, &points, (0, n))?;
         return split.finish(gpu);
     }
+    let (free, _) = gpu.settled_memory()?;
     if let Some(p) = bases.shared_params(n, free.saturating_sub(MEMORY_MARGIN)) {
         return pippenger::<A>(
             gpu,

@@ -390,8 +390,8 @@ impl<A: MsmAffine> OnesSum<A> {
 
     /// Adds Σ points[i] over the set bits i < len of `bits` (u32 words, bit i % 32 of word
     /// i / 32), both on the device: each warp of `batch_add` sums the points of 32 ×
-    /// [`WORDS_PER_THREAD`] words into a sum per thread, then window sums add those up, in
-    /// segments of at most [`PARTIALS_PER_SEGMENT`] when there are more.
+    /// [`WORDS_PER_THREAD`] words into a sum per thread, then window sums add those up in
+    /// segments of at most [`PARTIALS_PER_SEGMENT`], and the segments' sums to the total.
     pub(super) fn add(
         &mut self,
         gpu: &Lane,
@@ -440,25 +440,11 @@ impl<A: MsmAffine> OnesSum<A> {
                 .launch(grid(threads, BATCH_ADD_THREADS))
                 .call(A::KERNELS.batch_add)?;
         }
-        let (segments32, per32) = (segments as u32, per_segment as u32);
-        if segments == 1 {
-            return window_sums::<A>(gpu, &partial, (1, per32), WindowSums::AddTo, &mut self.sum);
-        }
+        // Each segment's sum, then theirs added to the total (one segment: a one-point sum).
+        let level = (segments as u32, per_segment as u32);
         let mut sums = gpu.zeros::<u32>(segments * xyzz_words, "cuMemAlloc (sum of the ones)")?;
-        window_sums::<A>(
-            gpu,
-            &partial,
-            (segments32, per32),
-            WindowSums::Set,
-            &mut sums,
-        )?;
-        window_sums::<A>(
-            gpu,
-            &sums,
-            (1, segments32),
-            WindowSums::AddTo,
-            &mut self.sum,
-        )
+        window_sums::<A>(gpu, &partial, level, WindowSums::Set, &mut sums)?;
+        window_sums::<A>(gpu, &sums, (1, level.0), WindowSums::AddTo, &mut self.sum)
     }
 
     /// The sum, once the device has added everything queued.
