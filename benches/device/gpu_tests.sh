@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs GPU test binaries on the device: every executable of the pack but `cuzk` and scripts, one
 # test at a time (they share one GPU), then a table of each binary's result.
-# Usage: [HOLD=16] benches/device/gpu_tests.sh PACK [CUZK_GPU_TEST_MAX_LOG]
+# Usage: [HOLD=16] [ONLY="pool msm"] benches/device/gpu_tests.sh PACK [CUZK_GPU_TEST_MAX_LOG]
 #   PACK: `cargo xtask gpu-bundle --pack .pack/all.tar.xz` here (carry .pack). HOLD=N runs them
-#   with N GiB of device memory free (hold.sh), as on a smaller card.
+#   with N GiB of device memory free (hold.sh), as on a smaller card. ONLY names the binaries to
+#   run, in that order (default: every one).
 set -uo pipefail
 PACK=${1:?usage: gpu_tests.sh PACK [MAX_LOG]}
 export CUZK_GPU_TEST_MAX_LOG=${2:-20}
@@ -18,7 +19,9 @@ hold "${HOLD:-max}"
 trap release EXIT
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader
 results=()
-for test in "$BIN"/*; do
+tests=("$BIN"/*)
+[ -n "${ONLY:-}" ] && read -ra tests <<< "$(printf "$BIN/%s " $ONLY)"
+for test in "${tests[@]}"; do
   name=$(basename "$test")
   case $name in cuzk | *.sh | COMMIT) continue ;; esac
   start=$SECONDS
