@@ -679,7 +679,7 @@ impl Daemon {
         let failed = |timings: Timings, error: String| {
             self.ended(job, Status::Failed, Vec::new(), error, timings)
         };
-        let (lease, srs_load_ms) = match self.parts.srs.acquire(circuit).await {
+        let (lease, srs_load_ms) = match self.parts.srs.acquire(circuit, job.priority).await {
             Ok(acquired) => acquired,
             Err(e) => return failed(timings, format!("parameters: {e}")),
         };

@@ -10,12 +10,19 @@
 //! with it takes is checked against the host's memory ([`HostBudgets::check`]): one that can
 //! never fit fails at once, naming memory. Device memory is the backends'
 //! to manage (they evict their least recently used idle sets when a new one does not fit).
+//!
+//! A load that waits for room is not starved by less urgent work: while it waits, less urgent
+//! jobs take no new use of any other set (they wait with it), so the sets in use go idle as
+//! the proofs already submitted with them end, and a HIGH or CRITICAL load evicts them without
+//! waiting for `eviction_min_idle` — a WindowPoSt meeting a host full of PoRep and SnapDeals
+//! sets in use loads its own once the proofs submitted before it end, evicting none in use.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use cuzk_pipeline::Devices;
+use cuzk_pipeline::{Devices, Priority};
 use tokio::sync::{watch, Notify};
 
 use crate::circuits::{Circuits, ParamSet};
@@ -74,7 +81,11 @@ struct Inner {
     memory: HostBudgets,
     min_idle: Duration,
     sets: Mutex<HashMap<String, Entry>>,
-    /// Fired when a lease ends or a set goes: a waiting load may now fit.
+    /// Loads waiting for room; locked only inside `sets`, so the two never deadlock.
+    waiting: Mutex<Vec<Waiter>>,
+    next_waiter: AtomicU64,
+    /// Fired when a lease ends, a set goes or a waiting load stops waiting: a waiting load may
+    /// now fit, a held-back use may now go ahead.
     released: Notify,
     metrics: Arc<Metrics>,
 }
@@ -112,6 +123,27 @@ impl Drop for Use {
     }
 }
 
+/// A load waiting for room, and how urgent the work that wants it is.
+struct Waiter {
+    id: u64,
+    circuit: String,
+    priority: Priority,
+}
+
+/// A load's place among the waiters, while it waits; dropping it (the load fits, fails, or its
+/// caller goes away) lets the uses it held back go ahead.
+struct WaitingLoad {
+    inner: Arc<Inner>,
+    id: u64,
+}
+
+impl Drop for WaitingLoad {
+    fn drop(&mut self) {
+        self.inner.waiters().retain(|w| w.id != self.id);
+        self.inner.released.notify_waiters();
+    }
+}
+
 /// A set in use: while it lives the set is not evicted.
 pub struct Lease {
     _use: Use,
@@ -144,6 +176,19 @@ impl Inner {
     fn sets(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
         // Every change under this lock completes or changes nothing.
         self.sets.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Taken only while `sets` is held, or alone (never the other way round).
+    fn waiters(&self) -> MutexGuard<'_, Vec<Waiter>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether a load of another set, for work more urgent than `priority`, waits for room: a
+    /// new use of `circuit` would keep a set in use (or take budget) that it needs.
+    fn outranked(&self, circuit: &str, priority: Priority) -> bool {
+        self.waiters()
+            .iter()
+            .any(|w| w.priority > priority && w.circuit != circuit)
     }
 
     /// Warm bytes held now, sets being loaded counted at their size on disk.
@@ -197,9 +242,20 @@ impl Inner {
         }
     }
 
-    /// Evicts idle sets, least recently used first and only those idle for `min_idle`, until
-    /// `needed` more bytes fit the budget; `Fits` when they do, else how long to wait.
-    fn evict_idle(&self, sets: &mut HashMap<String, Entry>, needed: u64, for_whom: &str) -> Room {
+    /// Evicts idle sets, least recently used first and only those idle for `min_idle` (any
+    /// idle set for work of HIGH priority or above), until `needed` more bytes fit the budget;
+    /// `Fits` when they do, else how long to wait.
+    fn evict_idle(
+        &self,
+        sets: &mut HashMap<String, Entry>,
+        needed: u64,
+        for_whom: &str,
+        priority: Priority,
+    ) -> Room {
+        let min_idle = match priority >= Priority::High {
+            true => Duration::ZERO,
+            false => self.min_idle,
+        };
         loop {
             if Self::held(sets) + needed <= self.budget {
                 return Room::Fits;
@@ -211,7 +267,7 @@ impl Inner {
                 .min_by_key(|(_, e)| e.last_used)
                 .map(|(name, e)| (name.clone(), now.duration_since(e.last_used)));
             match idle {
-                Some((name, idle)) if idle >= self.min_idle => {
+                Some((name, idle)) if idle >= min_idle => {
                     if let Some(Entry {
                         slot: Slot::Ready(set),
                         ..
@@ -225,7 +281,7 @@ impl Inner {
                         );
                     }
                 }
-                Some((_, idle)) => return Room::Wait(Some(self.min_idle - idle)),
+                Some((_, idle)) => return Room::Wait(Some(min_idle - idle)),
                 None => return Room::Wait(None),
             }
         }
@@ -263,28 +319,34 @@ impl SrsManager {
                 memory,
                 min_idle,
                 sets: Mutex::new(HashMap::new()),
+                waiting: Mutex::new(Vec::new()),
+                next_waiter: AtomicU64::new(0),
                 released: Notify::new(),
                 metrics,
             }),
         }
     }
 
-    /// The circuit's set, loading it (and placing it on the GPUs) if needed; also returns how
-    /// long this call waited for loading, 0 when the set was ready.
-    pub async fn acquire(&self, circuit: &str) -> Result<(Lease, u64), DaemonError> {
+    /// The circuit's set for work of `priority`, loading it (and placing it on the GPUs) if
+    /// needed; also returns how long this call waited, 0 when the set was ready.
+    pub async fn acquire(
+        &self,
+        circuit: &str,
+        priority: Priority,
+    ) -> Result<(Lease, u64), DaemonError> {
         let start = Instant::now();
-        let lease = self.ready(circuit).await?;
+        let lease = self.ready(circuit, priority).await?;
         Ok((lease, start.elapsed().as_millis() as u64))
     }
 
-    /// Loads a set and places it on the GPUs without holding it.
+    /// Loads a set and places it on the GPUs without holding it (as work of NORMAL priority).
     pub async fn preload(&self, circuit: &str) -> Result<Preloaded, DaemonError> {
         self.inner.circuits.describe(circuit)?;
         let already_loaded = matches!(
             self.inner.sets().get(circuit).map(|e| &e.slot),
             Some(Slot::Ready(_))
         );
-        let (lease, load_ms) = self.acquire(circuit).await?;
+        let (lease, load_ms) = self.acquire(circuit, Priority::Normal).await?;
         if already_loaded {
             // Placed when it loaded, but the backend may have pushed it off a device since.
             let inner = Arc::clone(&self.inner);
@@ -411,15 +473,20 @@ impl SrsManager {
         }
     }
 
-    /// The set, ready: joins a load in flight, or starts one once there is room.
-    async fn ready(&self, circuit: &str) -> Result<Lease, DaemonError> {
+    /// The set, ready: joins a load in flight, or starts one once there is room and no more
+    /// urgent load waits for it.
+    async fn ready(&self, circuit: &str, priority: Priority) -> Result<Lease, DaemonError> {
+        let mut waiting_load: Option<WaitingLoad> = None;
         loop {
             let released = self.inner.released.notified();
             tokio::pin!(released);
             released.as_mut().enable();
             let waiting = {
                 let mut sets = self.inner.sets();
+                let loading = matches!(sets.get(circuit).map(|e| &e.slot), Some(Slot::Loading(_)));
                 match sets.get_mut(circuit) {
+                    // Held back (a load already under way is joined: its room is taken).
+                    _ if !loading && self.inner.outranked(circuit, priority) => Err(None),
                     Some(entry) => {
                         entry.users += 1;
                         entry.last_used = Instant::now();
@@ -435,12 +502,16 @@ impl SrsManager {
                     }
                     None => {
                         let needed = self.cold_bytes(circuit);
-                        match self.make_room(&mut sets, circuit, needed)? {
+                        match self.make_room(&mut sets, circuit, needed, priority)? {
                             Room::Fits => {
                                 let receiver = self.start_load(&mut sets, circuit, needed);
                                 Ok((self.counted(circuit), receiver))
                             }
-                            Room::Wait(until) => Err(until),
+                            Room::Wait(until) => {
+                                waiting_load
+                                    .get_or_insert_with(|| self.wait_for_room(circuit, priority));
+                                Err(until)
+                            }
                         }
                     }
                 }
@@ -457,6 +528,20 @@ impl SrsManager {
                     None => released.await,
                 },
             }
+        }
+    }
+
+    /// Counts a load as waiting for room, for the uses it holds back; the caller holds `sets`.
+    fn wait_for_room(&self, circuit: &str, priority: Priority) -> WaitingLoad {
+        let id = self.inner.next_waiter.fetch_add(1, Ordering::Relaxed);
+        self.inner.waiters().push(Waiter {
+            id,
+            circuit: circuit.to_owned(),
+            priority,
+        });
+        WaitingLoad {
+            inner: Arc::clone(&self.inner),
+            id,
         }
     }
 
@@ -493,6 +578,7 @@ impl SrsManager {
         sets: &mut HashMap<String, Entry>,
         circuit: &str,
         needed: u64,
+        priority: Priority,
     ) -> Result<Room, DaemonError> {
         if let Some(files) = self.inner.circuits.set_files(circuit) {
             let check = self.inner.memory.check(&files);
@@ -511,7 +597,7 @@ impl SrsManager {
                 ),
             });
         }
-        Ok(self.inner.evict_idle(sets, needed, circuit))
+        Ok(self.inner.evict_idle(sets, needed, circuit, priority))
     }
 
     /// Starts loading a set nobody else is loading, counting the caller as its first user. The
@@ -554,7 +640,9 @@ impl SrsManager {
                         entry.slot = Slot::Ready(Arc::clone(set));
                     }
                     // Its size may not have been known before it loaded.
-                    if let Room::Wait(_) = inner.evict_idle(&mut sets, 0, &circuit) {
+                    if let Room::Wait(_) =
+                        inner.evict_idle(&mut sets, 0, &circuit, Priority::Normal)
+                    {
                         tracing::warn!(
                             %circuit,
                             held = Inner::held(&sets),
@@ -684,9 +772,9 @@ mod tests {
         drop(leases);
         assert_eq!(loaded(&srs), vec![("a".into(), Tier::Hot, 0)]);
 
-        let failed = srs.acquire("bad").await.unwrap_err();
+        let failed = srs.acquire("bad", Priority::Normal).await.unwrap_err();
         assert!(failed.to_string().contains("the disk said no"), "{failed}");
-        let (_lease, waited) = srs.acquire("bad").await.unwrap();
+        let (_lease, waited) = srs.acquire("bad", Priority::Normal).await.unwrap();
         assert!(waited > 0);
         assert_eq!(fake.loads.load(Ordering::SeqCst), 3);
     }
@@ -696,7 +784,9 @@ mod tests {
             .map(|_| {
                 let srs = srs.clone();
                 let circuit = circuit.to_owned();
-                tokio::spawn(async move { srs.acquire(&circuit).await.unwrap().0 })
+                tokio::spawn(
+                    async move { srs.acquire(&circuit, Priority::Normal).await.unwrap().0 },
+                )
             })
             .collect();
         let mut leases = Vec::new();
@@ -710,17 +800,17 @@ mod tests {
     async fn the_least_recently_used_idle_set_makes_room() {
         let fake = Fake::new();
         let srs = manager(&fake, 250, Duration::ZERO);
-        drop(srs.acquire("a").await.unwrap());
-        drop(srs.acquire("b").await.unwrap());
-        drop(srs.acquire("a").await.unwrap());
-        drop(srs.acquire("c").await.unwrap());
+        drop(srs.acquire("a", Priority::Normal).await.unwrap());
+        drop(srs.acquire("b", Priority::Normal).await.unwrap());
+        drop(srs.acquire("a", Priority::Normal).await.unwrap());
+        drop(srs.acquire("c", Priority::Normal).await.unwrap());
         let names: Vec<String> = loaded(&srs).into_iter().map(|s| s.0).collect();
         assert_eq!(names, ["a", "c"], "b was the least recently used");
         assert_eq!(srs.warm_bytes(), 200);
         // Cold: on disk, not loaded.
         assert!(srs.status().iter().all(|s| s.circuit != "b"));
         let big = manager(&fake, 50, Duration::ZERO)
-            .acquire("a")
+            .acquire("a", Priority::Normal)
             .await
             .unwrap_err();
         assert!(big.to_string().contains("budget"), "{big}");
@@ -730,10 +820,10 @@ mod tests {
     async fn a_set_in_use_is_never_evicted_and_a_load_waits_for_room() {
         let fake = Fake::new();
         let srs = manager(&fake, 150, Duration::ZERO);
-        let (held, _) = srs.acquire("a").await.unwrap();
+        let (held, _) = srs.acquire("a", Priority::Normal).await.unwrap();
         let waiting = {
             let srs = srs.clone();
-            tokio::spawn(async move { srs.acquire("b").await.unwrap() })
+            tokio::spawn(async move { srs.acquire("b", Priority::Normal).await.unwrap() })
         };
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert!(!waiting.is_finished(), "b must wait while a is in use");
@@ -759,9 +849,9 @@ mod tests {
     async fn a_set_goes_only_after_eviction_min_idle() {
         let fake = Fake::new();
         let srs = manager(&fake, 150, Duration::from_millis(300));
-        drop(srs.acquire("a").await.unwrap());
+        drop(srs.acquire("a", Priority::Normal).await.unwrap());
         let start = Instant::now();
-        let (_b, _) = srs.acquire("b").await.unwrap();
+        let (_b, _) = srs.acquire("b", Priority::Normal).await.unwrap();
         assert!(
             start.elapsed() >= Duration::from_millis(250),
             "{:?}",
@@ -769,6 +859,72 @@ mod tests {
         );
         let names: Vec<String> = loaded(&srs).into_iter().map(|s| s.0).collect();
         assert_eq!(names, ["b"]);
+    }
+
+    /// Acquires `circuit` at `priority` in a task of its own.
+    fn spawn_acquire(
+        srs: &SrsManager,
+        circuit: &'static str,
+        priority: Priority,
+    ) -> tokio::task::JoinHandle<Lease> {
+        let srs = srs.clone();
+        tokio::spawn(async move { srs.acquire(circuit, priority).await.unwrap().0 })
+    }
+
+    async fn finishes(task: tokio::task::JoinHandle<Lease>) -> Lease {
+        tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .unwrap()
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_more_urgent_load_waiting_for_room_holds_back_new_uses_of_other_sets() {
+        // Two sets fill the budget, both in use by NORMAL work; a HIGH one (a WindowPoSt) waits.
+        let fake = Fake::new();
+        let srs = manager(&fake, 200, Duration::ZERO);
+        let (a, _) = srs.acquire("a", Priority::Normal).await.unwrap();
+        let (b, _) = srs.acquire("b", Priority::Normal).await.unwrap();
+        let urgent = spawn_acquire(&srs, "c", Priority::High);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(
+            !urgent.is_finished(),
+            "c must wait while a and b are in use"
+        );
+        // New NORMAL work on a loaded set waits with it; as urgent work does not.
+        let held_back = spawn_acquire(&srs, "a", Priority::Normal);
+        let as_urgent = finishes(spawn_acquire(&srs, "a", Priority::High)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(
+            !held_back.is_finished(),
+            "a NORMAL use of a must wait for c"
+        );
+        drop(as_urgent);
+        // b's last proof ends: c evicts it (never a set in use) and loads; a's use goes ahead.
+        drop(b);
+        let c = finishes(urgent).await;
+        let names: Vec<String> = loaded(&srs).into_iter().map(|s| s.0).collect();
+        assert_eq!(names, ["a", "c"]);
+        let a_again = finishes(held_back).await;
+        drop((a, a_again, c));
+        // Without the urgent load, a NORMAL use of a loaded set never waits.
+        let (_a, waited) = srs.acquire("a", Priority::Normal).await.unwrap();
+        assert_eq!(waited, 0);
+    }
+
+    #[tokio::test]
+    async fn urgent_loads_evict_idle_sets_without_waiting_for_min_idle() {
+        let fake = Fake::new();
+        let srs = manager(&fake, 100, Duration::from_secs(3600));
+        drop(srs.acquire("a", Priority::Normal).await.unwrap());
+        // NORMAL work would wait an hour for a to be idle long enough; HIGH work does not.
+        let normal = spawn_acquire(&srs, "b", Priority::Normal);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!normal.is_finished());
+        normal.abort();
+        let (_c, _) = srs.acquire("c", Priority::High).await.unwrap();
+        let names: Vec<String> = loaded(&srs).into_iter().map(|s| s.0).collect();
+        assert_eq!(names, ["c"]);
     }
 
     #[tokio::test]
