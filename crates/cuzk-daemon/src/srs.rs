@@ -27,6 +27,7 @@ use tokio::sync::{watch, Notify};
 
 use crate::circuits::{Circuits, ParamSet};
 use crate::error::DaemonError;
+use crate::kinds::priority_name;
 use crate::memory::HostBudgets;
 use crate::metrics::Metrics;
 
@@ -53,6 +54,8 @@ pub struct SetStatus {
     pub plans: Vec<String>,
     /// Where its compiled R1CS came from, for a loaded set that has one.
     pub r1cs: Option<String>,
+    /// A load of it waiting for room: for whose work, and for how long.
+    pub waiting: Option<String>,
 }
 
 /// What a load ends with, shared by everyone who waited for it.
@@ -128,6 +131,7 @@ struct Waiter {
     id: u64,
     circuit: String,
     priority: Priority,
+    since: Instant,
 }
 
 /// A load's place among the waiters, while it waits; dropping it (the load fits, fails, or its
@@ -418,6 +422,7 @@ impl SrsManager {
                         evictable: entry.users == 0 && idle >= self.inner.min_idle,
                         plans: self.inner.plans(set),
                         r1cs: set.r1cs_origin.clone(),
+                        waiting: None,
                     },
                     Slot::Loading(_) => SetStatus {
                         circuit: circuit.clone(),
@@ -428,12 +433,19 @@ impl SrsManager {
                         evictable: false,
                         plans: Vec::new(),
                         r1cs: None,
+                        waiting: None,
                     },
                 }
             })
             .collect();
         drop(sets);
-        for circuit in self.inner.circuits.on_disk() {
+        let waiting: Vec<String> = self
+            .inner
+            .waiters()
+            .iter()
+            .map(|w| w.circuit.clone())
+            .collect();
+        for circuit in self.inner.circuits.on_disk().into_iter().chain(waiting) {
             if !status.iter().any(|s| s.circuit == circuit) {
                 status.push(SetStatus {
                     bytes: self.cold_bytes(&circuit),
@@ -444,6 +456,26 @@ impl SrsManager {
                     evictable: false,
                     plans: Vec::new(),
                     r1cs: None,
+                    waiting: None,
+                });
+            }
+        }
+        // Each set's most urgent waiting load.
+        let mut waiters: Vec<(Priority, String, Duration)> = self
+            .inner
+            .waiters()
+            .iter()
+            .map(|w| (w.priority, w.circuit.clone(), w.since.elapsed()))
+            .collect();
+        waiters.sort_by(|a, b| b.0.cmp(&a.0));
+        for (priority, circuit, waited) in waiters {
+            if let Some(set) = status.iter_mut().find(|s| s.circuit == circuit) {
+                set.waiting.get_or_insert_with(|| {
+                    format!(
+                        "for {} work for {:.1} s; less urgent work waits with it",
+                        priority_name(priority),
+                        waited.as_secs_f64()
+                    )
                 });
             }
         }
@@ -538,6 +570,7 @@ impl SrsManager {
             id,
             circuit: circuit.to_owned(),
             priority,
+            since: Instant::now(),
         });
         WaitingLoad {
             inner: Arc::clone(&self.inner),
@@ -891,6 +924,12 @@ mod tests {
             !urgent.is_finished(),
             "c must wait while a and b are in use"
         );
+        let waiting = |srs: &SrsManager| {
+            let status = srs.status().into_iter().find(|s| s.circuit == "c");
+            status.and_then(|s| s.waiting)
+        };
+        let shown = waiting(&srs).unwrap_or_default();
+        assert!(shown.starts_with("for HIGH work for "), "{shown}");
         // New NORMAL work on a loaded set waits with it; as urgent work does not.
         let held_back = spawn_acquire(&srs, "a", Priority::Normal);
         let as_urgent = finishes(spawn_acquire(&srs, "a", Priority::High)).await;
@@ -905,6 +944,7 @@ mod tests {
         let c = finishes(urgent).await;
         let names: Vec<String> = loaded(&srs).into_iter().map(|s| s.0).collect();
         assert_eq!(names, ["a", "c"]);
+        assert_eq!(waiting(&srs), None);
         let a_again = finishes(held_back).await;
         drop((a, a_again, c));
         // Without the urgent load, a NORMAL use of a loaded set never waits.

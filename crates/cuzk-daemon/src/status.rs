@@ -51,6 +51,7 @@ pub fn status_reply(report: StatusReport) -> proto::GetStatusResponse {
                 ref_count: u32::try_from(set.users).unwrap_or(u32::MAX),
                 device_plans: set.plans,
                 r1cs: set.r1cs.unwrap_or_default(),
+                waiting: set.waiting.unwrap_or_default(),
             })
             .collect(),
         queues: report
@@ -99,6 +100,7 @@ pub fn status_json(status: &proto::GetStatusResponse) -> Value {
             "ref_count": set.ref_count,
             "device_plans": set.device_plans,
             "r1cs": set.r1cs,
+            "waiting": set.waiting,
         })).collect::<Vec<_>>(),
         "queues": status.queues.iter().map(|queue| json!({
             "proof_kind": queue.proof_kind,
