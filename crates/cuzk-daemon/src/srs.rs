@@ -467,7 +467,7 @@ impl SrsManager {
             .iter()
             .map(|w| (w.priority, w.circuit.clone(), w.since.elapsed()))
             .collect();
-        waiters.sort_by(|a, b| b.0.cmp(&a.0));
+        waiters.sort_by_key(|w| std::cmp::Reverse(w.0));
         for (priority, circuit, waited) in waiters {
             if let Some(set) = status.iter_mut().find(|s| s.circuit == circuit) {
                 set.waiting.get_or_insert_with(|| {
