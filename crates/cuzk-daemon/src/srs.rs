@@ -537,6 +537,8 @@ impl SrsManager {
                         match self.make_room(&mut sets, circuit, needed, priority)? {
                             Room::Fits => {
                                 let receiver = self.start_load(&mut sets, circuit, needed);
+                                // Its room is taken: the uses it held back go ahead.
+                                waiting_load = None;
                                 Ok((self.counted(circuit), receiver))
                             }
                             Room::Wait(until) => {
