@@ -439,13 +439,21 @@ impl SrsManager {
             })
             .collect();
         drop(sets);
-        let waiting: Vec<String> = self
+        // The loads waiting for room, the most urgent first: each set shows its first.
+        let mut waiting: Vec<(String, Priority, String)> = self
             .inner
             .waiters()
             .iter()
-            .map(|w| w.circuit.clone())
+            .map(|w| {
+                let (name, secs) = (priority_name(w.priority), w.since.elapsed().as_secs_f64());
+                let says =
+                    format!("for {name} work for {secs:.1} s; less urgent work waits with it");
+                (w.circuit.clone(), w.priority, says)
+            })
             .collect();
-        for circuit in self.inner.circuits.on_disk().into_iter().chain(waiting) {
+        waiting.sort_by_key(|w| std::cmp::Reverse(w.1));
+        let waited_for = waiting.iter().map(|w| w.0.clone());
+        for circuit in self.inner.circuits.on_disk().into_iter().chain(waited_for) {
             if !status.iter().any(|s| s.circuit == circuit) {
                 status.push(SetStatus {
                     bytes: self.cold_bytes(&circuit),
@@ -460,23 +468,9 @@ impl SrsManager {
                 });
             }
         }
-        // Each set's most urgent waiting load.
-        let mut waiters: Vec<(Priority, String, Duration)> = self
-            .inner
-            .waiters()
-            .iter()
-            .map(|w| (w.priority, w.circuit.clone(), w.since.elapsed()))
-            .collect();
-        waiters.sort_by_key(|w| std::cmp::Reverse(w.0));
-        for (priority, circuit, waited) in waiters {
+        for (circuit, _, says) in waiting {
             if let Some(set) = status.iter_mut().find(|s| s.circuit == circuit) {
-                set.waiting.get_or_insert_with(|| {
-                    format!(
-                        "for {} work for {:.1} s; less urgent work waits with it",
-                        priority_name(priority),
-                        waited.as_secs_f64()
-                    )
-                });
+                set.waiting.get_or_insert(says);
             }
         }
         status.sort_by(|a, b| a.circuit.cmp(&b.circuit));
