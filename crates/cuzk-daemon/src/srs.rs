@@ -16,12 +16,23 @@
 //! the proofs already submitted with them end, and a HIGH or CRITICAL load evicts them without
 //! waiting for `eviction_min_idle` — a WindowPoSt meeting a host full of PoRep and SnapDeals
 //! sets in use loads its own once the proofs submitted before it end, evicting none in use.
+//!
+//! Before any set is evicted or waited for, room is made by **settling**: a set every device in
+//! service holds wholly resident (no query streamed) keeps its points there and lets its host
+//! copy go, in use or not ([`ProverBackend::settle`](cuzk_groth16::ProverBackend::settle)). Its
+//! new uses prove from the devices alone; the copy is freed once the proofs that already hold it
+//! end, and counts against the budget until then. So on an H200 beside a 128 GiB host the 32 GiB
+//! PoRep and WindowPoSt sets can stay on the device while SnapDeals' streams from the host. A
+//! settled set is never pushed off a device for room (there is no copy to place it from again):
+//! evicting it here frees it, and when a device in service lacks it (one added since) it is read
+//! from disk again at its next use that finds it idle.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
+use cuzk_groth16::Parameters;
 use cuzk_pipeline::{Devices, Priority};
 use tokio::sync::{watch, Notify};
 
@@ -56,6 +67,8 @@ pub struct SetStatus {
     pub r1cs: Option<String>,
     /// A load of it waiting for room: for whose work, and for how long.
     pub waiting: Option<String>,
+    /// Its points are kept on the devices only: its host copy went to make room (settled).
+    pub settled: bool,
 }
 
 /// What a load ends with, shared by everyone who waited for it.
@@ -86,6 +99,9 @@ struct Inner {
     sets: Mutex<HashMap<String, Entry>>,
     /// Loads waiting for room; locked only inside `sets`, so the two never deadlock.
     waiting: Mutex<Vec<Waiter>>,
+    /// Host copies of settled sets that proofs submitted before the settling still hold;
+    /// locked only inside `sets`.
+    draining: Mutex<Vec<Draining>>,
     next_waiter: AtomicU64,
     /// Fired when a lease ends, a set goes or a waiting load stops waiting: a waiting load may
     /// now fit, a held-back use may now go ahead.
@@ -125,6 +141,16 @@ impl Drop for Use {
         self.inner.released.notify_waiters();
     }
 }
+
+/// A settled set's host copy, counted until the last proof holding it lets it go.
+struct Draining {
+    params: Weak<Parameters>,
+    bytes: u64,
+}
+
+/// How often a load waiting only for settled sets' host copies to drain looks again (their last
+/// holders are proofs ending, which do not all say so).
+const DRAIN_POLL: Duration = Duration::from_millis(200);
 
 /// A load waiting for room, and how urgent the work that wants it is.
 struct Waiter {
@@ -195,14 +221,96 @@ impl Inner {
             .any(|w| w.priority > priority && w.circuit != circuit)
     }
 
-    /// Warm bytes held now, sets being loaded counted at their size on disk.
-    fn held(sets: &HashMap<String, Entry>) -> u64 {
-        sets.values()
+    /// Warm bytes held now, sets being loaded counted at their size on disk, settled sets' host
+    /// copies until they are freed; the caller holds `sets`.
+    fn held(&self, sets: &HashMap<String, Entry>) -> u64 {
+        let entries: u64 = sets
+            .values()
             .map(|e| match &e.slot {
                 Slot::Ready(set) => set.bytes,
                 Slot::Loading(_) => e.expected,
             })
-            .sum()
+            .sum();
+        entries + self.draining_bytes()
+    }
+
+    /// Settled sets' host copies still held by proofs; the caller holds `sets`.
+    fn draining_bytes(&self) -> u64 {
+        let mut draining = self.draining.lock().unwrap_or_else(PoisonError::into_inner);
+        draining.retain(|d| d.params.strong_count() > 0);
+        draining.iter().map(|d| d.bytes).sum()
+    }
+
+    /// Settles every loaded set that every device in service holds wholly resident and that
+    /// still has its host copy: its entry takes the settled set (new uses prove from the
+    /// devices alone) and the copy drains. Returns the host bytes that go.
+    fn settle_resident(&self, sets: &mut HashMap<String, Entry>) -> u64 {
+        let mut settled = 0;
+        for (circuit, entry) in sets.iter_mut() {
+            let Slot::Ready(set) = &entry.slot else {
+                continue;
+            };
+            if set.key_bytes == 0 || set.params.placed.is_some() {
+                continue;
+            }
+            let parts: Option<Vec<_>> = self
+                .devices
+                .in_service()
+                .map(|d| d.settle(&set.params))
+                .collect();
+            let Some(parts) = parts.filter(|parts| !parts.is_empty()) else {
+                continue;
+            };
+            let places: Vec<&str> = parts.iter().map(|p| p.place()).collect();
+            tracing::info!(
+                %circuit,
+                bytes = set.key_bytes,
+                devices = %places.join(", "),
+                "parameter set settled on its devices: its host copy goes once the proofs \
+                 holding it end"
+            );
+            let lighter = ParamSet {
+                params: Arc::new(set.params.settled(parts)),
+                compiled: set.compiled.clone(),
+                bytes: set.bytes - set.key_bytes,
+                key_bytes: 0,
+                r1cs_origin: set.r1cs_origin.clone(),
+            };
+            self.draining
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(Draining {
+                    params: Arc::downgrade(&set.params),
+                    bytes: set.key_bytes,
+                });
+            settled += set.key_bytes;
+            entry.slot = Slot::Ready(Arc::new(lighter));
+        }
+        settled
+    }
+
+    /// Drops `circuit`'s set when it is settled, idle, and some device in service cannot prove
+    /// with it (one added since it settled, or a CPU): its next use reads it from disk again.
+    fn drop_orphaned(&self, sets: &mut HashMap<String, Entry>, circuit: &str) {
+        let Some(Entry {
+            slot: Slot::Ready(set),
+            users: 0,
+            ..
+        }) = sets.get(circuit)
+        else {
+            return;
+        };
+        let mut devices = self.devices.in_service();
+        if set.params.placed.is_none() || devices.all(|d| d.resident(&set.params).is_some()) {
+            return;
+        }
+        let freed = self.evict_entry(set);
+        sets.remove(circuit);
+        tracing::info!(
+            circuit,
+            freed,
+            "settled parameter set dropped: a device in service does not hold it"
+        );
     }
 
     /// Places a warm set on every device in service; its tier is then hot. A device that fails
@@ -261,8 +369,16 @@ impl Inner {
             false => self.min_idle,
         };
         loop {
-            if Self::held(sets) + needed <= self.budget {
+            if self.held(sets) + needed <= self.budget {
                 return Room::Fits;
+            }
+            if self.settle_resident(sets) > 0 {
+                continue;
+            }
+            let draining = self.draining_bytes();
+            if draining > 0 && self.held(sets) - draining + needed <= self.budget {
+                // The host copies of settled sets make room once the proofs holding them end.
+                return Room::Wait(Some(DRAIN_POLL));
             }
             let now = Instant::now();
             let idle = sets
@@ -324,6 +440,7 @@ impl SrsManager {
                 min_idle,
                 sets: Mutex::new(HashMap::new()),
                 waiting: Mutex::new(Vec::new()),
+                draining: Mutex::new(Vec::new()),
                 next_waiter: AtomicU64::new(0),
                 released: Notify::new(),
                 metrics,
@@ -423,6 +540,7 @@ impl SrsManager {
                         plans: self.inner.plans(set),
                         r1cs: set.r1cs_origin.clone(),
                         waiting: None,
+                        settled: set.params.placed.is_some(),
                     },
                     Slot::Loading(_) => SetStatus {
                         circuit: circuit.clone(),
@@ -434,6 +552,7 @@ impl SrsManager {
                         plans: Vec::new(),
                         r1cs: None,
                         waiting: None,
+                        settled: false,
                     },
                 }
             })
@@ -465,6 +584,7 @@ impl SrsManager {
                     plans: Vec::new(),
                     r1cs: None,
                     waiting: None,
+                    settled: false,
                 });
             }
         }
@@ -479,7 +599,8 @@ impl SrsManager {
 
     /// Host bytes the warm sets hold.
     pub fn warm_bytes(&self) -> u64 {
-        Inner::held(&self.inner.sets())
+        let sets = self.inner.sets();
+        self.inner.held(&sets)
     }
 
     fn cold_bytes(&self, circuit: &str) -> u64 {
@@ -509,6 +630,7 @@ impl SrsManager {
             released.as_mut().enable();
             let waiting = {
                 let mut sets = self.inner.sets();
+                self.inner.drop_orphaned(&mut sets, circuit);
                 let loading = matches!(sets.get(circuit).map(|e| &e.slot), Some(Slot::Loading(_)));
                 match sets.get_mut(circuit) {
                     // Held back (a load already under way is joined: its room is taken).
@@ -674,7 +796,7 @@ impl SrsManager {
                     {
                         tracing::warn!(
                             %circuit,
-                            held = Inner::held(&sets),
+                            held = inner.held(&sets),
                             budget = inner.budget,
                             "parameter sets over budget until the ones in use are idle"
                         );
@@ -702,7 +824,8 @@ mod tests {
 
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use cuzk_groth16::Parameters;
+    use cuzk_groth16::keys::PlacedPart;
+    use cuzk_groth16::ProverBackend;
     use rand::SeedableRng;
 
     use super::*;
@@ -759,16 +882,32 @@ mod tests {
             if circuit == "bad" && !self.bad_failed.swap(true, Ordering::SeqCst) {
                 return Err("the disk said no".into());
             }
+            // A copy per load, as from a file: each set's host copy is its own.
             Ok(ParamSet {
-                params: Arc::clone(&self.params),
+                params: Arc::new(Parameters::clone(&self.params)),
                 compiled: None,
                 bytes: 100,
+                key_bytes: 90,
                 r1cs_origin: None,
             })
         }
     }
 
     fn manager(fake: &Arc<Fake>, budget: u64, min_idle: Duration) -> SrsManager {
+        on_devices(
+            fake,
+            budget,
+            min_idle,
+            Arc::new(cuzk_groth16::backend::CpuBackend),
+        )
+    }
+
+    fn on_devices(
+        fake: &Arc<Fake>,
+        budget: u64,
+        min_idle: Duration,
+        device: Arc<dyn ProverBackend>,
+    ) -> SrsManager {
         let memory = HostBudgets {
             total: cuzk_pipeline::engine::HostMemory::new(2 * budget, "test"),
             sets: budget,
@@ -776,7 +915,7 @@ mod tests {
         };
         SrsManager::new(
             Arc::clone(fake) as Arc<dyn Circuits>,
-            Devices::unmanaged(vec![Arc::new(cuzk_groth16::backend::CpuBackend)]),
+            Devices::unmanaged(vec![device]),
             memory,
             min_idle,
             Arc::new(Metrics::new().unwrap()),
@@ -961,6 +1100,90 @@ mod tests {
         let (_c, _) = srs.acquire("c", Priority::High).await.unwrap();
         let names: Vec<String> = loaded(&srs).into_iter().map(|s| s.0).collect();
         assert_eq!(names, ["c"]);
+    }
+
+    /// A device that holds every set it is given wholly resident, and settles them; until
+    /// `holds_settled` is cleared (as a device added since would not hold them).
+    struct Resident {
+        holds_settled: std::sync::atomic::AtomicBool,
+    }
+
+    impl ProverBackend for Resident {
+        fn name(&self) -> &str {
+            "fake:0"
+        }
+
+        fn prove_start(
+            &self,
+            _: &Parameters,
+            _: cuzk_synth::ProvingAssignment,
+            _: &dyn cuzk_groth16::DeviceLock,
+        ) -> Result<cuzk_groth16::Started, cuzk_groth16::ProveError> {
+            Err(cuzk_groth16::ProveError::Backend {
+                backend: "fake",
+                reason: "proves nothing".into(),
+            })
+        }
+
+        fn resident(&self, params: &Parameters) -> Option<u64> {
+            let held = match &params.placed {
+                Some(placed) => placed.kept_on(self.name()),
+                None => true,
+            };
+            (held && self.holds_settled.load(Ordering::SeqCst)).then_some(1)
+        }
+
+        fn settle(&self, params: &Parameters) -> Option<PlacedPart> {
+            params
+                .placed
+                .is_none()
+                .then(|| PlacedPart::new(self.name().to_owned(), ()))
+        }
+    }
+
+    #[tokio::test]
+    async fn sets_resident_on_every_device_let_their_host_copies_go_to_make_room() {
+        let fake = Fake::new();
+        let device = Arc::new(Resident {
+            holds_settled: true.into(),
+        });
+        let srs = on_devices(&fake, 250, Duration::from_secs(3600), device.clone());
+        let (a, _) = srs.acquire("a", Priority::Normal).await.unwrap();
+        let (b, _) = srs.acquire("b", Priority::Normal).await.unwrap();
+        // Both in use, idle for an hour before they could go: without settling c would wait.
+        let c = spawn_acquire(&srs, "c", Priority::Normal);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(
+            !c.is_finished(),
+            "a's and b's host copies are held by their proofs"
+        );
+        let status = srs.status();
+        let settled: Vec<&str> = status
+            .iter()
+            .filter(|s| s.settled)
+            .map(|s| s.circuit.as_str())
+            .collect();
+        assert_eq!(settled, ["a", "b"]);
+        // A new use of a proves from the device; the host copy counts until its proof ends.
+        let (a_again, _) = srs.acquire("a", Priority::Normal).await.unwrap();
+        assert!(a_again.set.params.placed.is_some() && a_again.set.bytes == 10);
+        assert!(a.set.params.placed.is_none());
+        assert_eq!(srs.warm_bytes(), 10 + 10 + 2 * 90);
+        drop(a);
+        let c = finishes(c).await;
+        assert_eq!(srs.warm_bytes(), 10 + 10 + 90 + 100);
+        assert_eq!(
+            fake.loads.load(Ordering::SeqCst),
+            3,
+            "none evicted, none read again"
+        );
+
+        // A device in service without a's points: a's next idle use reads it from disk again.
+        device.holds_settled.store(false, Ordering::SeqCst);
+        drop((a_again, b, c));
+        let (a_read, _) = srs.acquire("a", Priority::Normal).await.unwrap();
+        assert!(a_read.set.params.placed.is_none(), "a host copy again");
+        assert_eq!(fake.loads.load(Ordering::SeqCst), 4);
     }
 
     #[tokio::test]

@@ -52,6 +52,7 @@ pub fn status_reply(report: StatusReport) -> proto::GetStatusResponse {
                 device_plans: set.plans,
                 r1cs: set.r1cs.unwrap_or_default(),
                 waiting: set.waiting.unwrap_or_default(),
+                host_copy_released: set.settled,
             })
             .collect(),
         queues: report
@@ -101,6 +102,7 @@ pub fn status_json(status: &proto::GetStatusResponse) -> Value {
             "device_plans": set.device_plans,
             "r1cs": set.r1cs,
             "waiting": set.waiting,
+            "host_copy_released": set.host_copy_released,
         })).collect::<Vec<_>>(),
         "queues": status.queues.iter().map(|queue| json!({
             "proof_kind": queue.proof_kind,

@@ -42,50 +42,84 @@ pub struct Parameters {
     pub b_g1: Vec<G1Affine>,
     /// B_j(τ)·G2, same selection as `b_g1`.
     pub b_g2: Vec<G2Affine>,
-    /// The queries when a backend made them where it proves and keeps them there (a GPU's memory:
-    /// [`GpuBackend::parameters_on_device`](crate::backend::GpuBackend::parameters_on_device)):
-    /// the vectors above are empty then, and only that backend proves with them.
+    /// The queries when backends keep them where they prove (a GPU's memory), never on the
+    /// host: the vectors above are empty then, and only those backends prove with them.
     pub placed: Option<PlacedQueries>,
 }
 
-/// Queries a backend made and keeps where it proves, never on the host: the rest of the crate sees
-/// their lengths and where they are; only the backend that made them reads what it holds.
+/// Queries kept where backends prove, never on the host: made there
+/// ([`GpuBackend::parameters_on_device`](crate::backend::GpuBackend::parameters_on_device)), or
+/// a host set's placed points kept once its host copy went ([`Parameters::settled`]). The rest
+/// of the crate sees their lengths and where they are; only the backend that holds a part reads
+/// it.
 #[derive(Clone)]
 pub struct PlacedQueries {
     lengths: QueryLengths,
-    /// Where they are (a backend's name), for errors.
+    parts: Vec<PlacedPart>,
+}
+
+/// What one backend holds of a set's queries where it proves.
+#[derive(Clone)]
+pub struct PlacedPart {
+    /// Where they are (the backend's name), for errors and status.
     place: String,
     held: Arc<dyn Any + Send + Sync>,
 }
 
-impl PlacedQueries {
-    pub(crate) fn new<T: Any + Send + Sync>(lengths: QueryLengths, place: String, held: T) -> Self {
-        PlacedQueries {
-            lengths,
+impl PlacedPart {
+    pub fn new<T: Any + Send + Sync>(place: String, held: T) -> Self {
+        PlacedPart {
             place,
             held: Arc::new(held),
         }
-    }
-
-    pub fn lengths(&self) -> QueryLengths {
-        self.lengths
     }
 
     /// Where they are, by the name of the backend that keeps them.
     pub fn place(&self) -> &str {
         &self.place
     }
+}
 
-    /// What the backend that made them holds, if it is a `T`.
-    pub(crate) fn held<T: Any>(&self) -> Option<&T> {
-        self.held.downcast_ref()
+impl std::fmt::Debug for PlacedPart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlacedPart")
+            .field("place", &self.place)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PlacedQueries {
+    pub(crate) fn new(lengths: QueryLengths, parts: Vec<PlacedPart>) -> Self {
+        PlacedQueries { lengths, parts }
+    }
+
+    pub fn lengths(&self) -> QueryLengths {
+        self.lengths
+    }
+
+    /// Where they are, by the names of the backends that keep them ("cuda:0, cuda:1").
+    pub fn place(&self) -> String {
+        let places: Vec<&str> = self.parts.iter().map(PlacedPart::place).collect();
+        places.join(", ")
+    }
+
+    /// Whether the backend named `place` keeps a part of them.
+    pub fn kept_on(&self, place: &str) -> bool {
+        self.parts.iter().any(|part| part.place == place)
+    }
+
+    /// What the backends hold, those parts that are `T`s.
+    pub(crate) fn held<T: Any>(&self) -> impl Iterator<Item = &T> {
+        self.parts
+            .iter()
+            .filter_map(|part| part.held.downcast_ref())
     }
 }
 
 impl std::fmt::Debug for PlacedQueries {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PlacedQueries")
-            .field("place", &self.place)
+            .field("place", &self.place())
             .field("lengths", &self.lengths)
             .finish_non_exhaustive()
     }
@@ -94,7 +128,9 @@ impl std::fmt::Debug for PlacedQueries {
 /// The same points: the same memory where they are kept.
 impl PartialEq for PlacedQueries {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.held, &other.held)
+        let same = |a: &PlacedPart, b: &PlacedPart| Arc::ptr_eq(&a.held, &b.held);
+        self.parts.len() == other.parts.len()
+            && self.parts.iter().zip(&other.parts).all(|(a, b)| same(a, b))
     }
 }
 
@@ -118,6 +154,22 @@ impl Parameters {
         make: impl FnOnce() -> T,
     ) -> Option<&T> {
         self.attached.get_or_make(make)
+    }
+
+    /// The same key with its queries kept only where `parts` hold them (each backend's
+    /// [`ProverBackend::settle`](crate::ProverBackend::settle)): its host vectors are not
+    /// copied, so they are freed when `self` goes. Only those backends prove with it.
+    pub fn settled(&self, parts: Vec<PlacedPart>) -> Parameters {
+        Parameters {
+            attached: Default::default(),
+            vk: self.vk.clone(),
+            h: Vec::new(),
+            l: Vec::new(),
+            a: Vec::new(),
+            b_g1: Vec::new(),
+            b_g2: Vec::new(),
+            placed: Some(PlacedQueries::new(self.lengths(), parts)),
+        }
     }
 
     /// The queries' lengths, wherever the points are.

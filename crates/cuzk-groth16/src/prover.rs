@@ -17,7 +17,7 @@ use ff::Field;
 use group::Curve;
 use rand_core::RngCore;
 
-use crate::keys::QueryLengths;
+use crate::keys::{PlacedPart, QueryLengths};
 use crate::{Parameters, Proof, ProveError, VerifyingKey};
 
 /// The query sums: everything of a proof that depends on the witness but not on r and s.
@@ -89,6 +89,14 @@ pub trait ProverBackend: Send + Sync {
 
     /// The device bytes `params`' proving key holds now, `None` when it is not resident.
     fn resident(&self, _params: &Parameters) -> Option<u64> {
+        None
+    }
+
+    /// This backend's part of `params` when every query is resident on its device, so that the
+    /// set's host copy can go ([`Parameters::settled`]); `None` when any query is read from the
+    /// host (streamed, or a CPU's). The part keeps the points where they are until it is
+    /// dropped: this backend no longer evicts them to make room.
+    fn settle(&self, _params: &Parameters) -> Option<PlacedPart> {
         None
     }
 

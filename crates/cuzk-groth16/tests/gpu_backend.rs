@@ -476,6 +476,66 @@ fn evicted_set_is_placed_again() {
     assert_eq!(gpu.resident(&params), Some(bytes));
 }
 
+/// A set resident on the device settles there: the settled key, without the host vectors,
+/// proves as the host set did, even once the host set is gone; the device keeps its points for
+/// as long as the settled key lives. A streamed set, or a CPU, settles nothing.
+#[test]
+fn a_resident_set_settles_on_the_device_without_its_host_copy() {
+    let test = "a_resident_set_settles_on_the_device_without_its_host_copy";
+    let Some(gpu) = gpu_backend(test) else {
+        return;
+    };
+    let mut rng = common::rng(test);
+    let circuit = common::synthetic((1 << 12) - 4, 0.5, 61);
+    let params = generate_random_parameters(circuit.clone(), &mut rng).unwrap();
+    let inputs = circuit.public_input_values();
+    assert!(gpu.settle(&params).is_none(), "nothing placed yet");
+    assert!(
+        CpuBackend.settle(&params).is_none(),
+        "a CPU keeps no points"
+    );
+    let bytes = gpu.preload(&params, None).unwrap();
+    let part = gpu.settle(&params).expect("every query resident");
+    let settled = params.settled(vec![part]);
+    assert!(
+        settled.h.is_empty() && settled.b_g2.is_empty(),
+        "no host vectors"
+    );
+    assert_eq!(settled.lengths(), params.lengths());
+    assert!(gpu.settle(&settled).is_none(), "settled once");
+
+    let synth = || ProvingAssignment::synthesize(circuit.clone()).unwrap();
+    let cpu = CpuBackend.query_sums(&params, synth()).unwrap();
+    let compiled = Arc::new(CompiledR1cs::record(circuit.clone()).unwrap());
+    drop(params);
+    let started = gpu.prove_start(&settled, synth(), &Unshared).unwrap();
+    assert_eq!(started.sums, cpu, "settled: GPU and CPU query sums");
+    let stages: Vec<_> = started.stages.iter().map(|m| (m.key, m.value)).collect();
+    assert!(!placed_during(&stages), "nothing placed again: {stages:?}");
+    let deferred = compiled.witness(circuit.clone()).unwrap();
+    let on_device = gpu.prove_start(&settled, deferred, &Unshared).unwrap();
+    assert_eq!(on_device.sums, cpu, "settled: a, b and c on the GPU");
+    let proof = prove_finish(&settled.vk, &started.sums, Randomness::random(&mut rng));
+    let pvk = PreparedVerifyingKey::new(&settled.vk);
+    assert!(verify_proof(&pvk, &proof, &inputs).unwrap(), "verifies");
+
+    assert_eq!(gpu.resident(&settled), Some(bytes));
+    assert!(gpu.plan(&settled).is_some(), "its plan is the placed one");
+    // Evicted from the backend, the points stay until the settled key goes.
+    assert_eq!(gpu.evict(&settled), bytes, "what goes with the settled key");
+    assert_eq!(gpu.resident(&settled), Some(bytes));
+    let again = gpu.prove_start(&settled, synth(), &Unshared).unwrap();
+    assert_eq!(again.sums, cpu, "still proves after the eviction");
+
+    let streamed = GpuBackend::with_gpu(cuzk_gpu::Lane::first().unwrap()).resident_points_up_to(0);
+    let other = generate_random_parameters(common::synthetic(1000, 0.5, 62), &mut rng).unwrap();
+    assert_eq!(streamed.preload(&other, None).unwrap(), 0);
+    assert!(
+        streamed.settle(&other).is_none(),
+        "streamed: read from the host"
+    );
+}
+
 /// With window multiples, a set holds ⌈255/19⌉ = 14 times its points' memory, and says so.
 #[test]
 fn resident_bytes_count_window_multiples() {

@@ -361,7 +361,8 @@ impl Circuits for FilecoinCircuits {
         let LoadedSet { params, compiled } = files
             .load_set(PointCheck::Unchecked, self.compiled)
             .map_err(|e| e.to_string())?;
-        let mut bytes = params.file_size() as u64;
+        let key_bytes = params.file_size() as u64;
+        let mut bytes = key_bytes;
         let r1cs_origin = compiled.as_ref().map(|loaded| {
             let note = r1cs_note(&loaded.origin, loaded.took);
             match loaded.origin {
@@ -377,6 +378,7 @@ impl Circuits for FilecoinCircuits {
             params,
             compiled: compiled.map(|loaded| loaded.r1cs),
             bytes,
+            key_bytes,
             r1cs_origin,
         })
     }

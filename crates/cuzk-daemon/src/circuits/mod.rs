@@ -28,6 +28,9 @@ pub struct ParamSet {
     pub compiled: Option<Arc<CompiledR1cs>>,
     /// Host bytes the set holds.
     pub bytes: u64,
+    /// Of `bytes`, those the proving key's query vectors hold: what goes when the set settles
+    /// on the devices that prove with it (0 once it has, see [`crate::srs`]).
+    pub key_bytes: u64,
     /// Where its compiled R1CS came from when it loaded, for status and logs ("read from the
     /// cache in 812 ms", "recorded in 31.4 s and cached"); None without one.
     pub r1cs_origin: Option<String>,

@@ -133,6 +133,7 @@ impl Circuits for SyntheticCircuits {
             .map_err(|e| e.to_string())?;
         Ok(ParamSet {
             bytes: params.file_size() as u64,
+            key_bytes: params.file_size() as u64,
             params: Arc::new(params),
             compiled: None,
             r1cs_origin: None,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use cuzk_synth::{CompiledR1cs, ProvingAssignment};
 
-use crate::keys::QueryLengths;
+use crate::keys::{PlacedPart, QueryLengths};
 use crate::prover::{DeviceLock, DeviceStatus, Started};
 use crate::{Parameters, ProveError, ProverBackend};
 
@@ -106,6 +106,10 @@ impl ProverBackend for FaultyBackend {
 
     fn resident(&self, params: &Parameters) -> Option<u64> {
         self.inner.resident(params)
+    }
+
+    fn settle(&self, params: &Parameters) -> Option<PlacedPart> {
+        self.inner.settle(params)
     }
 
     fn host_bytes_per_proof(&self, params: &Parameters, products_deferred: bool) -> u64 {

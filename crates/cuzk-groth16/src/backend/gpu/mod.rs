@@ -58,7 +58,7 @@ use cuzk_gpu::{GpuError, Lane, Pinned};
 use cuzk_math::Scalar;
 use cuzk_synth::{CompiledR1cs, ProvingAssignment};
 
-use crate::keys::QueryLengths;
+use crate::keys::{PlacedPart, QueryLengths};
 use crate::prover::{DeviceLock, DeviceStatus, Started};
 use crate::{Parameters, ProveError, ProverBackend, QuerySums};
 
@@ -69,6 +69,7 @@ use plan::{MatrixBytes, Placement, Plan, Products, Program, ProofSizes};
 use program::*;
 use residency::*;
 use reuse::Reusable;
+use setup::DeviceQueries;
 use stages::Stages;
 use staging::*;
 
@@ -514,12 +515,42 @@ impl ProverBackend for GpuBackend {
         Ok(srs.resident_bytes().unwrap_or(0))
     }
 
+    /// A set kept on the device without a host copy ([`ProverBackend::settle`]) leaves the cache
+    /// here; its memory goes with the last [`Parameters`] that hold it.
     fn evict(&self, params: &Parameters) -> u64 {
+        let Ok(kept) = self.placed_here(params) else {
+            return 0;
+        };
+        let key = match kept {
+            Some(queries) => &queries.srs.key,
+            None => &SrsKey::of(params),
+        };
         let mut cache = self.cache();
-        let removed = cache.remove(&SrsKey::of(params));
+        let removed = cache.remove(key);
         self.gpu.hold_back(cache.held_back());
         drop(cache);
-        removed.and_then(|srs| srs.resident_bytes()).unwrap_or(0)
+        match kept {
+            Some(queries) => queries.srs.device_bytes() as u64,
+            None => removed.and_then(|srs| srs.resident_bytes()).unwrap_or(0),
+        }
+    }
+
+    /// The cached set itself, shared: the cache then counts it as in use for as long as the
+    /// part lives, so it is never evicted for room (there would be no host copy to place it
+    /// from again).
+    fn settle(&self, params: &Parameters) -> Option<PlacedPart> {
+        if params.placed.is_some() {
+            return None;
+        }
+        let srs = Arc::clone(self.cache().find(&SrsKey::of(params))?);
+        let queries = DeviceQueries {
+            ordinal: self.gpu.ordinal(),
+            srs,
+        };
+        queries
+            .srs
+            .all_resident()
+            .then(|| PlacedPart::new(self.name.clone(), queries))
     }
 
     /// The staging buffer of a proof of `params`.

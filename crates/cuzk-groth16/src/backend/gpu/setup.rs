@@ -11,7 +11,7 @@ use cuzk_math::{FixedBaseTable, G1Affine, G1Projective, G2Affine, G2Projective, 
 use cuzk_synth::CompiledR1cs;
 use group::prime::PrimeCurve;
 
-use crate::keys::{PlacedQueries, QueryLengths};
+use crate::keys::{PlacedPart, PlacedQueries, QueryLengths};
 use crate::setup::{DeviceMultiplier, KeyScalars, Multiplier, ToxicWaste};
 use crate::{Parameters, SetupError};
 
@@ -64,8 +64,8 @@ where
     )?)
 }
 
-/// A proving key's queries made on a GPU and kept there, never on the host: what this backend
-/// holds in [`Parameters::placed`].
+/// A proving key's queries kept on a GPU, never on the host (made there, or settled there from a
+/// host set, see [`ProverBackend::settle`]): what this backend holds in [`Parameters::placed`].
 pub(super) struct DeviceQueries {
     pub(super) ordinal: usize,
     pub(super) srs: Arc<DeviceSrs>,
@@ -122,7 +122,10 @@ impl GpuBackend {
             a: Vec::new(),
             b_g1: Vec::new(),
             b_g2: Vec::new(),
-            placed: Some(PlacedQueries::new(lengths, self.name.clone(), queries)),
+            placed: Some(PlacedQueries::new(
+                lengths,
+                vec![PlacedPart::new(self.name.clone(), queries)],
+            )),
         })
     }
 
@@ -135,12 +138,16 @@ impl GpuBackend {
         let Some(placed) = &params.placed else {
             return Ok(None);
         };
-        match placed.held::<DeviceQueries>() {
-            Some(queries) if queries.ordinal == self.gpu.ordinal() => Ok(Some(queries)),
-            _ => Err(GpuError::InvalidInput {
+        let ordinal = self.gpu.ordinal();
+        match placed
+            .held::<DeviceQueries>()
+            .find(|q| q.ordinal == ordinal)
+        {
+            Some(queries) => Ok(Some(queries)),
+            None => Err(GpuError::InvalidInput {
                 what: "parameters",
                 reason: format!(
-                    "their queries were made on {} and stay there; this is {}",
+                    "their queries are kept on {} only, without a host copy; this is {}",
                     placed.place(),
                     self.name
                 ),
