@@ -20,6 +20,27 @@ use serde::Deserialize;
 /// The example file, every key at its default.
 pub const EXAMPLE: &str = include_str!("../cuzk.example.toml");
 
+/// Random parameters a daemon makes at load instead of reading files (`srs.test_params`): NOT a
+/// trusted setup, so its proofs verify only against them. For measuring full-size circuits on a
+/// machine whose disk cannot hold their parameter files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TestParams {
+    /// Multiplied out on the host (small circuits, tests).
+    Cpu,
+    /// On the first GPU in service: kept there when its proofs would hold them wholly resident,
+    /// else brought to the host.
+    Gpu,
+}
+
+impl TestParams {
+    pub fn name(self) -> &'static str {
+        match self {
+            TestParams::Cpu => "cpu",
+            TestParams::Gpu => "gpu",
+        }
+    }
+}
+
 /// Where the gRPC server listens.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Listen {
@@ -187,6 +208,8 @@ pub struct Config {
     pub jobs_synthesizing: Option<usize>,
     pub param_cache: Option<PathBuf>,
     pub preload: Vec<String>,
+    /// Random parameters made at load instead of read from `param_cache` (`srs.test_params`).
+    pub test_params: Option<TestParams>,
     pub log_level: String,
     pub log_format: LogFormat,
     pub timeline: TimelineTarget,
@@ -297,6 +320,7 @@ struct RawPipeline {
 struct RawSrs {
     param_cache: Option<PathBuf>,
     preload: Option<Vec<String>>,
+    test_params: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -618,6 +642,23 @@ impl Config {
         );
         let pinned_limit = p.check("memory.pinned_limit", bytes(&q(&m.pinned_limit, "0")));
 
+        let test_params = p.check(
+            "srs.test_params",
+            match raw.srs.test_params.as_deref().unwrap_or("off") {
+                "off" => Ok(None),
+                "cpu" => Ok(Some(TestParams::Cpu)),
+                "gpu" => Ok(Some(TestParams::Gpu)),
+                other => Err(format!("{other:?}: expected \"off\", \"cpu\" or \"gpu\"")),
+            },
+        );
+        if let Some(Some(made)) = test_params {
+            warnings.push(format!(
+                "srs.test_params = {:?}: parameters are random, NOT a trusted setup; proofs \
+                 verify only against them (Filecoin's verifiers are not run): for measurements only",
+                made.name()
+            ));
+        }
+
         let g = &raw.gpus;
         let gpu_workers_per_device = p.check(
             "gpus.gpu_workers_per_device",
@@ -714,6 +755,7 @@ impl Config {
                 keepalive_timeout,
                 log_format,
                 page_records,
+                test_params,
             ),
         ) {
             (
@@ -735,6 +777,7 @@ impl Config {
                     Some(keepalive_timeout),
                     Some(log_format),
                     Some(page_records),
+                    Some(test_params),
                 ),
             ) if problems.is_empty() => Ok(Config {
                 listen,
@@ -766,6 +809,7 @@ impl Config {
                 jobs_synthesizing,
                 param_cache: raw.srs.param_cache.clone(),
                 preload: raw.srs.preload.clone().unwrap_or_default(),
+                test_params,
                 log_level: level,
                 log_format,
                 timeline,
@@ -838,6 +882,26 @@ mod tests {
         assert_eq!(niced.synthesis_nice, 5);
         let error = Config::from_toml("[daemon\n", "t.toml").unwrap_err();
         assert!(error.to_string().starts_with("t.toml: "), "{error}");
+    }
+
+    #[test]
+    fn test_parameters_are_named_and_warned_of() {
+        assert_eq!(Config::default().test_params, None);
+        let config = Config::from_toml("[srs]\ntest_params = \"gpu\"\n", "t.toml").unwrap();
+        assert_eq!(config.test_params, Some(TestParams::Gpu));
+        assert!(
+            config
+                .warnings
+                .iter()
+                .any(|w| w.contains("NOT a trusted setup")),
+            "{:?}",
+            config.warnings
+        );
+        let error = Config::from_toml("[srs]\ntest_params = \"yes\"\n", "t.toml").unwrap_err();
+        assert!(
+            error.to_string().contains("srs.test_params: \"yes\""),
+            "{error}"
+        );
     }
 
     #[test]

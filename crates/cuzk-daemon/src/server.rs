@@ -65,8 +65,12 @@ impl std::fmt::Debug for Serving {
 pub fn circuits(config: &Config) -> Result<Arc<dyn Circuits>, ServeError> {
     Ok(match config.circuits {
         CircuitSet::Filecoin => Arc::new(
-            FilecoinCircuits::new(config.param_cache.as_deref(), config.compiled_synthesis)
-                .map_err(setup("srs.param_cache"))?,
+            FilecoinCircuits::new(
+                config.param_cache.as_deref(),
+                config.compiled_synthesis,
+                config.test_params,
+            )
+            .map_err(setup("srs.param_cache"))?,
         ),
         CircuitSet::Synthetic => Arc::new(SyntheticCircuits),
     })

@@ -777,7 +777,7 @@ impl SrsManager {
             let loading = Arc::clone(&inner);
             let name = circuit.clone();
             let loaded = tokio::task::spawn_blocking(move || {
-                let set = Arc::new(loading.circuits.load(&name)?);
+                let set = Arc::new(loading.circuits.load(&name, &loading.devices)?);
                 loading.place(&set)?;
                 Ok::<_, String>(set)
             })
@@ -876,7 +876,7 @@ mod tests {
             })
         }
 
-        fn load(&self, circuit: &str) -> Result<ParamSet, String> {
+        fn load(&self, circuit: &str, _: &Devices) -> Result<ParamSet, String> {
             self.loads.fetch_add(1, Ordering::SeqCst);
             std::thread::sleep(Duration::from_millis(20));
             if circuit == "bad" && !self.bad_failed.swap(true, Ordering::SeqCst) {

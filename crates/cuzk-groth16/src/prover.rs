@@ -18,7 +18,8 @@ use group::Curve;
 use rand_core::RngCore;
 
 use crate::keys::{PlacedPart, QueryLengths};
-use crate::{Parameters, Proof, ProveError, VerifyingKey};
+use crate::setup::ToxicWaste;
+use crate::{Parameters, Proof, ProveError, SetupError, VerifyingKey};
 
 /// The query sums: everything of a proof that depends on the witness but not on r and s.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,6 +90,19 @@ pub trait ProverBackend: Send + Sync {
 
     /// The device bytes `params`' proving key holds now, `None` when it is not resident.
     fn resident(&self, _params: &Parameters) -> Option<u64> {
+        None
+    }
+
+    /// Random test parameters for `compiled` (NOT a trusted setup;
+    /// [`crate::setup::parameters_for_compiled`]'s key) made where this backend proves, for a
+    /// daemon that serves them: kept there when proofs would hold them wholly resident, else
+    /// brought to the host. `None` for a backend that makes none (the CPU: the caller multiplies
+    /// them out on the host).
+    fn test_parameters(
+        &self,
+        _compiled: &CompiledR1cs,
+        _toxic: &ToxicWaste,
+    ) -> Option<Result<Parameters, SetupError>> {
         None
     }
 

@@ -19,6 +19,7 @@ use group::{Curve, Group};
 use rand_core::RngCore;
 use rayon::prelude::*;
 
+use crate::keys::QueryLengths;
 use crate::{Parameters, SetupError, VerifyingKey};
 
 /// The secrets of a setup. Whoever knows them can forge proofs.
@@ -204,7 +205,10 @@ pub fn parameters_for_compiled(
 }
 
 /// The parameters of `key`, their points multiplied out by `multiplier`.
-fn with_points(key: KeyScalars, multiplier: &Multiplier) -> Result<Parameters, SetupError> {
+pub(crate) fn with_points(
+    key: KeyScalars,
+    multiplier: &Multiplier,
+) -> Result<Parameters, SetupError> {
     Ok(Parameters {
         attached: Default::default(),
         h: multiplier.g1(&key.g1, &key.h)?,
@@ -314,5 +318,16 @@ impl KeyScalars {
 
     pub(crate) fn l(&self) -> &[Scalar] {
         &self.ic_l[self.num_inputs..]
+    }
+
+    /// How many points each query of the key holds.
+    pub(crate) fn lengths(&self) -> QueryLengths {
+        QueryLengths {
+            h: self.h.len(),
+            l: self.l().len(),
+            a: self.a.len(),
+            b_g1: self.b.len(),
+            b_g2: self.b.len(),
+        }
     }
 }

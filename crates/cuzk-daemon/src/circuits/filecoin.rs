@@ -3,18 +3,22 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 use base64::Engine as _;
 use cuzk_filecoin::{
-    prover_id_of_miner, verify_post, verify_seal, verify_snap, C1Output, CircuitId, FilecoinError,
-    FilecoinJob, FilecoinRequest, LoadedSet, ParamFiles, PostKind, PostProof, PostRequest,
-    R1csOrigin, RegisteredProof, SealProof, SectorIdentity, SectorSize, SnapRequest, UpdateProof,
-    MAX_PARTITIONS_PER_DEADLINE, SECTOR_SIZES,
+    compiled_r1cs, prover_id_of_miner, verify_post, verify_seal, verify_snap, C1Output, CircuitId,
+    FilecoinError, FilecoinJob, FilecoinRequest, LoadedR1cs, LoadedSet, ParamFiles, PostKind,
+    PostProof, PostRequest, R1csOrigin, RegisteredProof, SealProof, SectorIdentity, SectorSize,
+    SnapRequest, UpdateProof, MAX_PARTITIONS_PER_DEADLINE, SECTOR_SIZES,
 };
 use cuzk_groth16::params_file::PointCheck;
+use cuzk_groth16::setup::{parameters_for_compiled, Multiplier, ToxicWaste};
+use cuzk_pipeline::Devices;
 use serde::Deserialize;
 
 use super::{BuildJob, CircuitFiles, Circuits, ParamSet, PreparedJob, SetFiles, Work};
+use crate::config::TestParams;
 use crate::error::DaemonError;
 use crate::kinds::Kind;
 use crate::proto::SubmitProofRequest;
@@ -26,16 +30,69 @@ pub struct FilecoinCircuits {
     /// Whether partitions are synthesized by the circuit's compiled R1CS (cached beside the
     /// parameters) instead of running the circuit's constraint code.
     compiled: bool,
+    /// Random parameters made at load instead of read from the files (`srs.test_params`).
+    test_params: Option<TestParams>,
 }
 
 impl FilecoinCircuits {
     /// Settles filecoin-proofs' parameter directory (it reads it once per process, so this must
     /// come before any other Filecoin call).
-    pub fn new(params_dir: Option<&std::path::Path>, compiled: bool) -> Result<Self, String> {
+    pub fn new(
+        params_dir: Option<&std::path::Path>,
+        compiled: bool,
+        test_params: Option<TestParams>,
+    ) -> Result<Self, String> {
         let params_dir = cuzk_filecoin::parameter_dir(params_dir).map_err(|e| e.to_string())?;
         Ok(FilecoinCircuits {
             params_dir,
             compiled,
+            test_params,
+        })
+    }
+
+    /// Random parameters for `files`' circuit (NOT a trusted setup) from its compiled R1CS,
+    /// recorded and cached beside where the files would be when it is not there yet.
+    fn test_set(
+        &self,
+        files: &ParamFiles,
+        made: TestParams,
+        devices: &Devices,
+    ) -> Result<LoadedSet, String> {
+        let start = Instant::now();
+        let (r1cs, origin) = compiled_r1cs(files).map_err(|e| e.to_string())?;
+        let took = start.elapsed();
+        let toxic = ToxicWaste::random(&mut rand::rngs::OsRng);
+        let start = Instant::now();
+        let (params, place) = match made {
+            TestParams::Cpu => {
+                let params = parameters_for_compiled(&r1cs, &toxic, &Multiplier::Cpu);
+                (params.map_err(|e| e.to_string())?, "the host".to_owned())
+            }
+            TestParams::Gpu => {
+                let made = devices.in_service().find_map(|device| {
+                    let params = device.test_parameters(&r1cs, &toxic)?;
+                    Some((params, device.name().to_owned()))
+                });
+                match made {
+                    Some((params, device)) => (params.map_err(|e| e.to_string())?, device),
+                    None => {
+                        return Err("srs.test_params = \"gpu\", but no GPU is in service".into())
+                    }
+                }
+            }
+        };
+        let kept = match params.placed {
+            Some(_) => "kept there",
+            None => "held on the host",
+        };
+        tracing::warn!(
+            circuit = %files.circuit,
+            seconds = start.elapsed().as_secs_f64(),
+            "random test parameters (NOT a trusted setup) made on {place}, {kept}"
+        );
+        Ok(LoadedSet {
+            params: Arc::new(params),
+            compiled: self.compiled.then_some(LoadedR1cs { r1cs, origin, took }),
         })
     }
 }
@@ -186,6 +243,7 @@ fn check_porep(request: SubmitProofRequest) -> Result<FilecoinBuild, DaemonError
         request: FilecoinRequest::Porep(c1),
         sector: Some((identity, request.miner_id)),
         params_dir: PathBuf::new(),
+        verify: true,
     })
 }
 
@@ -290,6 +348,7 @@ impl Circuits for FilecoinCircuits {
                         request: FilecoinRequest::Snap(snap),
                         sector: None,
                         params_dir: self.params_dir.clone(),
+                        verify: self.test_params.is_none(),
                     }),
                 })
             }
@@ -309,12 +368,14 @@ impl Circuits for FilecoinCircuits {
                         request: FilecoinRequest::Post(post),
                         sector: None,
                         params_dir: self.params_dir.clone(),
+                        verify: self.test_params.is_none(),
                     }),
                 })
             }
             Kind::PoRep => {
                 let mut job = check_porep(request)?;
                 job.params_dir = self.params_dir.clone();
+                job.verify = self.test_params.is_none();
                 let size = job.request.circuit().size();
                 Ok(Work::Prove {
                     circuit: circuit_name(CircuitId::Seal(SealProof::current(size))),
@@ -354,14 +415,21 @@ impl Circuits for FilecoinCircuits {
         })
     }
 
-    fn load(&self, circuit: &str) -> Result<ParamSet, String> {
+    fn load(&self, circuit: &str, devices: &Devices) -> Result<ParamSet, String> {
         let id = circuit_of(circuit).ok_or_else(|| unknown_circuit(circuit).to_string())?;
         let files = ParamFiles::new(&self.params_dir, id).map_err(|e| e.to_string())?;
-        // Every proof is verified before it is returned, so the points need no check here.
-        let LoadedSet { params, compiled } = files
-            .load_set(PointCheck::Unchecked, self.compiled)
-            .map_err(|e| e.to_string())?;
-        let key_bytes = params.file_size() as u64;
+        let LoadedSet { params, compiled } = match self.test_params {
+            Some(made) => self.test_set(&files, made, devices)?,
+            // Every proof is verified before it is returned, so the points need no check here.
+            None => files
+                .load_set(PointCheck::Unchecked, self.compiled)
+                .map_err(|e| e.to_string())?,
+        };
+        // A set made on a device holds no host copy.
+        let key_bytes = match params.placed {
+            Some(_) => 0,
+            None => params.file_size() as u64,
+        };
         let mut bytes = key_bytes;
         let r1cs_origin = compiled.as_ref().map(|loaded| {
             let note = r1cs_note(&loaded.origin, loaded.took);
@@ -404,6 +472,9 @@ struct FilecoinBuild {
     /// A PoRep's sector and miner: the statement verify_seal checks.
     sector: Option<(SectorIdentity, u64)>,
     params_dir: PathBuf,
+    /// Whether filecoin's verifier checks the proof: not with test parameters, whose verifying
+    /// key it does not know (the engine still verifies every partition against them).
+    verify: bool,
 }
 
 impl BuildJob for FilecoinBuild {
@@ -439,6 +510,9 @@ impl FilecoinBuild {
     /// statement where filecoin's verifier can see it: a sector for this miner, an update
     /// against its three commitments, a WinningPoSt or WindowPoSt's first partition.
     fn verified(&self, bytes: Vec<u8>) -> Result<Vec<u8>, String> {
+        if !self.verify {
+            return Ok(bytes);
+        }
         let dir = &self.params_dir;
         let (verdict, verifier) = match (&self.request, self.sector) {
             (FilecoinRequest::Porep(c1), Some((identity, miner_id))) => {

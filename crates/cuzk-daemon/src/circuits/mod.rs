@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use cuzk_groth16::params_file::ParamsHeader;
 use cuzk_groth16::Parameters;
-use cuzk_pipeline::{JobOutput, JobRequest};
+use cuzk_pipeline::{Devices, JobOutput, JobRequest};
 use cuzk_synth::CompiledR1cs;
 
 use crate::error::DaemonError;
@@ -48,8 +48,9 @@ pub trait Circuits: Send + Sync + 'static {
     /// The parameter file of a circuit id, its size when it exists (the cold tier).
     fn describe(&self, circuit: &str) -> Result<CircuitFiles, DaemonError>;
 
-    /// Reads a circuit's parameters into host memory. Blocking, and slow for large circuits.
-    fn load(&self, circuit: &str) -> Result<ParamSet, String>;
+    /// Reads a circuit's parameters into host memory (or makes test parameters, on one of
+    /// `devices`, the engine's). Blocking, and slow for large circuits.
+    fn load(&self, circuit: &str, devices: &Devices) -> Result<ParamSet, String>;
 
     /// What a circuit's files say of proving with it, for the memory plan checked before it
     /// loads (a few pages read); `None` when there are no files to ask (parameters made in

@@ -15,7 +15,7 @@ use std::time::Duration;
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use cuzk_groth16::setup::generate_random_parameters;
 use cuzk_math::Scalar;
-use cuzk_pipeline::{JobRequest, Partition};
+use cuzk_pipeline::{Devices, JobRequest, Partition};
 use cuzk_synth::circuits::SyntheticCircuit;
 use ff::Field;
 use rand::SeedableRng;
@@ -126,7 +126,7 @@ impl Circuits for SyntheticCircuits {
         })
     }
 
-    fn load(&self, circuit: &str) -> Result<ParamSet, String> {
+    fn load(&self, circuit: &str, _: &Devices) -> Result<ParamSet, String> {
         let constraints = constraints_of(circuit).map_err(|e| e.to_string())?;
         let mut rng = rand::rngs::StdRng::seed_from_u64(constraints as u64);
         let params = generate_random_parameters(circuit_of(constraints), &mut rng)

@@ -65,7 +65,7 @@ fn fixture() -> &'static Fixture {
     FIXTURE.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
         // First: it settles filecoin-proofs' parameter directory.
-        let circuits = FilecoinCircuits::new(Some(filecoin::params_dir()), true).unwrap();
+        let circuits = FilecoinCircuits::new(Some(filecoin::params_dir()), true, None).unwrap();
         let mut rng = cuzk_testkit::rng("fuzz requests fixture");
         let proof = SealProof::current(SectorSize::S2KiB);
         let sample = sample_sector(proof, Some(1000), &mut rng).unwrap();

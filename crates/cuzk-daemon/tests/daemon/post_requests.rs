@@ -5,6 +5,7 @@
 
 use crate::{common, filecoin};
 
+use cuzk_daemon::config::TestParams;
 use cuzk_daemon::proto::await_proof_response::Status;
 use cuzk_daemon::proto::{self, SubmitProofRequest};
 use cuzk_filecoin::{post_vanilla_proofs, verify_post, PostKind, PostProof, RegisteredProof};
@@ -133,5 +134,59 @@ async fn post_requests_are_proven_and_malformed_ones_named() {
     let done = prove(again).await.unwrap().into_inner().result.unwrap();
     assert_eq!(done.status(), Status::Completed, "{}", done.error_message);
 
+    served.stop().await;
+}
+
+/// With `srs.test_params = "cpu"` the daemon makes random parameters at load instead of reading
+/// the files: a WinningPoSt is proven with them (the engine verifies its partition against their
+/// key), and filecoin's verifier, which knows only the files' key, rejects the proof.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn test_parameters_are_made_at_load_in_place_of_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut config, _) = common::filecoin_daemon(dir.path(), "4GiB");
+    config.test_params = Some(TestParams::Cpu);
+    let circuits = cuzk_daemon::server::circuits(&config).unwrap();
+    let mut rng = cuzk_testkit::rng("test parameters");
+    let (sector_dir, sector) = common::sealed_sector(dir.path(), &mut rng);
+    let winning = PostProof::from_number(0).unwrap();
+    // The files' parameters, which filecoin's verifier reads.
+    filecoin::parameters(winning, &mut rng);
+    let mut randomness = [0u8; 32];
+    rng.fill_bytes(&mut randomness);
+    randomness[31] &= 0x3f;
+    let submit = SubmitProofRequest {
+        request_id: "winning-test-params".into(),
+        proof_kind: proto::ProofKind::WinningPost.into(),
+        registered_proof: winning.number(),
+        vanilla_proofs: post_vanilla_proofs(winning, &[(&sector, &sector_dir)], randomness)
+            .unwrap(),
+        randomness: randomness.to_vec(),
+        miner_id: 1000,
+        ..Default::default()
+    };
+
+    let (mut client, served) = common::start(config, &circuits).await;
+    let done = client
+        .prove(proto::ProveRequest {
+            submit: Some(submit),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap();
+    assert_eq!(done.status(), Status::Completed, "{}", done.error_message);
+    assert_eq!(done.proof.len(), 192);
+    let comm_r = sector.c1.commitments().unwrap().comm_r;
+    let valid = verify_post(
+        winning,
+        randomness,
+        sector.identity.prover_id,
+        &[(sector.identity.sector_id, comm_r)],
+        &done.proof,
+        filecoin::params_dir(),
+    )
+    .unwrap();
+    assert!(!valid, "made with the files' parameters after all");
     served.stop().await;
 }

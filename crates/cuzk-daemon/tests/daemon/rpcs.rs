@@ -226,10 +226,9 @@ async fn await_job(client: &mut Client, id: &str, timeout_ms: u64) -> proto::Awa
 /// The proof bytes verify against the synthetic circuit's parameters and public inputs.
 fn assert_valid(constraints: usize, bytes: &[u8], partitions: usize) {
     assert_eq!(bytes.len(), 192 * partitions);
+    let circuit = cuzk_daemon::circuits::synthetic::synthetic_circuit(constraints);
     let set = SyntheticCircuits
-        .load(&cuzk_daemon::circuits::synthetic::synthetic_circuit(
-            constraints,
-        ))
+        .load(&circuit, &cuzk_pipeline::Devices::unmanaged(Vec::new()))
         .unwrap();
     let pvk = cuzk_groth16::PreparedVerifyingKey::new(&set.params.vk);
     let inputs = cuzk_synth::circuits::SyntheticCircuit {

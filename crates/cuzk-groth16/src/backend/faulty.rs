@@ -9,7 +9,8 @@ use cuzk_synth::{CompiledR1cs, ProvingAssignment};
 
 use crate::keys::{PlacedPart, QueryLengths};
 use crate::prover::{DeviceLock, DeviceStatus, Started};
-use crate::{Parameters, ProveError, ProverBackend};
+use crate::setup::ToxicWaste;
+use crate::{Parameters, ProveError, ProverBackend, SetupError};
 
 /// Which of a [`FaultyBackend`]'s proofs fail, counted from 0 in the order they start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,6 +107,14 @@ impl ProverBackend for FaultyBackend {
 
     fn resident(&self, params: &Parameters) -> Option<u64> {
         self.inner.resident(params)
+    }
+
+    fn test_parameters(
+        &self,
+        compiled: &CompiledR1cs,
+        toxic: &ToxicWaste,
+    ) -> Option<Result<Parameters, SetupError>> {
+        self.inner.test_parameters(compiled, toxic)
     }
 
     fn settle(&self, params: &Parameters) -> Option<PlacedPart> {

@@ -60,7 +60,8 @@ use cuzk_synth::{CompiledR1cs, ProvingAssignment};
 
 use crate::keys::{PlacedPart, QueryLengths};
 use crate::prover::{DeviceLock, DeviceStatus, Started};
-use crate::{Parameters, ProveError, ProverBackend, QuerySums};
+use crate::setup::ToxicWaste;
+use crate::{Parameters, ProveError, ProverBackend, QuerySums, SetupError};
 
 pub use circuit::upload_matrices;
 
@@ -535,6 +536,14 @@ impl ProverBackend for GpuBackend {
         }
     }
 
+    fn test_parameters(
+        &self,
+        compiled: &CompiledR1cs,
+        toxic: &ToxicWaste,
+    ) -> Option<Result<Parameters, SetupError>> {
+        Some(self.test_key(compiled, toxic))
+    }
+
     /// The cached set itself, shared: the cache then counts it as in use for as long as the
     /// part lives, so it is never evicted for room (there would be no host copy to place it
     /// from again).
@@ -637,13 +646,15 @@ fn proof_sizes(
         witness,
         inputs: params.vk.ic.len(),
         lengths: params.lengths(),
-        matrices: compiled.map(|c| MatrixBytes {
-            resident: DeviceSparse::bytes_of(c.coeffs(), &sparse_rows(c)),
-            streamed: StreamedSparse::device_bytes(
-                c.coeffs(),
-                &sparse_rows(c),
-                ChunkLimit::DEFAULT,
-            ),
-        }),
+        matrices: compiled.map(matrix_bytes),
+    }
+}
+
+/// Device bytes of `compiled`'s matrices, resident or streamed.
+fn matrix_bytes(compiled: &CompiledR1cs) -> MatrixBytes {
+    let rows = sparse_rows(compiled);
+    MatrixBytes {
+        resident: DeviceSparse::bytes_of(compiled.coeffs(), &rows),
+        streamed: StreamedSparse::device_bytes(compiled.coeffs(), &rows, ChunkLimit::DEFAULT),
     }
 }

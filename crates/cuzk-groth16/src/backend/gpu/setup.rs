@@ -11,8 +11,8 @@ use cuzk_math::{FixedBaseTable, G1Affine, G1Projective, G2Affine, G2Projective, 
 use cuzk_synth::CompiledR1cs;
 use group::prime::PrimeCurve;
 
-use crate::keys::{PlacedPart, PlacedQueries, QueryLengths};
-use crate::setup::{DeviceMultiplier, KeyScalars, Multiplier, ToxicWaste};
+use crate::keys::{PlacedPart, PlacedQueries};
+use crate::setup::{with_points, DeviceMultiplier, KeyScalars, Multiplier, ToxicWaste};
 use crate::{Parameters, SetupError};
 
 use super::*;
@@ -82,16 +82,39 @@ impl GpuBackend {
         toxic: &ToxicWaste,
     ) -> Result<Parameters, SetupError> {
         let key = KeyScalars::of_compiled(compiled, toxic)?;
-        let lengths = QueryLengths {
-            h: key.h.len(),
-            l: key.l().len(),
-            a: key.a.len(),
-            b_g1: key.b.len(),
-            b_g2: key.b.len(),
-        };
+        // Not while a proof measures or takes the device's memory.
+        let _region = self.region.lock().unwrap_or_else(PoisonError::into_inner);
+        self.kept_here(key)
+    }
+
+    /// Test parameters for a compiled R1CS multiplied out on this device (the same key as
+    /// [`crate::setup::parameters_for_compiled`]): kept there, as
+    /// [`GpuBackend::parameters_on_device`] keeps them, when a proof's most preferred plan in
+    /// what is free now holds every query resident; else brought back to the host, from where
+    /// proofs stream them as a file's. A set that must stream cannot be device-only.
+    pub(super) fn test_key(
+        &self,
+        compiled: &CompiledR1cs,
+        toxic: &ToxicWaste,
+    ) -> Result<Parameters, SetupError> {
+        let key = KeyScalars::of_compiled(compiled, toxic)?;
+        let sizes = ProofSizes::ahead(key.vk.ic.len(), key.lengths(), Some(matrix_bytes(compiled)));
+        // Not while a proof measures or takes the device's memory.
+        let _region = self.region.lock().unwrap_or_else(PoisonError::into_inner);
+        let (free, _) = self.gpu.memory_beside()?;
+        let room = free.saturating_sub(cuzk_gpu::MEMORY_MARGIN);
+        // Points made on the device have no window multiples.
+        let plan = Plan::new(&sizes, room, None, self.resident_cap);
+        match plan.is_ok_and(|plan| plan.all_resident()) {
+            true => self.kept_here(key),
+            false => with_points(key, &Multiplier::gpu(Arc::clone(&self.gpu))),
+        }
+    }
+
+    /// `key`'s points multiplied out on this device and kept there; the caller holds `region`.
+    fn kept_here(&self, key: KeyScalars) -> Result<Parameters, SetupError> {
+        let lengths = key.lengths();
         let srs = {
-            // Not while a proof measures or takes the device's memory.
-            let _region = self.region.lock().unwrap_or_else(PoisonError::into_inner);
             let gpu = &self.gpu;
             DeviceSrs {
                 key: SrsKey {
