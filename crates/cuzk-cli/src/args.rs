@@ -125,7 +125,7 @@ pub enum ClientCall {
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("request").required(true).args(["c1", "post", "synthetic"])))]
+#[command(group(clap::ArgGroup::new("request").required(true).args(["c1", "post", "snap", "synthetic"])))]
 pub struct ClientProveArgs {
     /// The C1 output in the FFI's JSON form (as `cuzk seal-test-sector` writes it): a PoRep C2.
     #[arg(long)]
@@ -135,6 +135,10 @@ pub struct ClientProveArgs {
     /// sends it; its prover must be --miner-id's.
     #[arg(long)]
     pub post: Option<PathBuf>,
+    /// A SnapDeals update request file (`snap.json`, as `cuzk seal-test-sector` and
+    /// `sample-sector` write it), sent as Curio sends it.
+    #[arg(long)]
+    pub snap: Option<PathBuf>,
     /// A synthetic proof of this many constraints per partition, for a daemon serving
     /// `[daemon] circuits = "synthetic"` (tests and soaks of the daemon itself).
     #[arg(long)]
@@ -142,11 +146,11 @@ pub struct ClientProveArgs {
     /// The synthetic proof's partitions.
     #[arg(long, default_value_t = 1, requires = "synthetic")]
     pub partitions: usize,
-    /// The miner (f0<ID>) whose sector it is (with --c1 and --post).
+    /// The miner (f0<ID>) whose sector it is (with --c1, --post and --snap).
     #[arg(long, required_unless_present = "synthetic")]
     pub miner_id: Option<u64>,
     /// The sector number (with --c1).
-    #[arg(long, required_unless_present_any = ["post", "synthetic"])]
+    #[arg(long, required_unless_present_any = ["post", "snap", "synthetic"])]
     pub sector_id: Option<u64>,
     /// Where to write the proof (default: the C1 or request file's name with `.proof`,
     /// `synthetic-<constraints>.proof`); with --count, the first proof's.

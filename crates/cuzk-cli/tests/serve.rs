@@ -23,7 +23,7 @@ use cuzk_daemon::proto::{
     AwaitProofRequest, GetMetricsRequest, GetStatusRequest, ProofKind, ProveRequest, ProveResponse,
     SubmitProofRequest,
 };
-use cuzk_filecoin::{PostKind, PostProof};
+use cuzk_filecoin::{PostKind, PostProof, UpdateProof};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_cuzk");
@@ -944,9 +944,9 @@ fn serve_in_a_small_memory_cgroup_fails_a_porep_naming_memory_and_serves_on() {
 /// `cuzk client prove` beyond PoRep C2 (what `benches/soak/daemon_soak.sh` drives):
 /// `--synthetic` against a daemon serving the synthetic circuits, with `--id` (the same ids again
 /// join the completed jobs, no new proof; other ids prove anew), and `--post` of a sealed 2 KiB
-/// sector's WinningPoSt and WindowPoSt against one serving Filecoin's, each proof accepted by
-/// filecoin's verifiers (`cuzk verify winning-post` / `window-post`); a request file of another
-/// miner is refused before it is sent.
+/// sector's WinningPoSt and WindowPoSt and `--snap` of its update against one serving
+/// Filecoin's, each proof accepted by filecoin's verifiers (`cuzk verify winning-post` /
+/// `window-post` / `snap`); a request file of another miner is refused before it is sent.
 #[test]
 fn client_proves_synthetic_and_post_requests() {
     let dir = tempfile::tempdir().unwrap();
@@ -1016,6 +1016,8 @@ fn client_proves_synthetic_and_post_requests() {
     let window = PostProof::from_size_or_name("2KiB", PostKind::Window).unwrap();
     let params = common::shared_params("--winning-post", winning);
     assert_eq!(common::shared_params("--window-post", window), params);
+    let update = UpdateProof::from_size_or_name("2KiB").unwrap();
+    assert_eq!(common::shared_params("--snap", update), params);
     let sector = dir.path().join("sector");
     sealed_sector(&sector, 1000);
     let config = format!(
@@ -1026,15 +1028,19 @@ fn client_proves_synthetic_and_post_requests() {
     fs::create_dir_all(&filecoin_dir).unwrap();
     let mut daemon = Daemon::start(&filecoin_dir, &config, Duration::from_secs(60));
     let target = daemon.target();
-    for kind in ["winning-post", "window-post"] {
-        let request = sector.join(format!("{kind}.json"));
-        let proof = sector.join(format!("{kind}.proof"));
+    for (kind, flag, file) in [
+        ("winning-post", "--post", "winning-post"),
+        ("window-post", "--post", "window-post"),
+        ("snap", "--snap", "snap"),
+    ] {
+        let request = sector.join(format!("{file}.json"));
+        let proof = sector.join(format!("{file}.proof"));
         let run = cuzk(&[
             "client",
             "--address",
             &target,
             "prove",
-            "--post",
+            flag,
             request.to_str().unwrap(),
             "--miner-id",
             "1000",
@@ -1085,7 +1091,7 @@ fn client_proves_synthetic_and_post_requests() {
     );
     let status = cuzk(&["client", "--address", &target, "status"]);
     let status: Value = serde_json::from_slice(&status.stdout).unwrap();
-    assert_eq!(status["total_proofs_completed"], 4, "{status}");
+    assert_eq!(status["total_proofs_completed"], 6, "{status}");
     daemon.sigterm();
     assert!(daemon.wait_exit(Duration::from_secs(30)).0.success());
 }

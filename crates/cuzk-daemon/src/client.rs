@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use base64::Engine as _;
-use cuzk_filecoin::{C1Output, FilecoinError, PostKind, PostRequest, RegisteredProof};
+use cuzk_filecoin::{C1Output, FilecoinError, PostKind, PostRequest, RegisteredProof, SnapRequest};
 use tonic::metadata::AsciiMetadataValue;
 use tonic::service::interceptor::InterceptedService;
 use tonic::service::Interceptor;
@@ -148,6 +148,23 @@ pub fn post_request(request_id: &str, post: &PostRequest, miner_id: u64) -> Subm
         randomness: post.randomness.to_vec(),
         miner_id,
         partition_index: u32::try_from(post.partition).unwrap_or(u32::MAX),
+        ..Default::default()
+    }
+}
+
+/// A SnapDeals update request as Curio forms it from a request file (`SnapRequest::read`): its
+/// partition proofs and the three commitments.
+pub fn snap_request(request_id: &str, snap: &SnapRequest, miner_id: u64) -> SubmitProofRequest {
+    SubmitProofRequest {
+        request_id: request_id.to_owned(),
+        proof_kind: ProofKind::SnapDealsUpdate.into(),
+        registered_proof: snap.proof.number(),
+        sector_size: snap.proof.size.bytes(),
+        vanilla_proofs: snap.vanilla_proofs.clone(),
+        comm_r_old: snap.comm_r_old.to_vec(),
+        comm_r_new: snap.comm_r_new.to_vec(),
+        comm_d_new: snap.comm_d_new.to_vec(),
+        miner_id,
         ..Default::default()
     }
 }

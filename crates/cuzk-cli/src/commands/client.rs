@@ -7,10 +7,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use cuzk_daemon::client::{connect, porep_request, post_request, synthetic_request, Client};
+use cuzk_daemon::client::{
+    connect, porep_request, post_request, snap_request, synthetic_request, Client,
+};
 use cuzk_daemon::proto::{self, await_proof_response::Status};
 use cuzk_daemon::status::status_json;
-use cuzk_filecoin::{prover_id_of_miner, PostKind, PostRequest};
+use cuzk_filecoin::{prover_id_of_miner, PostKind, PostRequest, SnapRequest};
 use serde_json::json;
 
 use crate::args::{ClientArgs, ClientCall, ClientProveArgs, GlobalArgs};
@@ -90,9 +92,10 @@ async fn prove_load(
     let (base, default_out, request): (String, PathBuf, MakeRequest) = match (
         &args.c1,
         &args.post,
+        &args.snap,
         args.synthetic,
     ) {
-        (Some(path), _, _) => {
+        (Some(path), ..) => {
             let (miner, sector) = (
                 required(args.miner_id, "--miner-id")?,
                 required(args.sector_id, "--sector-id")?,
@@ -107,7 +110,7 @@ async fn prove_load(
                 Box::new(move |id: &str| Ok(porep_request(id, &c1, &source, miner, sector)?)),
             )
         }
-        (None, Some(path), _) => {
+        (None, Some(path), ..) => {
             let miner = required(args.miner_id, "--miner-id")?;
             let post = PostRequest::read(path)?;
             if post.prover_id != prover_id_of_miner(miner) {
@@ -126,7 +129,16 @@ async fn prove_load(
                 Box::new(move |id: &str| Ok(post_request(id, &post, miner))),
             )
         }
-        (None, None, Some(constraints)) => {
+        (None, None, Some(path), _) => {
+            let miner = required(args.miner_id, "--miner-id")?;
+            let snap = SnapRequest::read(path)?;
+            (
+                format!("snap-{miner}-{}", hex::encode(&snap.comm_r_new[..4])),
+                path.with_extension("proof"),
+                Box::new(move |id: &str| Ok(snap_request(id, &snap, miner))),
+            )
+        }
+        (None, None, None, Some(constraints)) => {
             let partitions = args.partitions;
             if constraints == 0 || partitions == 0 {
                 bail!("--synthetic and --partitions must be at least 1");
@@ -137,7 +149,7 @@ async fn prove_load(
                 Box::new(move |id: &str| Ok(synthetic_request(id, constraints, partitions))),
             )
         }
-        (None, None, None) => bail!("one of --c1, --post, --synthetic is needed"),
+        (None, None, None, None) => bail!("one of --c1, --post, --snap, --synthetic is needed"),
     };
     let base = args.id.clone().unwrap_or(base);
     let requests: Vec<proto::SubmitProofRequest> = (0..args.count)
