@@ -81,14 +81,15 @@ impl FilecoinCircuits {
                 }
             }
         };
-        let kept = match params.placed {
-            Some(_) => "kept there",
-            None => "held on the host",
+        let kept = match (&params.placed, made) {
+            (Some(_), _) => ", kept there",
+            (None, TestParams::Gpu) => ", brought to the host",
+            (None, TestParams::Cpu) => "",
         };
         tracing::warn!(
             circuit = %files.circuit,
             seconds = start.elapsed().as_secs_f64(),
-            "random test parameters (NOT a trusted setup) made on {place}, {kept}"
+            "random test parameters (NOT a trusted setup) made on {place}{kept}"
         );
         Ok(LoadedSet {
             params: Arc::new(params),
