@@ -1,11 +1,21 @@
 //! `cuzk`: set up, prove and verify Groth16 circuits. Glue only: the work lives in the library crates.
 #![forbid(unsafe_code)]
 
+/// `println!` for output a reader may stop reading (`cuzk analyze … | head`): when stdout's pipe
+/// is closed the process ends as a pipe writer would by SIGPIPE (status 141), where `println!`
+/// would panic; Rust leaves SIGPIPE ignored, and this crate keeps no `unsafe` to change that.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::output::line(format_args!($($arg)*))
+    };
+}
+
 mod args;
 mod backend;
 mod circuit;
 mod commands;
 mod inputs;
+mod output;
 mod progress;
 mod report;
 

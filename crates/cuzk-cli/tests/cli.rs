@@ -1144,3 +1144,20 @@ fn request_commands_prove_and_verify_a_sealed_sector() {
         stderr(&other)
     );
 }
+
+/// Output to a reader that has gone (`cuzk … | head`) ends the command as a pipe writer's end
+/// by SIGPIPE would, status 141, with nothing on stderr (no panic).
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(["serve", "--print-sample-config"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The read end closed before the first write.
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(141), "{}", stderr(&output));
+    assert_eq!(stderr(&output), "");
+}

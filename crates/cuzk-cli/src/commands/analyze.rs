@@ -64,18 +64,18 @@ pub fn run(global: &GlobalArgs, args: AnalyzeArgs) -> Result<Outcome> {
         fields.extend(report::figures(&timeline, &gpu));
     }
     if global.json {
-        println!("{summary}");
+        outln!("{summary}");
         return Ok(Outcome::Success);
     }
-    println!(
+    outln!(
         "{}: {} TIMELINE records",
         args.timeline.display(),
         timeline.records.len()
     );
     if timeline.malformed > 0 {
-        println!("  {} malformed TIMELINE lines skipped", timeline.malformed);
+        outln!("  {} malformed TIMELINE lines skipped", timeline.malformed);
     }
-    println!(
+    outln!(
         "  jobs {}, partitions on the GPU {}",
         gpu.jobs,
         gpu.intervals.len()
@@ -83,7 +83,7 @@ pub fn run(global: &GlobalArgs, args: AnalyzeArgs) -> Result<Outcome> {
     let starved = gpu.starved_fraction.map_or(String::new(), |f| {
         format!("; idle with no partition ready {:.1}%", f * 100.0)
     });
-    println!(
+    outln!(
         "  GPU busy {:.1}% of [first GPU start, last GPU end]{starved}",
         gpu.busy_fraction * 100.0
     );
@@ -91,14 +91,14 @@ pub fn run(global: &GlobalArgs, args: AnalyzeArgs) -> Result<Outcome> {
         .into_iter()
         .chain(report::lines(&summary))
     {
-        println!("{line}");
+        outln!("{line}");
     }
-    println!("  syntheses in flight: at most {in_flight}");
+    outln!("  syntheses in flight: at most {in_flight}");
     for (k, ms) in histogram.iter().enumerate().filter(|(_, ms)| **ms > 0.0) {
-        println!("    {k:>3} in flight for {ms:>10.1} ms");
+        outln!("    {k:>3} in flight for {ms:>10.1} ms");
     }
     for j in &per_job {
-        println!(
+        outln!(
             "  {}: synthesis {:.1} ms, GPU {:.1} ms (synthesis/GPU {:.2})",
             j.job_id,
             j.synth_ms,
@@ -111,7 +111,7 @@ pub fn run(global: &GlobalArgs, args: AnalyzeArgs) -> Result<Outcome> {
         );
     }
     for t in &handoffs {
-        println!(
+        outln!(
             "  {} → {}: second-to-last GPU_END {:.1}, first GPU_START {:.1}, delta {:.1} ms, overlap {:.1} ms",
             t.from_job,
             t.to_job,
@@ -121,9 +121,9 @@ pub fn run(global: &GlobalArgs, args: AnalyzeArgs) -> Result<Outcome> {
             t.overlap_ms
         );
     }
-    println!("  idle windows: {}", gpu.idle_windows.len());
+    outln!("  idle windows: {}", gpu.idle_windows.len());
     for w in &gpu.idle_windows {
-        println!(
+        outln!(
             "    {:>10.1} – {:>10.1} ms  {:>8.1} ms  after {} before {}",
             w.start_ms,
             w.end_ms,

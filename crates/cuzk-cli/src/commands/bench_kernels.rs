@@ -170,7 +170,7 @@ where
                 DeviceBases::upload_with_window_multiples(gpu, &host, bits)?.with_bucket_sets(sets);
             gpu.synchronize()?;
             if !table.json {
-                println!(
+                outln!(
                     "{group} {bits}-bit window multiples of 2^{max} bases made in {:.2} s",
                     start.elapsed().as_secs_f64()
                 );
@@ -199,7 +199,7 @@ where
                     pippenger[0], pippenger[1], split[0], split[1]
                 )
             });
-            println!(
+            outln!(
                 "msm {group:<3} 2^{log:<3} {ms:>10.2} ms {streamed_ms:>10.2} ms streamed{share}{ways}"
             );
         }
@@ -212,14 +212,14 @@ where
         let Some(bases) = &multiples else { continue };
         let Some(sets) = shared_bucket_sets(gpu, bases, 1 << log)? else {
             if !table.json {
-                println!("msm {group:<3} 2^{log:<3} (window multiples: no room for one pass)");
+                outln!("msm {group:<3} 2^{log:<3} (window multiples: no room for one pass)");
             }
             continue;
         };
         let scalars = DeviceScalars::upload(gpu, &table.scalars(1 << log))?;
         let ms = time_resident(gpu, bases, &scalars, runs, ZeroOneScalars::Split)?;
         if !table.json {
-            println!(
+            outln!(
                 "msm {group:<3} 2^{log:<3} {ms:>10.2} ms (window multiples, {sets} bucket sets)"
             );
         }
@@ -291,7 +291,7 @@ fn bench_ntt(table: &mut Table, logs: std::ops::RangeInclusive<u32>) -> Result<(
             ""
         };
         if !table.json {
-            println!(
+            outln!(
                 "ntt fr  2^{log:<3} {device_ms:>10.3} ms on device {h2d2h_ms:>10.2} ms h2d2h  ({gib:.3} GiB, {:.0}% of the fixed-factor product ceiling, {link_gb_s:.1} GB/s copies{top})",
                 100.0 * ceiling
             );
@@ -308,7 +308,7 @@ fn bench_ntt(table: &mut Table, logs: std::ops::RangeInclusive<u32>) -> Result<(
 pub fn run(global: &GlobalArgs, args: BenchKernelsArgs) -> Result<Outcome> {
     let gpu = crate::backend::first_gpu(global).context("bench-kernels needs a GPU")?;
     if !global.json {
-        println!(
+        outln!(
             "device: {} ({} SMs), {} runs per size",
             gpu.name(),
             gpu.multiprocessors(),
@@ -319,7 +319,7 @@ pub fn run(global: &GlobalArgs, args: BenchKernelsArgs) -> Result<Outcome> {
     let fr_fixed_rate = product_rate(&gpu, ProductField::FrFixedFactor)?;
     let fp_rate = product_rate(&gpu, ProductField::Fp)?;
     if !global.json {
-        println!(
+        outln!(
             "field products: Fr {:.1} G/s ({:.1} G/s by a fixed factor), Fp {:.1} G/s (the ceilings below)",
             fr_rate / 1e9,
             fr_fixed_rate / 1e9,
@@ -343,7 +343,7 @@ pub fn run(global: &GlobalArgs, args: BenchKernelsArgs) -> Result<Outcome> {
     bench_group::<G2Projective>(&mut table, "g2", 28.0, args.g2_min..=args.g2_max)?;
     bench_ntt(&mut table, args.ntt_min..=args.ntt_max)?;
     if global.json {
-        println!(
+        outln!(
             "{}",
             json!({ "device": gpu.name(), "fr_products_per_s": fr_rate,
                 "fr_fixed_factor_products_per_s": fr_fixed_rate,

@@ -68,7 +68,7 @@ pub fn run(global: &GlobalArgs, args: BenchProverArgs) -> Result<Outcome> {
                     .map(|m| format!("{} {:.2}", m.key, m.value))
                     .collect();
                 let ms = prove_ms.last().copied().unwrap_or(f64::NAN);
-                println!("run {run}: prove_start {ms:.2} ms; {}", line.join(", "));
+                outln!("run {run}: prove_start {ms:.2} ms; {}", line.join(", "));
             }
         }
         last = Some(started.sums);
@@ -87,7 +87,7 @@ pub fn run(global: &GlobalArgs, args: BenchProverArgs) -> Result<Outcome> {
     let (fastest, slowest) = spread(&prove_ms);
     let (synth, prove) = (median(synth_ms), median(prove_ms));
     if global.json {
-        println!(
+        outln!(
             "{}",
             json!({
                 "backend": backend.name(),
@@ -102,11 +102,11 @@ pub fn run(global: &GlobalArgs, args: BenchProverArgs) -> Result<Outcome> {
             })
         );
     } else {
-        println!("backend {}, median of {} runs", backend.name(), args.runs);
-        println!("synthesis      {synth:>10.2} ms");
-        println!("prove_start    {prove:>10.2} ms  (runs {fastest:.2} to {slowest:.2})");
+        outln!("backend {}, median of {} runs", backend.name(), args.runs);
+        outln!("synthesis      {synth:>10.2} ms");
+        outln!("prove_start    {prove:>10.2} ms  (runs {fastest:.2} to {slowest:.2})");
         for (key, value) in &stage_medians {
-            println!("  {key:<16} {value:>12.2}");
+            outln!("  {key:<16} {value:>12.2}");
         }
     }
     Ok(Outcome::Success)

@@ -37,18 +37,18 @@ pub fn run(global: &GlobalArgs, args: ClientArgs) -> Result<Outcome> {
         match args.call {
             ClientCall::Status => {
                 let status = client.get_status(proto::GetStatusRequest {}).await?.into_inner();
-                println!("{}", serde_json::to_string_pretty(&status_json(&status))?);
+                outln!("{}", serde_json::to_string_pretty(&status_json(&status))?);
             }
             ClientCall::Metrics => {
                 let text = client.get_metrics(proto::GetMetricsRequest {}).await?.into_inner();
-                print!("{}", text.prometheus_text);
+                crate::output::write(format_args!("{}", text.prometheus_text));
             }
             ClientCall::Preload { circuit } => {
                 let done = client
                     .preload_srs(proto::PreloadSrsRequest { circuit_id: circuit })
                     .await?
                     .into_inner();
-                println!(
+                outln!(
                     "{}",
                     json!({"already_loaded": done.already_loaded, "load_time_ms": done.load_time_ms})
                 );
@@ -58,7 +58,7 @@ pub fn run(global: &GlobalArgs, args: ClientArgs) -> Result<Outcome> {
                     .evict_srs(proto::EvictSrsRequest { circuit_id: circuit })
                     .await?
                     .into_inner();
-                println!(
+                outln!(
                     "{}",
                     json!({"was_loaded": done.was_loaded, "freed_bytes": done.freed_bytes})
                 );
@@ -68,7 +68,7 @@ pub fn run(global: &GlobalArgs, args: ClientArgs) -> Result<Outcome> {
                     .cancel_proof(proto::CancelProofRequest { job_id })
                     .await?
                     .into_inner();
-                println!("{}", json!({"was_running": done.was_running}));
+                outln!("{}", json!({"was_running": done.was_running}));
             }
             ClientCall::Prove(prove) => return prove_load(global, &args.address, token, client, prove).await,
         }
@@ -225,9 +225,9 @@ async fn prove_load(
         "proof": out,
     });
     if global.json {
-        println!("{summary}");
+        outln!("{summary}");
     } else {
-        println!(
+        outln!(
             "{} proof(s) in {wall:.2} s ({:.3} proofs/s), {} failed; first proof's parameter wait {} ms; wrote {}",
             results.len(),
             n / wall,

@@ -54,9 +54,9 @@ pub fn write_proof(
     if global.json {
         fields["proof"] = json!(out);
         fields["prove_s"] = json!(elapsed.as_secs_f64());
-        println!("{fields}");
+        outln!("{fields}");
     } else {
-        println!("wrote {} ({} bytes)", out.display(), bytes.len());
+        outln!("wrote {} ({} bytes)", out.display(), bytes.len());
     }
     Ok(Outcome::Success)
 }
@@ -66,9 +66,9 @@ pub fn write_proof(
 pub fn verdict(global: &GlobalArgs, valid: bool, mut fields: Value) -> Outcome {
     if global.json {
         fields["valid"] = Value::Bool(valid);
-        println!("{fields}");
+        outln!("{fields}");
     } else {
-        println!("{}", if valid { "valid" } else { "INVALID" });
+        outln!("{}", if valid { "valid" } else { "INVALID" });
     }
     if valid {
         Outcome::Success

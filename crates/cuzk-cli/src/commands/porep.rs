@@ -161,9 +161,9 @@ fn write_test_sector(
         description.to_string().as_bytes(),
     )?;
     if global.json {
-        println!("{description}");
+        outln!("{description}");
     } else {
-        println!(
+        outln!(
             "wrote {} (prover id {prover_id}, sector id {}) in {:.1} s",
             c1_path.display(),
             sector.identity.sector_id,

@@ -92,7 +92,7 @@ fn prove(global: &GlobalArgs, args: ProveArgs, circuit: &CircuitArgs) -> Result<
         super::write_output(path, inputs::to_json(&proven.public_inputs).as_bytes())?;
     }
     if global.json {
-        println!(
+        outln!(
             "{}",
             json!({
                 "proof": args.proof_out,
@@ -101,7 +101,7 @@ fn prove(global: &GlobalArgs, args: ProveArgs, circuit: &CircuitArgs) -> Result<
             })
         );
     } else {
-        println!("wrote {}", args.proof_out.display());
+        outln!("wrote {}", args.proof_out.display());
     }
     Ok(Outcome::Success)
 }

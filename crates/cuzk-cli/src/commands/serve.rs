@@ -65,7 +65,7 @@ impl fmt::Display for Source {
 
 pub fn run(global: &GlobalArgs, args: ServeArgs) -> Result<Outcome> {
     if args.print_sample_config {
-        print!("{EXAMPLE}");
+        crate::output::write(format_args!("{EXAMPLE}"));
         return Ok(Outcome::Success);
     }
     let source = Source::pick(args.daemon.config.as_deref(), Path::new(DEFAULT_CONFIG));
@@ -84,7 +84,7 @@ pub fn run(global: &GlobalArgs, args: ServeArgs) -> Result<Outcome> {
         for warning in &config.warnings {
             eprintln!("cuzk: config warning: {warning}");
         }
-        println!("configuration ok: listen {}", config.listen);
+        outln!("configuration ok: listen {}", config.listen);
         return Ok(Outcome::Success);
     }
     let logs = tracing_subscriber::fmt()

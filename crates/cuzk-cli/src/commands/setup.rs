@@ -103,9 +103,9 @@ fn report(global: &GlobalArgs, params: &Parameters, mut fields: Value, line: Str
     fields["domain_size"] = json!(params.h.len() + 1);
     fields["file_bytes"] = json!(params.file_size());
     if global.json {
-        println!("{fields}");
+        outln!("{fields}");
     } else {
-        println!("{line}");
+        outln!("{line}");
     }
     Outcome::Success
 }

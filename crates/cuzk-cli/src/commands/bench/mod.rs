@@ -456,7 +456,7 @@ fn device_names(summary: &Value) -> String {
 fn print_text(summary: &Value, plan: &Plan) {
     let number = |key: &str| summary[key].as_f64().unwrap_or(f64::NAN);
     let mib = |key: &str| number(key) / f64::from(1u32 << 20);
-    println!(
+    outln!(
         "{} jobs × {} partitions, {} at once, on {}: {}",
         plan.jobs,
         plan.partitions,
@@ -464,22 +464,22 @@ fn print_text(summary: &Value, plan: &Plan) {
         device_names(summary),
         plan.workload.describe()
     );
-    println!("  wall           {:.3} s", number("wall_s"));
+    outln!("  wall           {:.3} s", number("wall_s"));
     for line in report::lines(summary) {
-        println!("{line}");
+        outln!("{line}");
     }
-    println!(
+    outln!(
         "  GPU busy       {:.1}% over the whole run ({})",
         number("gpu_busy_fraction") * 100.0,
         report::idle(summary)
     );
     for line in report::device_lines(summary) {
-        println!("{line}");
+        outln!("{line}");
     }
     for device in summary["devices"].as_array().map_or(&[][..], Vec::as_slice) {
         if let Some(plan) = device["plan"].as_str() {
             let gb = |key: &str| device[key].as_f64().unwrap_or(f64::NAN) / 1e9;
-            println!(
+            outln!(
                 "  device plan    cuda:{}: {plan}; held at most {:.1} of {:.1} GB",
                 device["device"],
                 gb("device_peak_bytes"),
@@ -487,17 +487,17 @@ fn print_text(summary: &Value, plan: &Plan) {
             );
         }
     }
-    println!(
+    outln!(
         "  syntheses      at most {} in flight",
         summary["max_synth_in_flight"]
     );
-    println!(
+    outln!(
         "  peak memory    {:.1} MiB of a {:.1} MiB budget",
         mib("peak_memory_bytes"),
         mib("memory_budget_bytes")
     );
     if summary["probe"].is_object() {
-        println!("{}", probe::line(&summary["probe"]));
+        outln!("{}", probe::line(&summary["probe"]));
     }
 }
 
@@ -604,7 +604,7 @@ pub fn run(global: &GlobalArgs, args: BenchArgs) -> Result<Outcome> {
         super::write_output(path, format!("{summary}\n").as_bytes())?;
     }
     if global.json {
-        println!("{summary}");
+        outln!("{summary}");
     } else {
         print_text(&summary, &plan);
     }

@@ -94,9 +94,9 @@ impl Check {
 pub fn run(global: &GlobalArgs, args: DoctorArgs) -> Result<Outcome> {
     let checks = checks(&args);
     if global.json {
-        println!("{}", serde_json::to_string_pretty(&checks)?);
+        outln!("{}", serde_json::to_string_pretty(&checks)?);
     } else {
-        print!("{}", render(&checks));
+        crate::output::write(format_args!("{}", render(&checks)));
     }
     let failed: Vec<&str> = checks
         .iter()
