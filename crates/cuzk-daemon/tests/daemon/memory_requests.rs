@@ -4,9 +4,9 @@
 
 use crate::{common, filecoin};
 
+use cuzk_daemon::proto;
 use cuzk_daemon::proto::await_proof_response::Status;
-use cuzk_daemon::proto::{self, SubmitProofRequest};
-use cuzk_filecoin::{post_vanilla_proofs, PostProof, RegisteredProof};
+use cuzk_filecoin::{PostProof, RegisteredProof};
 use cuzk_pipeline::engine::HostPlan;
 use tonic::Code;
 
@@ -21,30 +21,12 @@ async fn a_request_too_big_for_host_memory_fails_naming_it_and_the_daemon_serves
     let budget = plan.needed() / 2;
     let (config, circuits) = common::filecoin_daemon(dir.path(), &budget.to_string());
     let (sector_dir, sector) = common::sealed_sector(dir.path(), &mut rng);
-    let randomness = [7u8; 32];
-    let request = SubmitProofRequest {
-        request_id: "winning".into(),
-        proof_kind: proto::ProofKind::WinningPost.into(),
-        registered_proof: winning.number(),
-        vanilla_proofs: post_vanilla_proofs(winning, &[(&sector, &sector_dir)], randomness)
-            .unwrap(),
-        randomness: randomness.to_vec(),
-        miner_id: 1000,
-        ..Default::default()
-    };
+    let request = common::winning_request("winning", &sector, &sector_dir, [7u8; 32]);
 
     let (mut client, served) = common::start(config, &circuits).await;
 
     for attempt in ["first", "retried"] {
-        let failed = client
-            .prove(proto::ProveRequest {
-                submit: Some(request.clone()),
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .result
-            .unwrap();
+        let failed = common::prove(&mut client, request.clone()).await;
         assert_eq!(failed.status(), Status::Failed, "{attempt}");
         let message = &failed.error_message;
         for part in [

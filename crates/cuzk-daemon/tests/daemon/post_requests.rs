@@ -154,27 +154,10 @@ async fn test_parameters_are_made_at_load_in_place_of_the_files() {
     let mut randomness = [0u8; 32];
     rng.fill_bytes(&mut randomness);
     randomness[31] &= 0x3f;
-    let submit = SubmitProofRequest {
-        request_id: "winning-test-params".into(),
-        proof_kind: proto::ProofKind::WinningPost.into(),
-        registered_proof: winning.number(),
-        vanilla_proofs: post_vanilla_proofs(winning, &[(&sector, &sector_dir)], randomness)
-            .unwrap(),
-        randomness: randomness.to_vec(),
-        miner_id: 1000,
-        ..Default::default()
-    };
+    let submit = common::winning_request("winning-test-params", &sector, &sector_dir, randomness);
 
     let (mut client, served) = common::start(config, &circuits).await;
-    let done = client
-        .prove(proto::ProveRequest {
-            submit: Some(submit),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .result
-        .unwrap();
+    let done = common::prove(&mut client, submit).await;
     assert_eq!(done.status(), Status::Completed, "{}", done.error_message);
     assert_eq!(done.proof.len(), 192);
     let comm_r = sector.c1.commitments().unwrap().comm_r;

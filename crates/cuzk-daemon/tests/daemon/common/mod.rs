@@ -8,9 +8,13 @@ use std::time::Duration;
 use cuzk_daemon::circuits::Circuits;
 use cuzk_daemon::client::{connect, Client};
 use cuzk_daemon::config::Config;
+use cuzk_daemon::proto::{self, AwaitProofResponse, SubmitProofRequest};
 use cuzk_daemon::server::circuits;
 use cuzk_daemon::{serve, ServeError, Serving};
-use cuzk_filecoin::{seal_random_sector, SealProof, SealedSector, SectorSize};
+use cuzk_filecoin::{
+    post_vanilla_proofs, seal_random_sector, PostProof, RegisteredProof, SealProof, SealedSector,
+    SectorSize,
+};
 use rand::RngCore;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -40,6 +44,39 @@ pub fn sealed_sector(dir: &Path, rng: &mut impl RngCore) -> (PathBuf, SealedSect
     let proof = SealProof::current(SectorSize::S2KiB);
     let sector = seal_random_sector(proof, &sector_dir, Some(1000), rng).unwrap();
     (sector_dir, sector)
+}
+
+/// The WinningPoSt request Curio would send for `sector` (sealed into `sector_dir`) of miner
+/// 1000 at `randomness`.
+pub fn winning_request(
+    id: &str,
+    sector: &SealedSector,
+    sector_dir: &Path,
+    randomness: [u8; 32],
+) -> SubmitProofRequest {
+    let winning = PostProof::from_number(0).unwrap();
+    SubmitProofRequest {
+        request_id: id.into(),
+        proof_kind: proto::ProofKind::WinningPost.into(),
+        registered_proof: winning.number(),
+        vanilla_proofs: post_vanilla_proofs(winning, &[(sector, sector_dir)], randomness).unwrap(),
+        randomness: randomness.to_vec(),
+        miner_id: 1000,
+        ..Default::default()
+    }
+}
+
+/// `submit` proven by the daemon `client` talks to: its answer, whatever the job's end.
+pub async fn prove(client: &mut Client, submit: SubmitProofRequest) -> AwaitProofResponse {
+    client
+        .prove(proto::ProveRequest {
+            submit: Some(submit),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap()
 }
 
 /// A running daemon: [`Served::stop`] shuts it down and checks that it ended cleanly.
