@@ -67,7 +67,8 @@ pub struct SetStatus {
     pub r1cs: Option<String>,
     /// A load of it waiting for room: for whose work, and for how long.
     pub waiting: Option<String>,
-    /// Its points are kept on the devices only: its host copy went to make room (settled).
+    /// Its points are kept on the devices only, with no host copy: settled to make room, or test
+    /// parameters made there.
     pub settled: bool,
 }
 
