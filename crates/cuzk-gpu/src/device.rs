@@ -4,7 +4,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cudarc::driver::sys::{self, CUdevice_attribute, CUevent_flags};
+use cudarc::driver::sys::{self, CUdevice_attribute};
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr,
     DriverError, ValidAsZeroBits,
@@ -13,6 +13,7 @@ use cudarc::nvrtc::Ptx;
 
 use crate::error::{DriverContext, GpuError, MemoryAccount};
 use crate::memory::{DevicePool, MemoryBudget};
+use crate::timing::Timing;
 
 /// One CUDA device as cuzk opened it: its context, the embedded kernels (looked up once), the
 /// memory pool that keeps what cuzk holds there within its budget. Shared by its lanes.
@@ -559,43 +560,5 @@ impl Lane {
             pooled,
             outside: self.memory_outside_pool().ok()?,
         })
-    }
-}
-
-/// The device time of work queued between two events (see [`Lane::timed`]).
-#[derive(Debug)]
-pub struct Timing {
-    start: CudaEvent,
-    end: CudaEvent,
-}
-
-/// Flags of events whose times are read: cudarc's default disables timing (elapsed times fail),
-/// and a wait on an event made without the blocking flag spins whatever the context says.
-pub(crate) const TIMED_EVENT: Option<CUevent_flags> = Some(CUevent_flags::CU_EVENT_BLOCKING_SYNC);
-
-impl Timing {
-    /// Runs `f`, which enqueues work on `stream`, between the two events.
-    pub(crate) fn around<T>(
-        stream: &CudaStream,
-        f: impl FnOnce() -> Result<T, GpuError>,
-    ) -> Result<(T, Timing), GpuError> {
-        let start = stream
-            .record_event(TIMED_EVENT)
-            .call("cuEventRecord (start)")?;
-        let out = f()?;
-        let end = stream
-            .record_event(TIMED_EVENT)
-            .call("cuEventRecord (end)")?;
-        Ok((out, Timing { start, end }))
-    }
-
-    /// The event recorded after the work, for another stream to wait on.
-    pub(crate) fn end(&self) -> &CudaEvent {
-        &self.end
-    }
-
-    /// Milliseconds between the events, once the device has passed the second (waits for it).
-    pub fn ms(&self) -> Result<f32, GpuError> {
-        self.start.elapsed_ms(&self.end).call("cuEventElapsedTime")
     }
 }

@@ -31,14 +31,16 @@ mod probe;
 pub mod rate;
 mod scalars;
 pub mod sparse;
+mod timing;
 
-pub use device::{Lane, Timing};
+pub use device::Lane;
 pub use error::{GpuError, MemoryAccount};
 pub use memory::{MemoryBudget, CONTEXT_ALLOWANCE};
 pub use packed::{PackedLayout, PackedScalars};
 pub use pinned::{pinned_bytes, HostLocked, Pinned};
 pub use probe::{probe, DeviceInfo, GpuUnavailable};
 pub use scalars::{Arrival, DeviceIndex, DeviceScalars};
+pub use timing::Timing;
 
 /// Free device memory that plans leave unused: for the driver, for other processes' small
 /// allocations and for estimates that run short.

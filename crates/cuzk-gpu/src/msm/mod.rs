@@ -9,9 +9,9 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cudarc::driver::{CudaSlice, CudaView, DeviceRepr, LaunchConfig, PushKernelArg};
 use group::Group;
 
-use crate::device::TIMED_EVENT;
 use crate::error::DriverContext;
 use crate::layout::{as_words, DeviceWords, XyzzPoint, SCALAR_WORDS};
+use crate::timing::TIMED_EVENT;
 use crate::{DeviceScalars, GpuError, Lane, MEMORY_MARGIN};
 use pair_rounds::PairPlan;
 pub use source::MsmScalars;
