@@ -225,14 +225,17 @@ impl Inner {
     /// Warm bytes held now, sets being loaded counted at their size on disk, settled sets' host
     /// copies until they are freed; the caller holds `sets`.
     fn held(&self, sets: &HashMap<String, Entry>) -> u64 {
-        let entries: u64 = sets
-            .values()
+        Self::entry_bytes(sets) + self.draining_bytes()
+    }
+
+    /// What the entries hold: ready sets their bytes, sets being loaded their size on disk.
+    fn entry_bytes(sets: &HashMap<String, Entry>) -> u64 {
+        sets.values()
             .map(|e| match &e.slot {
                 Slot::Ready(set) => set.bytes,
                 Slot::Loading(_) => e.expected,
             })
-            .sum();
-        entries + self.draining_bytes()
+            .sum()
     }
 
     /// Settled sets' host copies still held by proofs; the caller holds `sets`.
@@ -376,8 +379,7 @@ impl Inner {
             if self.settle_resident(sets) > 0 {
                 continue;
             }
-            let draining = self.draining_bytes();
-            if draining > 0 && self.held(sets) - draining + needed <= self.budget {
+            if self.draining_bytes() > 0 && Self::entry_bytes(sets) + needed <= self.budget {
                 // The host copies of settled sets make room once the proofs holding them end.
                 return Room::Wait(Some(DRAIN_POLL));
             }

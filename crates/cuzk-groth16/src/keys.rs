@@ -89,10 +89,6 @@ impl std::fmt::Debug for PlacedPart {
 }
 
 impl PlacedQueries {
-    pub(crate) fn new(lengths: QueryLengths, parts: Vec<PlacedPart>) -> Self {
-        PlacedQueries { lengths, parts }
-    }
-
     pub fn lengths(&self) -> QueryLengths {
         self.lengths
     }
@@ -160,15 +156,20 @@ impl Parameters {
     /// [`ProverBackend::settle`](crate::ProverBackend::settle)): its host vectors are not
     /// copied, so they are freed when `self` goes. Only those backends prove with it.
     pub fn settled(&self, parts: Vec<PlacedPart>) -> Parameters {
+        Parameters::kept(self.vk.clone(), self.lengths(), parts)
+    }
+
+    /// A key whose queries of `lengths` only `parts` hold, where their backends prove.
+    pub(crate) fn kept(vk: VerifyingKey, lengths: QueryLengths, parts: Vec<PlacedPart>) -> Self {
         Parameters {
             attached: Default::default(),
-            vk: self.vk.clone(),
+            vk,
             h: Vec::new(),
             l: Vec::new(),
             a: Vec::new(),
             b_g1: Vec::new(),
             b_g2: Vec::new(),
-            placed: Some(PlacedQueries::new(self.lengths(), parts)),
+            placed: Some(PlacedQueries { lengths, parts }),
         }
     }
 

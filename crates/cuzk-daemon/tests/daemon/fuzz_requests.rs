@@ -17,15 +17,13 @@ use base64::Engine as _;
 use cuzk_daemon::circuits::filecoin::FilecoinCircuits;
 use cuzk_daemon::circuits::synthetic::{SyntheticCircuits, SyntheticRequest};
 use cuzk_daemon::circuits::{Circuits, Work};
-use cuzk_daemon::client::porep_request;
+use cuzk_daemon::client::{porep_request, post_request, snap_request};
 use cuzk_daemon::config::Config;
 use cuzk_daemon::kinds::Kind;
 use cuzk_daemon::proto::await_proof_response::Status;
 use cuzk_daemon::proto::{self, ProveRequest, ProveResponse, SubmitProofRequest};
 use cuzk_daemon::{serve, DaemonError, Serving};
-use cuzk_filecoin::{
-    sample_sector, snap_update, RegisteredProof, SealProof, SectorSize, SECTOR_SIZES,
-};
+use cuzk_filecoin::{sample_sector, snap_update, SealProof, SectorSize, SECTOR_SIZES};
 use fuzzing::{fuzz, mutate_bytes, mutate_json, mutations, no_panic, Mutation, Outcome};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -72,32 +70,13 @@ fn fixture() -> &'static Fixture {
         let c1 = sample.sector.c1.to_ffi_json();
         let sector = sample.sector.identity.sector_id;
         let porep = porep_request("fuzz-porep", &c1, "c1.json", 1000, sector).unwrap();
-        let post = |post: &cuzk_filecoin::PostRequest, kind: proto::ProofKind| SubmitProofRequest {
-            request_id: format!("fuzz-{}", post.proof),
-            proof_kind: kind.into(),
-            registered_proof: post.proof.number(),
-            vanilla_proofs: post.vanilla_proofs.clone(),
-            randomness: post.randomness.to_vec(),
-            partition_index: post.partition as u32,
-            miner_id: 1000,
-            ..Default::default()
+        let post = |post: &cuzk_filecoin::PostRequest| {
+            post_request(&format!("fuzz-{}", post.proof), post, 1000)
         };
-        let winning = post(&sample.posts[0], proto::ProofKind::WinningPost);
-        let window = post(&sample.posts[1], proto::ProofKind::WindowPostPartition);
+        let (winning, window) = (post(&sample.posts[0]), post(&sample.posts[1]));
         let (sector_dir, sealed) = common::sealed_sector(dir.path(), &mut rng);
         let update = snap_update(&sealed, &sector_dir, &mut rng).unwrap();
-        let snap = SubmitProofRequest {
-            request_id: "fuzz-snap".into(),
-            proof_kind: proto::ProofKind::SnapDealsUpdate.into(),
-            registered_proof: update.proof.number(),
-            sector_size: update.proof.size.bytes(),
-            vanilla_proofs: update.vanilla_proofs.clone(),
-            comm_r_old: update.comm_r_old.to_vec(),
-            comm_r_new: update.comm_r_new.to_vec(),
-            comm_d_new: update.comm_d_new.to_vec(),
-            miner_id: 1000,
-            ..Default::default()
-        };
+        let snap = snap_request("fuzz-snap", &update, 1000);
         let fixture = Fixture {
             circuits,
             c1: serde_json::from_slice(&c1).unwrap(),

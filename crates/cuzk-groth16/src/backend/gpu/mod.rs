@@ -552,14 +552,9 @@ impl ProverBackend for GpuBackend {
             return None;
         }
         let srs = Arc::clone(self.cache().find(&SrsKey::of(params))?);
-        let queries = DeviceQueries {
-            ordinal: self.gpu.ordinal(),
-            srs,
-        };
-        queries
-            .srs
-            .all_resident()
-            .then(|| PlacedPart::new(self.name.clone(), queries))
+        let ordinal = self.gpu.ordinal();
+        let all_resident = srs.all_resident();
+        all_resident.then(|| PlacedPart::new(self.name.clone(), DeviceQueries { ordinal, srs }))
     }
 
     /// The staging buffer of a proof of `params`.

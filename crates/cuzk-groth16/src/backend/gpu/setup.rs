@@ -11,7 +11,7 @@ use cuzk_math::{FixedBaseTable, G1Affine, G1Projective, G2Affine, G2Projective, 
 use cuzk_synth::CompiledR1cs;
 use group::prime::PrimeCurve;
 
-use crate::keys::{PlacedPart, PlacedQueries};
+use crate::keys::PlacedPart;
 use crate::setup::{with_points, DeviceMultiplier, KeyScalars, Multiplier, ToxicWaste};
 use crate::{Parameters, SetupError};
 
@@ -137,19 +137,8 @@ impl GpuBackend {
             ordinal: self.gpu.ordinal(),
             srs: Arc::new(srs),
         };
-        Ok(Parameters {
-            attached: Default::default(),
-            vk: key.vk,
-            h: Vec::new(),
-            l: Vec::new(),
-            a: Vec::new(),
-            b_g1: Vec::new(),
-            b_g2: Vec::new(),
-            placed: Some(PlacedQueries::new(
-                lengths,
-                vec![PlacedPart::new(self.name.clone(), queries)],
-            )),
-        })
+        let part = PlacedPart::new(self.name.clone(), queries);
+        Ok(Parameters::kept(key.vk, lengths, vec![part]))
     }
 
     /// The queries `params` keep on a device when it is this one; an error when they are on
