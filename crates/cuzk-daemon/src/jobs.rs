@@ -668,55 +668,73 @@ impl Daemon {
 
     /// Parameters, circuits, the engine, the last step. The engine holds one job per id, so
     /// this attempt enters it only once `previous` (the attempt it replaced) has ended.
+    ///
+    /// A job whose set a more urgent load of another set waits for steps back while none of
+    /// its partitions has started: it leaves the engine, gives its set back and takes it (or a
+    /// new load of it) again behind that load, so the set it held goes idle as soon as the
+    /// proofs already started end.
     async fn prove_attempt(
         &self,
         job: &Arc<Job>,
-        previous: Option<Arc<Job>>,
+        mut previous: Option<Arc<Job>>,
         circuit: &str,
-        build: Box<dyn BuildJob>,
+        build: Arc<dyn BuildJob>,
     ) -> Ended {
         let mut timings = Timings::default();
         let failed = |timings: Timings, error: String| {
             self.ended(job, Status::Failed, Vec::new(), error, timings)
         };
-        let (lease, srs_load_ms) = match self.parts.srs.acquire(circuit, job.priority).await {
-            Ok(acquired) => acquired,
-            Err(e) => return failed(timings, format!("parameters: {e}")),
-        };
-        timings.srs_load_ms = srs_load_ms;
-        let set = Arc::clone(&lease.set);
-        let id = job.id.clone();
-        let built = host_step(&job.id, "build", move || build.build(&id, &set)).await;
-        let prepared = match built {
-            Ok(Ok(prepared)) => prepared,
-            Ok(Err(e)) => return failed(timings, e),
-            Err(e) => return failed(timings, format!("building the circuits panicked: {e}")),
-        };
-        if let Some(previous) = previous {
-            // A cancelled attempt ends at once (its task stops waiting on anything).
-            let _ = previous.wait_done().await;
-        }
-        if job.is_cancelled() {
-            return self.cancelled(job, timings);
-        }
-        job.state.send_replace(State::Proving);
-        self.parts.live.entering(&job.id);
-        let handle = self
-            .parts
-            .engine
-            .submit(prepared.request.with_priority(job.priority));
-        if job.is_cancelled() {
-            self.parts.engine.cancel(&job.id);
-        }
-        let output = match handle.wait().await {
-            Ok(output) => output,
-            Err(JobError::Cancelled) => return self.cancelled(job, timings),
-            Err(e) => return failed(timings, e.to_string()),
+        let srs = &self.parts.srs;
+        let (lease, output, finish) = loop {
+            let (lease, srs_load_ms) = match srs.acquire(circuit, job.priority).await {
+                Ok(acquired) => acquired,
+                Err(e) => return failed(timings, format!("parameters: {e}")),
+            };
+            timings.srs_load_ms += srs_load_ms;
+            let (set, id, build) = (Arc::clone(&lease.set), job.id.clone(), Arc::clone(&build));
+            let built = host_step(&job.id, "build", move || build.build(&id, &set)).await;
+            let prepared = match built {
+                Ok(Ok(prepared)) => prepared,
+                Ok(Err(e)) => return failed(timings, e),
+                Err(e) => return failed(timings, format!("building the circuits panicked: {e}")),
+            };
+            if let Some(previous) = previous.take() {
+                // A cancelled attempt ends at once (its task stops waiting on anything).
+                let _ = previous.wait_done().await;
+            }
+            if job.is_cancelled() {
+                return self.cancelled(job, timings);
+            }
+            job.state.send_replace(State::Proving);
+            self.parts.live.entering(&job.id);
+            let engine = &self.parts.engine;
+            let waiting = engine
+                .submit(prepared.request.with_priority(job.priority))
+                .wait();
+            tokio::pin!(waiting);
+            if job.is_cancelled() {
+                engine.cancel(&job.id);
+            }
+            let output = tokio::select! {
+                output = &mut waiting => output,
+                () = srs.outranked(circuit, job.priority) => {
+                    if engine.withdraw(&job.id) {
+                        tracing::info!(job = %job.id, circuit, "stepped back for a more urgent load");
+                    }
+                    // Withdrawn, or started already: then it keeps its set to the end.
+                    waiting.await
+                }
+            };
+            match output {
+                Ok(output) => break (lease, output, prepared.finish),
+                Err(JobError::Withdrawn) => job.state.send_replace(State::Preparing),
+                Err(JobError::Cancelled) => return self.cancelled(job, timings),
+                Err(e) => return failed(timings, e.to_string()),
+            };
         };
         timings.queue_wait_ms = output.timings.queue_wait_ms as u64;
         timings.synthesis_ms = output.timings.synthesis_ms as u64;
         timings.gpu_compute_ms = output.timings.gpu_ms as u64;
-        let finish = prepared.finish;
         let finished = host_step(&job.id, "finish", move || finish(&output)).await;
         drop(lease);
         match finished {

@@ -12,10 +12,11 @@
 //! to manage (they evict their least recently used idle sets when a new one does not fit).
 //!
 //! A load that waits for room is not starved by less urgent work: while it waits, less urgent
-//! jobs take no new use of any other set (they wait with it), so the sets in use go idle as
-//! the proofs already submitted with them end, and a HIGH or CRITICAL load evicts them without
-//! waiting for `eviction_min_idle` — a WindowPoSt meeting a host full of PoRep and SnapDeals
-//! sets in use loads its own once the proofs submitted before it end, evicting none in use.
+//! jobs take no new use of any other set (they wait with it), and those holding one whose
+//! proof has not started give it back and wait too ([`SrsManager::outranked`]). So the sets in
+//! use go idle as the proofs already started end, and a HIGH or CRITICAL load evicts them
+//! without waiting for `eviction_min_idle` — a WindowPoSt meeting a host full of PoRep and
+//! SnapDeals sets in use loads its own once the partitions under way end, evicting none in use.
 //!
 //! Before any set is evicted or waited for, room is made by **settling**: a set every device in
 //! service holds wholly resident (no query streamed) keeps its points there and lets its host
@@ -107,6 +108,9 @@ struct Inner {
     /// Fired when a lease ends, a set goes or a waiting load stops waiting: a waiting load may
     /// now fit, a held-back use may now go ahead.
     released: Notify,
+    /// Fired when a load starts waiting for room: uses of other sets not yet started may step
+    /// back ([`SrsManager::outranked`]).
+    room_wanted: Notify,
     metrics: Arc<Metrics>,
 }
 
@@ -446,6 +450,7 @@ impl SrsManager {
                 draining: Mutex::new(Vec::new()),
                 next_waiter: AtomicU64::new(0),
                 released: Notify::new(),
+                room_wanted: Notify::new(),
                 metrics,
             }),
         }
@@ -600,6 +605,22 @@ impl SrsManager {
         status
     }
 
+    /// Resolves once a load of another set waits for room for work more urgent than
+    /// `priority`: a lease of `circuit`'s set taken for such work, whose proof has not started,
+    /// had better be given back (the job waits again behind that load), so that the sets in
+    /// use go idle as soon as the proofs already started end.
+    pub async fn outranked(&self, circuit: &str, priority: Priority) {
+        loop {
+            let wanted = self.inner.room_wanted.notified();
+            tokio::pin!(wanted);
+            wanted.as_mut().enable();
+            if self.inner.outranked(circuit, priority) {
+                return;
+            }
+            wanted.await;
+        }
+    }
+
     /// Host bytes the warm sets hold.
     pub fn warm_bytes(&self) -> u64 {
         let sets = self.inner.sets();
@@ -693,6 +714,7 @@ impl SrsManager {
             priority,
             since: Instant::now(),
         });
+        self.inner.room_wanted.notify_waiters();
         WaitingLoad {
             inner: Arc::clone(&self.inner),
             id,

@@ -345,7 +345,7 @@ impl Circuits for FilecoinCircuits {
                 let snap = check_snap(request)?;
                 Ok(Work::Prove {
                     circuit: circuit_name(CircuitId::Update(snap.proof)),
-                    job: Box::new(FilecoinBuild {
+                    job: Arc::new(FilecoinBuild {
                         request: FilecoinRequest::Snap(snap),
                         sector: None,
                         params_dir: self.params_dir.clone(),
@@ -365,7 +365,7 @@ impl Circuits for FilecoinCircuits {
                 });
                 Ok(Work::Prove {
                     circuit: circuit_name(circuit),
-                    job: Box::new(FilecoinBuild {
+                    job: Arc::new(FilecoinBuild {
                         request: FilecoinRequest::Post(post),
                         sector: None,
                         params_dir: self.params_dir.clone(),
@@ -380,7 +380,7 @@ impl Circuits for FilecoinCircuits {
                 let size = job.request.circuit().size();
                 Ok(Work::Prove {
                     circuit: circuit_name(CircuitId::Seal(SealProof::current(size))),
-                    job: Box::new(job),
+                    job: Arc::new(job),
                 })
             }
         }
@@ -479,7 +479,7 @@ struct FilecoinBuild {
 }
 
 impl BuildJob for FilecoinBuild {
-    fn build(self: Box<Self>, id: &str, params: &ParamSet) -> Result<PreparedJob, String> {
+    fn build(self: Arc<Self>, id: &str, params: &ParamSet) -> Result<PreparedJob, String> {
         let files =
             ParamFiles::new(&self.params_dir, self.request.circuit()).map_err(|e| e.to_string())?;
         let FilecoinJob {

@@ -82,7 +82,7 @@ pub enum Work {
     /// Load `circuit`'s parameters, then build and run `job`.
     Prove {
         circuit: String,
-        job: Box<dyn BuildJob>,
+        job: Arc<dyn BuildJob>,
     },
     /// A kind this daemon cannot prove yet: the job fails with this reason.
     Unsupported(String),
@@ -97,10 +97,11 @@ impl std::fmt::Debug for Work {
     }
 }
 
-/// Builds a checked request's engine job.
-pub trait BuildJob: Send {
+/// Builds a checked request's engine job: again for each set it is given, when a job steps
+/// back for more urgent work before it starts and takes its set again later.
+pub trait BuildJob: Send + Sync {
     /// Blocking: builds the partitions' circuits (for PoRep: verifies the vanilla proofs too).
-    fn build(self: Box<Self>, id: &str, params: &ParamSet) -> Result<PreparedJob, String>;
+    fn build(self: Arc<Self>, id: &str, params: &ParamSet) -> Result<PreparedJob, String>;
 }
 
 /// Turns the engine's verified partition proofs into the bytes the client gets.

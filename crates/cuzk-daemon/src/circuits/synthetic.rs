@@ -110,7 +110,7 @@ impl Circuits for SyntheticCircuits {
         }
         Ok(Work::Prove {
             circuit: synthetic_circuit(spec.constraints),
-            job: Box::new(spec),
+            job: Arc::new(spec),
         })
     }
 
@@ -142,7 +142,7 @@ impl Circuits for SyntheticCircuits {
 }
 
 impl BuildJob for SyntheticRequest {
-    fn build(self: Box<Self>, id: &str, params: &ParamSet) -> Result<PreparedJob, String> {
+    fn build(self: Arc<Self>, id: &str, params: &ParamSet) -> Result<PreparedJob, String> {
         let circuit = circuit_of(self.constraints);
         let mut public_inputs = circuit.public_input_values();
         if self.wrong_inputs {

@@ -18,3 +18,4 @@ mod memory_requests;
 mod porep_requests;
 mod post_requests;
 mod rpcs;
+mod set_requests;

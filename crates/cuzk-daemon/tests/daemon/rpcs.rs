@@ -29,6 +29,15 @@ pub(crate) struct Running {
 
 impl Running {
     pub(crate) async fn start(extra: &str, backends: Option<Vec<Arc<dyn ProverBackend>>>) -> Self {
+        Self::start_with(extra, backends, Arc::new(SyntheticCircuits)).await
+    }
+
+    /// A daemon serving `circuits` (the synthetic ones with something changed).
+    pub(crate) async fn start_with(
+        extra: &str,
+        backends: Option<Vec<Arc<dyn ProverBackend>>>,
+        circuits: Arc<dyn Circuits>,
+    ) -> Self {
         // The daemon's log, when RUST_LOG asks for it.
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -55,7 +64,6 @@ impl Running {
         );
         let text = merge_sections(&text);
         let config = Config::from_toml(&text, "test.toml").unwrap();
-        let circuits: Arc<dyn Circuits> = Arc::new(SyntheticCircuits);
         let (tell, bound) = oneshot::channel();
         let (shutdown, stop) = oneshot::channel::<()>();
         let serving = Serving {
@@ -212,7 +220,11 @@ pub(crate) fn prove_all(
         .collect()
 }
 
-async fn await_job(client: &mut Client, id: &str, timeout_ms: u64) -> proto::AwaitProofResponse {
+pub(crate) async fn await_job(
+    client: &mut Client,
+    id: &str,
+    timeout_ms: u64,
+) -> proto::AwaitProofResponse {
     client
         .await_proof(proto::AwaitProofRequest {
             job_id: id.to_owned(),
@@ -224,7 +236,7 @@ async fn await_job(client: &mut Client, id: &str, timeout_ms: u64) -> proto::Awa
 }
 
 /// The proof bytes verify against the synthetic circuit's parameters and public inputs.
-fn assert_valid(constraints: usize, bytes: &[u8], partitions: usize) {
+pub(crate) fn assert_valid(constraints: usize, bytes: &[u8], partitions: usize) {
     assert_eq!(bytes.len(), 192 * partitions);
     let circuit = cuzk_daemon::circuits::synthetic::synthetic_circuit(constraints);
     let set = SyntheticCircuits
@@ -261,7 +273,7 @@ pub(crate) async fn http(addr: std::net::SocketAddr, method: &str, path: &str) -
 }
 
 /// Polls `check` every 20 ms until it holds, for at most `limit`.
-async fn eventually<F, Fut>(limit: Duration, mut check: F)
+pub(crate) async fn eventually<F, Fut>(limit: Duration, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,

@@ -393,6 +393,10 @@ pub enum JobError {
     },
     #[error("cancelled")]
     Cancelled,
+    /// Taken back before any partition started ([`super::Engine::withdraw`]), to be submitted
+    /// again later.
+    #[error("withdrawn before it started")]
+    Withdrawn,
     #[error("the engine shut down before the job finished")]
     ShutDown,
 }

@@ -153,6 +153,21 @@ impl Engine {
         }
     }
 
+    /// Takes back the job in flight with this id if none of its partitions has started (it
+    /// holds no memory and no worker yet): its waiters get [`JobError::Withdrawn`]. So a job
+    /// queued behind others can let go of its parameters for more urgent work and be submitted
+    /// again. `false` when it has started or is not in flight.
+    pub fn withdraw(&self, id: &str) -> bool {
+        let withdrawn = self.shared.scheduler().withdraw(id);
+        match withdrawn {
+            Some(ended) => {
+                self.shared.ended(ended, "withdrawn");
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Jobs submitted and not yet ended.
     pub fn jobs_in_flight(&self) -> usize {
         self.shared.scheduler().jobs()

@@ -399,6 +399,17 @@ impl Scheduler {
         self.fail(seq, JobError::Cancelled)
     }
 
+    /// Takes out the job in flight with this id if none of its partitions has started (so it
+    /// holds nothing but its place), to end with [`JobError::Withdrawn`].
+    pub fn withdraw(&mut self, id: &str) -> Option<Ended> {
+        let seq = *self.ids.get(id)?;
+        let job = self.jobs.get(&seq)?;
+        if job.next_partition > 0 {
+            return None;
+        }
+        self.fail(seq, JobError::Withdrawn)
+    }
+
     /// Jobs in flight.
     pub fn jobs(&self) -> usize {
         self.jobs.len()
@@ -535,5 +546,25 @@ mod tests {
             ("high-later", 2),
         ];
         assert_eq!(waiting, expected.map(|(id, n)| (id.to_owned(), n)));
+    }
+
+    /// Only a job none of whose partitions has started can be withdrawn; it ends with
+    /// `Withdrawn`, and the others are taken as before.
+    #[test]
+    fn a_job_is_withdrawn_only_before_its_first_partition_starts() {
+        let mut scheduler = Scheduler::new(2, false);
+        scheduler.submit(request("started", 2, Priority::Normal));
+        let queued = scheduler.submit(request("queued", 1, Priority::Normal));
+        scheduler.submit(request("after", 1, Priority::Normal));
+        assert_eq!(next(&mut scheduler), taken("started", 0));
+        assert!(scheduler.withdraw("started").is_none());
+        let ended = scheduler.withdraw("queued").unwrap();
+        ended.send();
+        assert_eq!(*queued.borrow(), Some(Err(JobError::Withdrawn)));
+        assert!(scheduler.withdraw("queued").is_none(), "gone");
+        assert!(scheduler.withdraw("unknown").is_none());
+        assert_eq!(next(&mut scheduler), taken("started", 1));
+        assert_eq!(next(&mut scheduler), taken("after", 0));
+        assert_eq!(scheduler.jobs(), 2);
     }
 }
