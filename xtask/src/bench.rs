@@ -5,11 +5,12 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 /// Benches and the crate that owns each.
-const BENCHES: [(&str, &str); 4] = [
+const BENCHES: [(&str, &str); 5] = [
     ("prover", "cuzk-groth16"),
     ("packing", "cuzk-gpu"),
     ("setup", "cuzk-groth16"),
     ("math", "cuzk-math"),
+    ("witness", "cuzk-synth"),
 ];
 
 /// Runs all benches, or the one named `only`, and prints where the reports are.
@@ -20,7 +21,7 @@ pub fn run(only: Option<&str>) -> Result<()> {
         .collect();
     if selected.is_empty() {
         bail!(
-            "unknown bench {:?}; known: prover, packing, setup, math",
+            "unknown bench {:?}; known: prover, packing, setup, math, witness",
             only.unwrap_or_default()
         );
     }

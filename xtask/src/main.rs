@@ -1,6 +1,6 @@
 //! Project tasks that cargo alone does not cover: `cargo xtask <task>`, one module per task.
 //!
-//! - `bench [NAME]`: runs the criterion benchmarks (all, or one of `prover`, `packing`, `setup`, `math`) in release mode
+//! - `bench [NAME]`: runs the criterion benchmarks (all, or one of `prover`, `packing`, `setup`, `math`, `witness`) in release mode
 //!   and prints where the reports are.
 //! - `gpu-bundle [--out DIR] [--pack FILE]`: the GPU test binaries and `cuzk`, built in release
 //!   mode with the kernels embedded, in one folder with `run-gpu-tests.sh`, for a GPU machine
@@ -22,7 +22,7 @@ mod sweep;
 use anyhow::{bail, Result};
 
 const USAGE: &str =
-    "usage: cargo xtask bench [prover|packing|setup|math]\n       cargo xtask gpu-bundle [--out DIR] [--pack FILE]\n       cargo xtask kernels [--archs 80,90] [--verbose] [--force]\n       cargo xtask sweep [--partition-workers 1,2] [--gpu-workers 1,2] [--concurrency 1,2] [--out DIR] [-- BENCH ARGS]";
+    "usage: cargo xtask bench [prover|packing|setup|math|witness]\n       cargo xtask gpu-bundle [--out DIR] [--pack FILE]\n       cargo xtask kernels [--archs 80,90] [--verbose] [--force]\n       cargo xtask sweep [--partition-workers 1,2] [--gpu-workers 1,2] [--concurrency 1,2] [--out DIR] [-- BENCH ARGS]";
 
 /// The cargo that runs this task (`$CARGO`), for the tasks that run cargo themselves.
 fn cargo_program() -> String {

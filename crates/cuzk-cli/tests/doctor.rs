@@ -162,7 +162,14 @@ fn a_healthy_cpu_setup_passes_and_test_parameters_are_named_as_such() {
         .as_str()
         .unwrap()
         .contains("skipped"));
-    for name in ["config", "memory", "memlock", "plan winning-2k", "socket"] {
+    for name in [
+        "config",
+        "memory",
+        "memlock",
+        "hugepages",
+        "plan winning-2k",
+        "socket",
+    ] {
         check(&checks, name);
     }
     let params = check(&checks, "params winning-2k");

@@ -103,25 +103,25 @@ impl SparseRows {
             None => inputs[column],
             Some(j) => aux[j],
         };
-        (0..self.starts.len() - 1)
-            .into_par_iter()
-            .with_min_len(1 << 12)
-            .map(|row| {
-                let range = self.starts[row] as usize..self.starts[row + 1] as usize;
-                let mut acc = Scalar::ZERO;
-                for (&column, &coeff) in self.columns[range.clone()].iter().zip(&self.coeffs[range])
-                {
-                    let column = column as usize;
-                    match (kinds[column], coeff) {
-                        (Value::Zero, _) => {}
-                        (Value::One, _) => acc += table[coeff as usize],
-                        (Value::Other, 0) => acc += value(column),
-                        (Value::Other, _) => acc += value(column) * table[coeff as usize],
-                    }
+        let rows = self.starts.len() - 1;
+        // A 32 GiB partition's product is 4 GB: on huge pages where the kernel has them.
+        let mut products = cuzk_hostmem::with_capacity(rows);
+        let each_row = (0..rows).into_par_iter().with_min_len(1 << 12).map(|row| {
+            let range = self.starts[row] as usize..self.starts[row + 1] as usize;
+            let mut acc = Scalar::ZERO;
+            for (&column, &coeff) in self.columns[range.clone()].iter().zip(&self.coeffs[range]) {
+                let column = column as usize;
+                match (kinds[column], coeff) {
+                    (Value::Zero, _) => {}
+                    (Value::One, _) => acc += table[coeff as usize],
+                    (Value::Other, 0) => acc += value(column),
+                    (Value::Other, _) => acc += value(column) * table[coeff as usize],
                 }
-                acc
-            })
-            .collect()
+            }
+            acc
+        });
+        products.par_extend(each_row);
+        products
     }
 }
 

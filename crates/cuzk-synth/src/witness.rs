@@ -8,6 +8,7 @@ use bellpepper_core::{
     Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
 };
 use cuzk_math::Scalar;
+use ff::Field;
 use rayon::prelude::*;
 
 use crate::drive::{close, drive, open, CountsInputs};
@@ -132,8 +133,8 @@ impl Witness {
     /// Empty, with room for `capacity` (inputs, aux values).
     fn with_capacity(capacity: (usize, usize)) -> Self {
         Witness {
-            inputs: Vec::with_capacity(capacity.0),
-            aux: Vec::with_capacity(capacity.1),
+            inputs: cuzk_hostmem::with_capacity(capacity.0),
+            aux: cuzk_hostmem::with_capacity(capacity.1),
             rows: 0,
         }
     }
@@ -196,18 +197,47 @@ impl Witness {
             }
         }
         let (prologue_inputs, prologue_aux) = (whole.inputs.len(), whole.aux.len());
-        whole.inputs.reserve_exact(inputs - prologue_inputs);
-        whole.aux.reserve_exact(aux - prologue_aux);
-        for part in parts {
-            whole
-                .inputs
-                .extend_from_slice(&part.inputs[prologue_inputs..]);
-            whole.aux.extend_from_slice(&part.aux[prologue_aux..]);
-            whole.rows += part.rows - prologue_rows;
-        }
+        let inputs_of = parts.iter().map(|part| &part.inputs[prologue_inputs..]);
+        append_side_by_side(&mut whole.inputs, inputs, inputs_of);
+        append_side_by_side(
+            &mut whole.aux,
+            aux,
+            parts.iter().map(|part| &part.aux[prologue_aux..]),
+        );
+        whole.rows += parts
+            .iter()
+            .map(|part| part.rows - prologue_rows)
+            .sum::<usize>();
+        // Freed side by side too: a few gigabytes of pages to give back.
+        parts.into_par_iter().for_each(drop);
         close(&mut whole);
         Ok(whole)
     }
+}
+
+/// Appends `pieces` to `values` until it holds `total`, in order, each piece copied by a thread
+/// of the pool into its own stretch: a 4 GB witness's copy, and the first touch of its pages,
+/// spread over the threads instead of one; the room is on huge pages where the kernel has them
+/// (`cuzk_hostmem`). Before: one thread, `extend_from_slice` piece by piece.
+fn append_side_by_side<'a>(
+    values: &mut Vec<Scalar>,
+    total: usize,
+    pieces: impl Iterator<Item = &'a [Scalar]>,
+) {
+    let start = values.len();
+    cuzk_hostmem::reserve(values, total - start);
+    // Zeros written in place by the pool's threads (an indexed parallel extend), then the pieces.
+    values.par_extend(rayon::iter::repeat_n(Scalar::ZERO, total - start));
+    let mut room = &mut values[start..];
+    let mut stretches = Vec::new();
+    for piece in pieces {
+        let (stretch, rest) = room.split_at_mut(piece.len());
+        stretches.push((stretch, piece));
+        room = rest;
+    }
+    stretches
+        .into_par_iter()
+        .for_each(|(stretch, piece)| stretch.copy_from_slice(piece));
 }
 
 impl CountsInputs for Witness {

@@ -132,6 +132,7 @@ fn checks(args: &DoctorArgs) -> Vec<Check> {
     checks.push(system::host_memory(&budgets));
     let budgets = budgets.ok();
     checks.push(system::memlock(budgets.as_ref(), uses_gpu));
+    checks.push(system::huge_pages());
     checks.extend(params::circuits(
         &config,
         args,

@@ -186,10 +186,44 @@ fn memlock_verdict(limit: Option<u64>, needed: Option<u64>, uses_gpu: bool) -> C
     }
 }
 
+/// The kernel's transparent huge page mode: each partition's witness and products (gigabytes at
+/// 32 GiB) ask for huge pages, which `never` refuses.
+pub fn huge_pages() -> Check {
+    huge_pages_verdict(cuzk_hostmem::transparent_huge_pages().as_deref())
+}
+
+fn huge_pages_verdict(mode: Option<&str>) -> Check {
+    const WHAT: &str = "transparent huge pages";
+    match mode {
+        Some(mode @ ("madvise" | "always")) => Check::ok(
+            "hugepages",
+            format!("{WHAT}: {mode} (witnesses and products are on huge pages)"),
+        ),
+        Some(mode) => Check::warn(
+            "hugepages",
+            format!(
+                "{WHAT}: {mode}: each 4 GB witness or product of a 32 GiB partition takes a                  million page faults to fill and as many to free"
+            ),
+        )
+        .with_fix("echo madvise > /sys/kernel/mm/transparent_hugepage/enabled (as root)"),
+        None => Check::ok("hugepages", format!("{WHAT}: not reported by this system")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::Verdict;
     use super::*;
+
+    #[test]
+    fn huge_pages_turned_off_are_a_warning_with_the_fix() {
+        let never = huge_pages_verdict(Some("never"));
+        assert_eq!(never.verdict, Verdict::Warn);
+        assert!(never.fix.is_some_and(|fix| fix.contains("madvise >")));
+        for mode in [Some("madvise"), Some("always"), None] {
+            assert_eq!(huge_pages_verdict(mode).verdict, Verdict::Ok, "{mode:?}");
+        }
+    }
 
     #[test]
     fn a_low_page_lock_limit_fails_only_where_a_gpu_proves() {
