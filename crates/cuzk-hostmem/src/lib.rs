@@ -12,9 +12,10 @@
 /// A huge page (x86-64 and arm64 with 4 KiB base pages).
 const HUGE_PAGE: usize = 2 << 20;
 
-/// Vectors smaller than this are left alone: a few huge pages would save little and could round
-/// a small vector's footprint up.
-pub const MIN_ADVISED_BYTES: usize = 64 << 20;
+/// Vectors smaller than this are left alone: only the huge pages wholly inside a buffer are
+/// advised, and a smaller one may hold none (a PoRep partition's sections, ~24 MB apiece at
+/// 32 GiB, are advised; a WindowPoSt sector's 1.7 MB is not).
+pub const MIN_ADVISED_BYTES: usize = 4 << 20;
 
 /// An empty vector with room for `capacity` values, its pages advised as [`reserve`] does.
 pub fn with_capacity<T>(capacity: usize) -> Vec<T> {
@@ -99,7 +100,7 @@ mod tests {
     #[test]
     fn an_advised_vector_holds_its_values_on_huge_pages_where_the_kernel_offers_them() {
         let value = |i: usize| (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let count = 3 * MIN_ADVISED_BYTES / size_of::<u64>() / 2;
+        let count = 24 * MIN_ADVISED_BYTES / size_of::<u64>();
         let mut values: Vec<u64> = with_capacity(count);
         assert!(values.capacity() >= count);
         values.extend((0..count).map(value));
