@@ -150,11 +150,12 @@ impl Witness {
         Ok(witness)
     }
 
-    /// `circuit`'s witness with its sections synthesized on the rayon pool, each after its own
-    /// run of the prologue; the prologue's values, identical in every run, are kept once. The
-    /// same values in the same order as [`Witness::of`] the whole circuit. `totals` (the
-    /// expected inputs and aux values) size each section's vectors for an even share, so that
-    /// sections of one size (a PoRep partition's) never grow theirs past it.
+    /// `circuit`'s witness with its sections synthesized on the rayon pool, in groups of
+    /// consecutive sections, each group after its own run of the prologue; the prologue's values,
+    /// identical in every run, are kept once. The same values in the same order as
+    /// [`Witness::of`] the whole circuit. `totals` (the expected inputs and aux values) size each
+    /// group's vectors for an even share, so that sections of one size (a PoRep partition's)
+    /// never grow theirs past it.
     pub(crate) fn sectioned<S: Sectioned>(
         circuit: &S,
         totals: (usize, usize),
@@ -166,17 +167,21 @@ impl Witness {
             Ok::<_, SynthesisError>(witness)
         };
         let mut whole = run(0..0, (0, 0))?;
-        let sections = circuit.sections().max(1);
+        let sections = circuit.sections();
+        let per_group = sections
+            .div_ceil(GROUPS_PER_THREAD * rayon::current_num_threads())
+            .max(1);
         let share = |total: usize, prologue: usize| {
-            prologue + total.saturating_sub(prologue).div_ceil(sections)
+            prologue + total.saturating_sub(prologue).div_ceil(sections.max(1)) * per_group
         };
         let capacity = (
             share(totals.0, whole.inputs.len()),
             share(totals.1, whole.aux.len()),
         );
-        let parts = (0..circuit.sections())
-            .into_par_iter()
-            .map(|i| run(i..i + 1, capacity))
+        let firsts: Vec<usize> = (0..sections).step_by(per_group).collect();
+        let parts = firsts
+            .par_iter()
+            .map(|&first| run(first..sections.min(first + per_group), capacity))
             .collect::<Result<Vec<_>, _>>()?;
         let prologue_rows = whole.rows;
         let skip = |section: usize, what: &'static str, values: &[Scalar], prologue: &[Scalar]| {
@@ -186,7 +191,7 @@ impl Witness {
             }
         };
         let (mut inputs, mut aux) = (whole.inputs.len(), whole.aux.len());
-        for (section, part) in parts.iter().enumerate() {
+        for (&section, part) in firsts.iter().zip(&parts) {
             inputs += skip(section, "inputs", &part.inputs, &whole.inputs)?;
             aux += skip(section, "aux values", &part.aux, &whole.aux)?;
             if part.rows < prologue_rows {
@@ -214,6 +219,11 @@ impl Witness {
         Ok(whole)
     }
 }
+
+/// Sections run in groups of consecutive ones, this many groups per thread of the pool: enough
+/// to keep the threads evenly busy, few enough that a group's vectors are megabytes, on huge
+/// pages (a 32 GiB WindowPoSt sector's alone is 1.7 MB, below what `cuzk_hostmem` advises).
+const GROUPS_PER_THREAD: usize = 8;
 
 /// Appends `pieces` to `values` until it holds `total`, in order, each piece copied by a thread
 /// of the pool into its own stretch: a 4 GB witness's copy, and the first touch of its pages,
