@@ -1,7 +1,7 @@
 //! Host cost of a sectioned witness apart from its gadgets: sections side by side, each pushing
 //! its values into its own vector, then gathered into one (`CompiledR1cs::witness_sectioned`),
 //! at the shape of a 32 GiB WindowPoSt partition (2,349 sectors of ~53,000 values: 4 GB) and a
-//! PoRep one (176 challenges of ~740,000). The values are a constant: what is timed is the
+//! PoRep one (18 challenges of ~7.3 million). The values are a constant: what is timed is the
 //! allocation, page faults, copies and frees a real witness pays beside its hashing.
 #![allow(clippy::expect_used)] // a failed bench should stop loudly
 
@@ -54,8 +54,8 @@ fn sectioned(c: &mut Criterion) {
         (
             "porep_32g",
             Plain {
-                sections: 176,
-                values: 740_000,
+                sections: 18,
+                values: 7_300_000,
             },
         ),
     ] {
