@@ -228,7 +228,7 @@ const GROUPS_PER_THREAD: usize = 8;
 /// Appends `pieces` to `values` until it holds `total`, in order, each piece copied by a thread
 /// of the pool into its own stretch: a 4 GB witness's copy, and the first touch of its pages,
 /// spread over the threads instead of one; the room is on huge pages where the kernel has them
-/// (`cuzk_hostmem`). Before: one thread, `extend_from_slice` piece by piece.
+/// (`cuzk_hostmem`).
 fn append_side_by_side<'a>(
     values: &mut Vec<Scalar>,
     total: usize,

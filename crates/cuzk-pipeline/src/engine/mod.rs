@@ -144,13 +144,7 @@ impl Engine {
     /// `false` when no such job is in flight.
     pub fn cancel(&self, id: &str) -> bool {
         let cancelled = self.shared.scheduler().cancel(id);
-        match cancelled {
-            Some(ended) => {
-                self.shared.ended(ended, "cancelled");
-                true
-            }
-            None => false,
-        }
+        self.end(cancelled, "cancelled")
     }
 
     /// Takes back the job in flight with this id if none of its partitions has started (it
@@ -159,13 +153,15 @@ impl Engine {
     /// again. `false` when it has started or is not in flight.
     pub fn withdraw(&self, id: &str) -> bool {
         let withdrawn = self.shared.scheduler().withdraw(id);
-        match withdrawn {
-            Some(ended) => {
-                self.shared.ended(ended, "withdrawn");
-                true
-            }
-            None => false,
-        }
+        self.end(withdrawn, "withdrawn")
+    }
+
+    /// Logs and sends the end of a job taken out of the scheduler (its lock released by then);
+    /// whether there was one.
+    fn end(&self, ended: Option<scheduler::Ended>, status: &str) -> bool {
+        ended
+            .map(|ended| self.shared.ended(ended, status))
+            .is_some()
     }
 
     /// Jobs submitted and not yet ended.
