@@ -95,12 +95,25 @@ mod tests {
         )
     }
 
+    /// The kernel's count of huge page faults that fell back to small pages (`/proc/vmstat`).
+    #[cfg(target_os = "linux")]
+    fn huge_page_fallbacks() -> u64 {
+        let vmstat = std::fs::read_to_string("/proc/vmstat").unwrap_or_default();
+        let line = vmstat
+            .lines()
+            .find_map(|l| l.strip_prefix("thp_fault_fallback "));
+        line.and_then(|n| n.parse().ok()).unwrap_or(0)
+    }
+
     /// Values written after the advice read back; with the kernel in `madvise` or `always` mode
-    /// the buffer is on huge pages.
+    /// the buffer is on huge pages, unless the kernel had none free (it then counts a fallback:
+    /// it was asked).
     #[test]
     fn an_advised_vector_holds_its_values_on_huge_pages_where_the_kernel_offers_them() {
         let value = |i: usize| (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         let count = 24 * MIN_ADVISED_BYTES / size_of::<u64>();
+        #[cfg(target_os = "linux")]
+        let fallbacks = huge_page_fallbacks();
         let mut values: Vec<u64> = with_capacity(count);
         assert!(values.capacity() >= count);
         values.extend((0..count).map(value));
@@ -111,7 +124,11 @@ mod tests {
                 // The advice splits the mapping: the advised part starts at the first boundary.
                 let advised = (values.as_ptr() as usize).next_multiple_of(HUGE_PAGE);
                 let huge = huge_bytes_at(advised).unwrap();
-                assert!(huge >= HUGE_PAGE as u64, "{huge} bytes on huge pages");
+                let fell_back = huge_page_fallbacks() > fallbacks;
+                assert!(
+                    huge >= HUGE_PAGE as u64 || fell_back,
+                    "{huge} bytes on huge pages"
+                );
             }
             mode => eprintln!("transparent huge pages {mode:?}: the advice is not taken"),
         }
