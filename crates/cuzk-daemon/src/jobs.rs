@@ -720,6 +720,7 @@ impl Daemon {
                 () = srs.outranked(circuit, job.priority) => {
                     if engine.withdraw(&job.id) {
                         tracing::info!(job = %job.id, circuit, "stepped back for a more urgent load");
+                        self.parts.metrics.stepped_back(job.kind);
                     }
                     // Withdrawn, or started already: then it keeps its set to the end.
                     waiting.await

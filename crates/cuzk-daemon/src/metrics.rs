@@ -31,6 +31,7 @@ pub struct Metrics {
     completed: IntCounterVec,
     failed: IntCounterVec,
     cancelled: IntCounterVec,
+    stepped_back: IntCounterVec,
     /// Seconds from submission to the result, by kind: 50 ms … ~1.9 h.
     duration: HistogramVec,
     queue_depth: IntGauge,
@@ -130,6 +131,13 @@ impl Metrics {
                 Opts::new("cuzk_proofs_cancelled_total", "Proofs cancelled"),
                 kind,
             )?,
+            stepped_back: IntCounterVec::new(
+                Opts::new(
+                    "cuzk_jobs_stepped_back_total",
+                    "Queued jobs that gave their parameter set back to a more urgent load",
+                ),
+                kind,
+            )?,
             duration: HistogramVec::new(
                 HistogramOpts::new(
                     "cuzk_proof_duration_seconds",
@@ -214,6 +222,7 @@ impl Metrics {
         r.register(Box::new(metrics.completed.clone()))?;
         r.register(Box::new(metrics.failed.clone()))?;
         r.register(Box::new(metrics.cancelled.clone()))?;
+        r.register(Box::new(metrics.stepped_back.clone()))?;
         r.register(Box::new(metrics.duration.clone()))?;
         r.register(Box::new(metrics.queue_depth.clone()))?;
         r.register(Box::new(metrics.running_jobs.clone()))?;
@@ -237,6 +246,7 @@ impl Metrics {
             metrics.completed.with_label_values(&[name]);
             metrics.failed.with_label_values(&[name]);
             metrics.cancelled.with_label_values(&[name]);
+            metrics.stepped_back.with_label_values(&[name]);
         }
         Ok(metrics)
     }
@@ -258,6 +268,12 @@ impl Metrics {
 
     pub fn cancelled(&self, kind: Kind) {
         self.cancelled
+            .with_label_values(&[kind.metric_label()])
+            .inc();
+    }
+
+    pub fn stepped_back(&self, kind: Kind) {
+        self.stepped_back
             .with_label_values(&[kind.metric_label()])
             .inc();
     }

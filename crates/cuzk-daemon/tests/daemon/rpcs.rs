@@ -170,7 +170,7 @@ async fn get_status(client: &mut Client) -> proto::GetStatusResponse {
         .into_inner()
 }
 
-async fn metrics(client: &mut Client) -> String {
+pub(crate) async fn metrics(client: &mut Client) -> String {
     client
         .get_metrics(proto::GetMetricsRequest {})
         .await
@@ -858,7 +858,7 @@ async fn one_request_id_five_times_at_once_is_one_proof() {
 }
 
 /// The counter of `name` (with its labels) in the metrics text.
-fn counter(text: &str, name: &str) -> u64 {
+pub(crate) fn counter(text: &str, name: &str) -> u64 {
     text.lines()
         .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
         .unwrap_or_else(|| panic!("no {name} in\n{text}"))

@@ -13,7 +13,9 @@ use cuzk_daemon::proto::{self, await_proof_response::Status, SubmitProofRequest}
 use cuzk_daemon::DaemonError;
 use cuzk_pipeline::Devices;
 
-use crate::rpcs::{assert_valid, await_job, eventually, prove, synthetic, Running};
+use crate::rpcs::{
+    assert_valid, await_job, counter, eventually, metrics, prove, synthetic, Running,
+};
 
 /// The synthetic circuits with each set's size known before it loads, as a parameter file's
 /// is: so a set that does not fit the budget waits for room.
@@ -135,5 +137,11 @@ async fn a_high_job_meeting_sets_in_use_is_proven_once_the_started_proofs_end() 
     // without stepping back it would wait for every queued job of one of the two sets.
     assert!(ahead.len() <= 2, "finished before the HIGH job: {ahead:?}");
     assert_eq!(finished.lock().unwrap().len(), 6);
+    let text = metrics(&mut status_client).await;
+    let stepped_back = counter(
+        &text,
+        "cuzk_jobs_stepped_back_total{proof_kind=\"porep_c2\"}",
+    );
+    assert!(stepped_back >= 3, "{stepped_back} jobs stepped back");
     daemon.stop().await.unwrap();
 }
