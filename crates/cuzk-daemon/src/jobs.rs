@@ -685,6 +685,8 @@ impl Daemon {
             self.ended(job, Status::Failed, Vec::new(), error, timings)
         };
         let srs = &self.parts.srs;
+        // Where the job stood in the engine before it stepped back: it comes back there.
+        let mut place = None;
         let (lease, output, finish) = loop {
             let (lease, srs_load_ms) = match srs.acquire(circuit, job.priority).await {
                 Ok(acquired) => acquired,
@@ -708,9 +710,11 @@ impl Daemon {
             job.state.send_replace(State::Proving);
             self.parts.live.entering(&job.id);
             let engine = &self.parts.engine;
-            let waiting = engine
-                .submit(prepared.request.with_priority(job.priority))
-                .wait();
+            let mut request = prepared.request.with_priority(job.priority);
+            if let Some(place) = place.take() {
+                request = request.in_place(place);
+            }
+            let waiting = engine.submit(request).wait();
             tokio::pin!(waiting);
             if job.is_cancelled() {
                 engine.cancel(&job.id);
@@ -718,7 +722,8 @@ impl Daemon {
             let output = tokio::select! {
                 output = &mut waiting => output,
                 () = srs.outranked(circuit, job.priority) => {
-                    if engine.withdraw(&job.id) {
+                    place = engine.withdraw(&job.id);
+                    if place.is_some() {
                         tracing::info!(job = %job.id, circuit, "stepped back for a more urgent load");
                         self.parts.metrics.stepped_back(job.kind);
                     }

@@ -246,7 +246,15 @@ pub struct JobRequest {
     pub(crate) circuit: Arc<dyn Synthesize>,
     pub(crate) memory: PartitionMemory,
     pub(crate) shape: Option<String>,
+    /// The queue place of a withdrawn attempt of this job, kept when it comes back.
+    pub(crate) place: Option<Place>,
 }
+
+/// Where a withdrawn job stood among the engine's jobs of its priority ([`super::Engine::withdraw`]):
+/// submitted again with [`JobRequest::in_place`], it goes before the jobs submitted after it
+/// first was, not behind them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Place(pub(crate) u64);
 
 impl JobRequest {
     /// `partitions` partitions of `circuit`, all proven with `params`; memory estimated from them.
@@ -264,6 +272,7 @@ impl JobRequest {
             params,
             shape: circuit.shape(),
             circuit: Arc::new(circuit),
+            place: None,
         }
     }
 
@@ -284,6 +293,12 @@ impl JobRequest {
     /// in flight with its id leaves that job's priority as it is.
     pub fn with_priority(mut self, priority: Priority) -> Self {
         self.priority = priority;
+        self
+    }
+
+    /// Submits the job where a withdrawn attempt of it stood.
+    pub fn in_place(mut self, place: Place) -> Self {
+        self.place = Some(place);
         self
     }
 

@@ -36,7 +36,7 @@ pub use config::{ConfigError, EngineConfig, SYNTHESIS_NICE};
 pub use device::{DeviceActivity, Devices, FAULTS_IN_A_ROW};
 pub use job::{
     JobError, JobOutput, JobProgress, JobRequest, JobResult, JobTimings, Partition,
-    PartitionMemory, PartitionedCircuit, Priority,
+    PartitionMemory, PartitionedCircuit, Place, Priority,
 };
 pub use memory::{
     auto_memory_budget, machine_memory, own_memory_cgroups, HostMemory, HostPlan, MemoryError,
@@ -150,10 +150,13 @@ impl Engine {
     /// Takes back the job in flight with this id if none of its partitions has started (it
     /// holds no memory and no worker yet): its waiters get [`JobError::Withdrawn`]. So a job
     /// queued behind others can let go of its parameters for more urgent work and be submitted
-    /// again. `false` when it has started or is not in flight.
-    pub fn withdraw(&self, id: &str) -> bool {
-        let withdrawn = self.shared.scheduler().withdraw(id);
-        self.end(withdrawn, "withdrawn")
+    /// again, in the place it had ([`JobRequest::in_place`]). `None` when it has started or is
+    /// not in flight.
+    pub fn withdraw(&self, id: &str) -> Option<Place> {
+        let withdrawn = self.shared.scheduler().withdraw(id)?;
+        let place = Place(withdrawn.info.seq);
+        self.end(Some(withdrawn), "withdrawn");
+        Some(place)
     }
 
     /// Logs and sends the end of a job taken out of the scheduler (its lock released by then);

@@ -13,7 +13,8 @@ use tokio::sync::watch;
 
 use super::device::Coming;
 use super::job::{
-    JobError, JobOutput, JobProgress, JobRequest, JobResult, JobTimings, PartitionMemory, Priority,
+    JobError, JobOutput, JobProgress, JobRequest, JobResult, JobTimings, PartitionMemory, Place,
+    Priority,
     SynthesisPath, Synthesize, Synthesized,
 };
 use crate::budget::Reservation;
@@ -21,7 +22,7 @@ use crate::sink::ms;
 
 /// What every task working on a job shares; immutable but for the result.
 pub(crate) struct JobInfo {
-    /// Submission order: lower is older.
+    /// Submission order: lower is older (a withdrawn job submitted again keeps its first).
     pub seq: u64,
     pub id: String,
     pub priority: Priority,
@@ -168,8 +169,13 @@ impl Scheduler {
         if request.partitions == 0 {
             return watch::Sender::new(Some(Err(JobError::NoPartitions))).subscribe();
         }
-        let seq = self.next_seq;
-        self.next_seq += 1;
+        let seq = match request.place {
+            Some(Place(seq)) if seq < self.next_seq && !self.jobs.contains_key(&seq) => seq,
+            _ => {
+                self.next_seq += 1;
+                self.next_seq - 1
+            }
+        };
         let info = Arc::new(JobInfo {
             seq,
             pvk: PreparedVerifyingKey::new(&request.params.vk),
@@ -566,5 +572,23 @@ mod tests {
         assert_eq!(next(&mut scheduler), taken("started", 1));
         assert_eq!(next(&mut scheduler), taken("after", 0));
         assert_eq!(scheduler.jobs(), 2);
+    }
+
+    /// A withdrawn job submitted again in its place goes before the jobs submitted after it
+    /// first was; a place another job holds, or one never handed out, gets a new one at the back.
+    #[test]
+    fn a_withdrawn_job_submitted_in_its_place_keeps_its_turn() {
+        let mut scheduler = Scheduler::new(8, false);
+        scheduler.submit(request("first", 1, Priority::Normal));
+        scheduler.submit(request("second", 1, Priority::Normal));
+        let place = Place(scheduler.withdraw("first").unwrap().info.seq);
+        let second = Place(scheduler.ids["second"]);
+        scheduler.submit(request("third", 1, Priority::Normal));
+        scheduler.submit(request("first", 1, Priority::Normal).in_place(place));
+        scheduler.submit(request("taken", 1, Priority::Normal).in_place(second));
+        scheduler.submit(request("stray", 1, Priority::Normal).in_place(Place(99)));
+        let order: Vec<_> = std::iter::from_fn(|| next(&mut scheduler)).collect();
+        let expected = ["first", "second", "third", "taken", "stray"];
+        assert_eq!(order, expected.map(|id| (id.to_owned(), 0)));
     }
 }
