@@ -9,6 +9,8 @@
 //! which is what [`reserve`] does. Under `never` the advice is ignored, under `always` it is
 //! redundant; elsewhere than Linux it is not given.
 
+use rayon::prelude::*;
+
 /// A huge page (x86-64 and arm64 with 4 KiB base pages).
 const HUGE_PAGE: usize = 2 << 20;
 
@@ -34,6 +36,45 @@ pub fn reserve<T>(values: &mut Vec<T>, additional: usize) {
     if bytes >= MIN_ADVISED_BYTES {
         advise(values.as_ptr() as usize, bytes);
     }
+}
+
+/// Values copied per task when a piece is appended: a huge page of 32-byte values.
+const COPY_CHUNK_BYTES: usize = HUGE_PAGE;
+
+/// Appends each piece, less its first `skip` values (a prologue every piece repeats), to `values`,
+/// in order, and frees it as soon as it is copied. A piece's copy is spread over the rayon pool
+/// in chunks of a huge page, one piece at a time, so that at any moment only one piece is held
+/// twice: gathering a 4 GB witness from its sections needs ~4 GB and a piece, not 8 GB.
+///
+/// # Panics
+/// If a piece is shorter than `skip`.
+pub fn append_freeing<T: Copy + Send + Sync>(
+    values: &mut Vec<T>,
+    pieces: Vec<Vec<T>>,
+    skip: usize,
+) {
+    let added: usize = pieces.iter().map(|piece| piece.len() - skip).sum();
+    reserve(values, added);
+    let chunk = (COPY_CHUNK_BYTES / size_of::<T>().max(1)).max(1);
+    let mut room = &mut values.spare_capacity_mut()[..added];
+    for piece in pieces {
+        let source = &piece[skip..];
+        let (stretch, rest) = room.split_at_mut(source.len());
+        stretch
+            .par_chunks_mut(chunk)
+            .zip(source.par_chunks(chunk))
+            .for_each(|(to, from)| {
+                to.write_copy_of_slice(from);
+            });
+        room = rest;
+        drop(piece);
+    }
+    let len = values.len() + added;
+    // SAFETY: `reserve` made room for `added` more values. The pieces' stretches tile
+    // `spare_capacity_mut()[..added]` in order, and each stretch was written whole, chunk by
+    // chunk, before its piece was dropped (the parallel loop returns once every chunk is
+    // written). So the first `len` values are initialised (`T: Copy`: nothing to drop).
+    unsafe { values.set_len(len) };
 }
 
 /// Advises the huge pages wholly inside `[start, start + bytes)`.
@@ -132,6 +173,32 @@ mod tests {
             }
             mode => eprintln!("transparent huge pages {mode:?}: the advice is not taken"),
         }
+    }
+
+    #[test]
+    fn pieces_appended_follow_the_values_in_order_without_their_prologue() {
+        let skip = 5;
+        let pieces: Vec<Vec<u32>> = (0..37u32)
+            .map(|p| {
+                (0..skip as u32 + p * 7919 % 300_007)
+                    .map(|i| p << 24 | i)
+                    .collect()
+            })
+            .collect();
+        let expected: Vec<u32> = [7, 8, 9]
+            .into_iter()
+            .chain(
+                pieces
+                    .iter()
+                    .flat_map(|piece| piece[skip..].iter().copied()),
+            )
+            .collect();
+        let mut values = vec![7, 8, 9];
+        append_freeing(&mut values, pieces, skip);
+        assert_eq!(values, expected);
+        append_freeing(&mut values, Vec::new(), skip);
+        append_freeing(&mut values, vec![vec![1; skip]], skip);
+        assert_eq!(values, expected);
     }
 
     #[test]

@@ -24,5 +24,6 @@ pub mod timeline;
 
 pub use engine::{
     unpanicked, DeviceActivity, Devices, Engine, EngineConfig, JobError, JobHandle, JobOutput,
-    JobProgress, JobRequest, JobTimings, Partition, Place, Priority, FAULTS_IN_A_ROW, SYNTHESIS_NICE,
+    JobProgress, JobRequest, JobTimings, Partition, Place, Priority, FAULTS_IN_A_ROW,
+    SYNTHESIS_NICE,
 };

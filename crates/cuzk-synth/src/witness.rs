@@ -8,7 +8,6 @@ use bellpepper_core::{
     Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
 };
 use cuzk_math::Scalar;
-use ff::Field;
 use rayon::prelude::*;
 
 use crate::drive::{close, drive, open, CountsInputs};
@@ -155,7 +154,8 @@ impl Witness {
     /// identical in every run, are kept once. The same values in the same order as
     /// [`Witness::of`] the whole circuit. `totals` (the expected inputs and aux values) size each
     /// group's vectors for an even share, so that sections of one size (a PoRep partition's)
-    /// never grow theirs past it.
+    /// never grow theirs past it; the first group's have room for the whole witness, which the
+    /// others are appended to, each freed once copied (the witness is never held twice).
     pub(crate) fn sectioned<S: Sectioned>(
         circuit: &S,
         totals: (usize, usize),
@@ -166,7 +166,7 @@ impl Witness {
             circuit.witness_sections(&mut witness, range)?;
             Ok::<_, SynthesisError>(witness)
         };
-        let mut whole = run(0..0, (0, 0))?;
+        let prologue = run(0..0, (0, 0))?;
         let sections = circuit.sections();
         let per_group = sections
             .div_ceil(GROUPS_PER_THREAD * rayon::current_num_threads())
@@ -175,46 +175,38 @@ impl Witness {
             prologue + total.saturating_sub(prologue).div_ceil(sections.max(1)) * per_group
         };
         let capacity = (
-            share(totals.0, whole.inputs.len()),
-            share(totals.1, whole.aux.len()),
+            share(totals.0, prologue.inputs.len()),
+            share(totals.1, prologue.aux.len()),
         );
+        let whole_capacity = (totals.0.max(capacity.0), totals.1.max(capacity.1));
         let firsts: Vec<usize> = (0..sections).step_by(per_group).collect();
-        let parts = firsts
+        let mut parts = firsts
             .par_iter()
-            .map(|&first| run(first..sections.min(first + per_group), capacity))
+            .map(|&first| {
+                let room = if first == 0 { whole_capacity } else { capacity };
+                run(first..sections.min(first + per_group), room)
+            })
             .collect::<Result<Vec<_>, _>>()?;
-        let prologue_rows = whole.rows;
-        let skip = |section: usize, what: &'static str, values: &[Scalar], prologue: &[Scalar]| {
-            match values.split_at_checked(prologue.len()) {
-                Some((head, rest)) if head == prologue => Ok(rest.len()),
-                _ => Err(CompiledError::NotSectioned { section, what }),
-            }
-        };
-        let (mut inputs, mut aux) = (whole.inputs.len(), whole.aux.len());
         for (&section, part) in firsts.iter().zip(&parts) {
-            inputs += skip(section, "inputs", &part.inputs, &whole.inputs)?;
-            aux += skip(section, "aux values", &part.aux, &whole.aux)?;
-            if part.rows < prologue_rows {
-                return Err(CompiledError::NotSectioned {
-                    section,
-                    what: "rows",
-                });
-            }
+            let what = if !part.inputs.starts_with(&prologue.inputs) {
+                "inputs"
+            } else if !part.aux.starts_with(&prologue.aux) {
+                "aux values"
+            } else if part.rows < prologue.rows {
+                "rows"
+            } else {
+                continue;
+            };
+            return Err(CompiledError::NotSectioned { section, what });
         }
-        let (prologue_inputs, prologue_aux) = (whole.inputs.len(), whole.aux.len());
-        let inputs_of = parts.iter().map(|part| &part.inputs[prologue_inputs..]);
-        append_side_by_side(&mut whole.inputs, inputs, inputs_of);
-        append_side_by_side(
-            &mut whole.aux,
-            aux,
-            parts.iter().map(|part| &part.aux[prologue_aux..]),
-        );
-        whole.rows += parts
-            .iter()
-            .map(|part| part.rows - prologue_rows)
-            .sum::<usize>();
-        // Freed side by side too: a few gigabytes of pages to give back.
-        parts.into_par_iter().for_each(drop);
+        let rest = parts.split_off(parts.len().min(1));
+        let skip = (prologue.inputs.len(), prologue.aux.len(), prologue.rows);
+        let mut whole = parts.pop().unwrap_or(prologue);
+        whole.rows += rest.iter().map(|part| part.rows - skip.2).sum::<usize>();
+        let (inputs, aux): (Vec<_>, Vec<_>) =
+            rest.into_iter().map(|part| (part.inputs, part.aux)).unzip();
+        cuzk_hostmem::append_freeing(&mut whole.inputs, inputs, skip.0);
+        cuzk_hostmem::append_freeing(&mut whole.aux, aux, skip.1);
         close(&mut whole);
         Ok(whole)
     }
@@ -224,31 +216,6 @@ impl Witness {
 /// to keep the threads evenly busy, few enough that a group's vectors are megabytes, on huge
 /// pages (a 32 GiB WindowPoSt sector's alone is 1.7 MB, below what `cuzk_hostmem` advises).
 const GROUPS_PER_THREAD: usize = 8;
-
-/// Appends `pieces` to `values` until it holds `total`, in order, each piece copied by a thread
-/// of the pool into its own stretch: a 4 GB witness's copy, and the first touch of its pages,
-/// spread over the threads instead of one; the room is on huge pages where the kernel has them
-/// (`cuzk_hostmem`).
-fn append_side_by_side<'a>(
-    values: &mut Vec<Scalar>,
-    total: usize,
-    pieces: impl Iterator<Item = &'a [Scalar]>,
-) {
-    let start = values.len();
-    cuzk_hostmem::reserve(values, total - start);
-    // Zeros written in place by the pool's threads (an indexed parallel extend), then the pieces.
-    values.par_extend(rayon::iter::repeat_n(Scalar::ZERO, total - start));
-    let mut room = &mut values[start..];
-    let mut stretches = Vec::new();
-    for piece in pieces {
-        let (stretch, rest) = room.split_at_mut(piece.len());
-        stretches.push((stretch, piece));
-        room = rest;
-    }
-    stretches
-        .into_par_iter()
-        .for_each(|(stretch, piece)| stretch.copy_from_slice(piece));
-}
 
 impl CountsInputs for Witness {
     fn num_inputs(&self) -> usize {

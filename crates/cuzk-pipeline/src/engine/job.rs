@@ -216,7 +216,8 @@ impl PartitionMemory {
 
     /// What a partition reserves from the budget when its synthesis starts. With deferred
     /// products (witness-only synthesis, a, b and c left to the device) the host never holds
-    /// a, b and c, only the witness, twice while a sectioned circuit's parts are joined.
+    /// a, b and c, only the witness, and while a sectioned circuit's groups are joined one group
+    /// more (each freed once appended): twice the witness bounds that whatever the sections.
     pub fn reserved(&self, products_deferred: bool) -> u64 {
         match products_deferred {
             true => 2 * self.rest,

@@ -14,8 +14,7 @@ use tokio::sync::watch;
 use super::device::Coming;
 use super::job::{
     JobError, JobOutput, JobProgress, JobRequest, JobResult, JobTimings, PartitionMemory, Place,
-    Priority,
-    SynthesisPath, Synthesize, Synthesized,
+    Priority, SynthesisPath, Synthesize, Synthesized,
 };
 use crate::budget::Reservation;
 use crate::sink::ms;
