@@ -87,4 +87,22 @@ if [ -n "$PROBE" ]; then
     --probe "$SECTOR/winning-post.json" --json-out "$OUT/bench-probe.json" \
     --timeline "$OUT/timeline-probe.log" > "$OUT/bench-probe.txt" 2>&1 || { echo "probe bench: failed"; tail -5 "$OUT/bench-probe.txt"; }
   grep -E "steady|GPU busy|probe" "$OUT/bench-probe.txt"
+  # Whether the probes under load ran beside the PoRep regions, and if not what they lacked
+  # (beside_missing: 1 index lists, 2 NTT tables, 3 set, 4 a streamed query, 5 matrices, 6 room).
+  python3 - "$OUT/timeline-probe.log" <<'PY'
+import collections, sys
+beside, missing, room = collections.Counter(), collections.Counter(), []
+for line in open(sys.argv[1]):
+    fields = line.strip().split(",")
+    if len(fields) < 4 or "PARTITION_STATS" not in line or not fields[3].startswith("probe"):
+        continue
+    kv = dict(f.partition("=")[::2] for f in fields[4:])
+    beside[kv.get("beside")] += 1
+    if "beside_missing" in kv:
+        missing[kv["beside_missing"]] += 1
+    if "beside_free_bytes" in kv:
+        room.append((float(kv["beside_free_bytes"]) / 2**20, float(kv["beside_needed_bytes"]) / 2**20))
+print(f"probes beside a region: {dict(beside)}; missing: {dict(missing)}; "
+      f"room free/needed MiB: {[f'{f:.0f}/{n:.0f}' for f, n in room[:8]]}")
+PY
 fi

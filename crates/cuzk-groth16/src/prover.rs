@@ -221,6 +221,12 @@ pub trait DeviceLock: Sync {
         None
     }
 
+    /// Whether [`DeviceLock::acquire_beside`] would hold now: a backend weighs whether a proof
+    /// could run beside the region only for such a holder. `false`, the default.
+    fn may_go_beside(&self) -> bool {
+        false
+    }
+
     /// Says that the backend no longer holds the partition's host vectors (the witness and a, b
     /// and c, copied to buffers of its own and freed): the caller may give their memory back
     /// during the device region, so that the next partition's synthesis overlaps it. Called at

@@ -372,6 +372,10 @@ impl DeviceLock for Turns<'_> {
     fn acquire_beside(&self) -> Option<DeviceGuard<'_>> {
         self.beside.then(|| DeviceGuard::new(()))
     }
+
+    fn may_go_beside(&self) -> bool {
+        self.beside
+    }
 }
 
 /// Whether a proof's stages say it ran beside the region.

@@ -122,8 +122,11 @@ impl DeviceLock for Region {
     /// A free device is taken as usual: beside a region, both slow down (a 2 KiB WinningPoSt's
     /// region took 62 ms beside PoRep regions, 19 alone).
     fn acquire_beside(&self) -> Option<DeviceGuard<'_>> {
-        let in_progress = self.device.lock.state().held;
-        (self.critical && in_progress).then(|| self.hold(None))
+        self.may_go_beside().then(|| self.hold(None))
+    }
+
+    fn may_go_beside(&self) -> bool {
+        self.critical && self.device.lock.state().held
     }
 
     /// Nothing of the partition is left in host memory but its public inputs: its whole

@@ -259,39 +259,53 @@ impl GpuBackend {
         })
     }
 
-    /// What a proof reads, if every part of it is on the device already (resident, not streamed)
-    /// and the proof's own buffers fit in the memory free now: a proof that can run beside the
-    /// region in progress without placing anything.
-    fn placed(&self, params: &Parameters, p: &Prepared, index: &IndexSource) -> Option<Placed> {
+    /// All a proof beside the region in progress reads, if it is on the device and its
+    /// working memory fits what the region leaves; else what is missing (with the room there
+    /// and the room needed, for [`Missing::Room`]).
+    fn placed(
+        &self,
+        params: &Parameters,
+        p: &Prepared,
+        index: &IndexSource,
+    ) -> Result<Placed, Missing> {
         let IndexSource::Cached(index) = index else {
-            return None;
+            return Err(Missing::Index);
         };
         let tables = self
             .tables
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(&p.log_n)
-            .cloned()?;
-        let srs = match self.placed_here(params).ok()? {
+            .cloned()
+            .ok_or(Missing::Tables)?;
+        let srs = match self.placed_here(params).map_err(|_| Missing::Set)? {
             Some(queries) => Arc::clone(&queries.srs),
-            None => self.cache().get(&SrsKey::of(params))?,
+            None => self.cache().get(&SrsKey::of(params)).ok_or(Missing::Set)?,
         };
+        if !srs.all_resident() {
+            return Err(Missing::StreamedQueries);
+        }
         // Beside the region, with resident matrices only: streaming them would take the copy
         // engine from the region's streamed MSMs.
         let matrices = match &p.products {
-            Some(compiled) => Some(self.cached_matrices(compiled)?),
+            Some(compiled) => Some(self.cached_matrices(compiled).ok_or(Missing::Matrices)?),
             None => None,
         };
         let products = match &matrices {
-            Some(matrices) if matrices.products() == Products::StreamedMatrices => return None,
+            Some(matrices) if matrices.products() == Products::StreamedMatrices => {
+                return Err(Missing::Matrices)
+            }
             Some(_) => Products::ResidentMatrices,
             None => Products::Host,
         };
-        let free = self.gpu.memory_beside().ok()?.0;
+        let free = self.gpu.memory_beside().map_err(|_| Missing::Room(0, 0))?.0;
         let sizes = proof_sizes(params, p.log_n, p.witness, p.products.as_deref());
         let side_by_side = Plan::of(&sizes, srs.queries, Program::SideBySide, products);
-        let fits = side_by_side.working_bytes + cuzk_gpu::MEMORY_MARGIN <= free;
-        (srs.all_resident() && fits).then(|| Placed {
+        let needed = side_by_side.working_bytes + cuzk_gpu::MEMORY_MARGIN;
+        if needed > free {
+            return Err(Missing::Room(free, needed));
+        }
+        Ok(Placed {
             tables,
             srs,
             matrices,
@@ -399,7 +413,9 @@ impl GpuBackend {
         device: &dyn DeviceLock,
         mut stages: Stages,
     ) -> Result<Started, ProveError> {
-        if let Some((sums, beside)) = self.prove_beside(params, &mut prepared, &index, device) {
+        if let Some((sums, beside)) =
+            self.prove_beside(params, &mut prepared, &index, device, &mut stages)
+        {
             self.return_staging(prepared.staging);
             stages.push("beside", 1.0);
             stages.extend(beside);
@@ -424,17 +440,25 @@ impl GpuBackend {
         })
     }
 
-    /// One proof on the streams beside the region in progress, if all it reads is placed and
-    /// `device` allows it. `None` when it did not run, or failed there (the device may have run
-    /// short of the memory the region in progress took meanwhile): then it takes its turn.
+    /// One proof on the streams beside the region in progress, if `device` allows it and all it
+    /// reads is placed (what is missing goes into `stages`). `None` when it did not run, or
+    /// failed there (the device may have run short of the memory the region in progress took
+    /// meanwhile): then it takes its turn.
     fn prove_beside(
         &self,
         params: &Parameters,
         p: &mut Prepared,
         index: &IndexSource,
         device: &dyn DeviceLock,
+        stages: &mut Stages,
     ) -> Option<(QuerySums, Stages)> {
-        let placed = self.placed(params, p, index)?;
+        if !device.may_go_beside() {
+            return None;
+        }
+        let placed = self
+            .placed(params, p, index)
+            .inspect_err(|missing| missing.record(stages))
+            .ok()?;
         let _hold = device.acquire_beside()?;
         let streams = self.beside_streams().ok()?;
         let streams = streams.as_ref()?;
@@ -651,5 +675,42 @@ fn matrix_bytes(compiled: &CompiledR1cs) -> MatrixBytes {
     MatrixBytes {
         resident: DeviceSparse::bytes_of(compiled.coeffs(), &rows),
         streamed: StreamedSparse::device_bytes(compiled.coeffs(), &rows, ChunkLimit::DEFAULT),
+    }
+}
+
+/// What a proof beside the region in progress lacked ([`GpuBackend::placed`]), kept with its
+/// stages so that a device run says why a CRITICAL proof took its turn: `beside_missing` is the
+/// code in brackets, and for room `beside_free_bytes` and `beside_needed_bytes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Missing {
+    /// The circuit's query index lists are not cached (1).
+    Index,
+    /// No NTT tables of its domain on the device (2).
+    Tables,
+    /// Its parameter set is not on the device (3).
+    Set,
+    /// A query of its set is streamed (4).
+    StreamedQueries,
+    /// Its matrices are not on the device (5).
+    Matrices,
+    /// Its working memory (the second figure) does not fit what the region leaves (the first) (6).
+    Room(usize, usize),
+}
+
+impl Missing {
+    fn record(&self, stages: &mut Stages) {
+        let code = match self {
+            Missing::Index => 1.0,
+            Missing::Tables => 2.0,
+            Missing::Set => 3.0,
+            Missing::StreamedQueries => 4.0,
+            Missing::Matrices => 5.0,
+            Missing::Room(..) => 6.0,
+        };
+        stages.push("beside_missing", code);
+        if let Missing::Room(free, needed) = *self {
+            stages.push("beside_free_bytes", free as f64);
+            stages.push("beside_needed_bytes", needed as f64);
+        }
     }
 }
