@@ -101,8 +101,9 @@ for line in open(sys.argv[1]):
     if "beside_missing" in kv:
         missing[kv["beside_missing"]] += 1
     if "beside_free_bytes" in kv:
-        room.append((float(kv["beside_free_bytes"]) / 2**20, float(kv["beside_needed_bytes"]) / 2**20))
+        room.append([float(kv[k]) / 2**20 for k in ("beside_free_bytes", "beside_needed_bytes",
+                                                     "beside_held_back_bytes")])
 print(f"probes beside a region: {dict(beside)}; missing: {dict(missing)}; "
-      f"room free/needed MiB: {[f'{f:.0f}/{n:.0f}' for f, n in room[:8]]}")
+      f"room free/needed/held back MiB: {['/'.join(f'{v:.0f}' for v in r) for r in room[:8]]}")
 PY
 fi

@@ -260,8 +260,7 @@ impl GpuBackend {
     }
 
     /// All a proof beside the region in progress reads, if it is on the device and its
-    /// working memory fits what the region leaves; else what is missing (with the room there
-    /// and the room needed, for [`Missing::Room`]).
+    /// working memory fits what the region leaves; else what is missing.
     fn placed(
         &self,
         params: &Parameters,
@@ -298,12 +297,17 @@ impl GpuBackend {
             Some(_) => Products::ResidentMatrices,
             None => Products::Host,
         };
-        let free = self.gpu.memory_beside().map_err(|_| Missing::Room(0, 0))?.0;
+        let held_back = self.gpu.held_back();
+        let free = self
+            .gpu
+            .memory_beside()
+            .map_err(|_| Missing::Room(0, 0, held_back))?
+            .0;
         let sizes = proof_sizes(params, p.log_n, p.witness, p.products.as_deref());
         let side_by_side = Plan::of(&sizes, srs.queries, Program::SideBySide, products);
         let needed = side_by_side.working_bytes + cuzk_gpu::MEMORY_MARGIN;
         if needed > free {
-            return Err(Missing::Room(free, needed));
+            return Err(Missing::Room(free, needed, held_back));
         }
         Ok(Placed {
             tables,
@@ -680,7 +684,8 @@ fn matrix_bytes(compiled: &CompiledR1cs) -> MatrixBytes {
 
 /// What a proof beside the region in progress lacked ([`GpuBackend::placed`]), kept with its
 /// stages so that a device run says why a CRITICAL proof took its turn: `beside_missing` is the
-/// code in brackets, and for room `beside_free_bytes` and `beside_needed_bytes`.
+/// code in brackets, and for room `beside_free_bytes`, `beside_needed_bytes` and
+/// `beside_held_back_bytes` (0: the set was not kept for such proofs, nothing is held back).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Missing {
     /// The circuit's query index lists are not cached (1).
@@ -693,8 +698,9 @@ enum Missing {
     StreamedQueries,
     /// Its matrices are not on the device (5).
     Matrices,
-    /// Its working memory (the second figure) does not fit what the region leaves (the first) (6).
-    Room(usize, usize),
+    /// Its working memory (the second figure) does not fit what the region leaves (the first),
+    /// of which the third was held back for such proofs (6).
+    Room(usize, usize, usize),
 }
 
 impl Missing {
@@ -708,9 +714,10 @@ impl Missing {
             Missing::Room(..) => 6.0,
         };
         stages.push("beside_missing", code);
-        if let Missing::Room(free, needed) = *self {
+        if let Missing::Room(free, needed, held_back) = *self {
             stages.push("beside_free_bytes", free as f64);
             stages.push("beside_needed_bytes", needed as f64);
+            stages.push("beside_held_back_bytes", held_back as f64);
         }
     }
 }
